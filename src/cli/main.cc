@@ -1,0 +1,38 @@
+// The `cohort` binary: dispatches to one subcommand.
+#include <cstdio>
+#include <cstring>
+
+#include "cli/commands.h"
+
+namespace {
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "usage: cohort <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  run     start a job:   cohort run -np N [--] COMMAND ARGS...\n"
+               "  bench   collective benchmarks (run under `cohort run`):\n"
+               "          cohort bench allreduce|reducescatter|allgather|broadcast|alltoall\n"
+               "\n"
+               "`cohort <command> --help` describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  const char* command = argv[1];
+  if (std::strcmp(command, "run") == 0) return cohort::cli::RunCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "bench") == 0) return cohort::cli::BenchCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "cohort: unknown command '%s'\n\n", command);
+  PrintUsage(stderr);
+  return 2;
+}

@@ -1,0 +1,34 @@
+// The rendezvous key-value store server. `cohort run` starts one per job (or
+// rank 0 does, under launchers that do not run one); workers use it to find
+// each other while building the mesh.
+//
+// Keys are set once and read many times; Get waits until the key exists.
+// Every connection must pass the job-secret handshake (net/auth.h); one that
+// does not is refused and the reason logged.
+#ifndef COHORT_RENDEZVOUS_STORE_SERVER_H_
+#define COHORT_RENDEZVOUS_STORE_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "cohort/status.h"
+
+namespace cohort {
+
+class StoreServer {
+ public:
+  // Listens on bind_host:port; port 0 picks a free port (see port()).
+  static Result<std::unique_ptr<StoreServer>> Start(const std::string& bind_host, int port,
+                                                    const std::string& secret);
+  virtual ~StoreServer() = default;
+
+  virtual int port() const = 0;
+  // Closes the listener and every client connection; idempotent.
+  virtual void Stop() = 0;
+  // Number of connections refused by the handshake so far (for tests).
+  virtual int refused_connections() const = 0;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_RENDEZVOUS_STORE_SERVER_H_
