@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cohort/status.h"
+#include "common/deadline.h"
 
 namespace cohort {
 
@@ -25,6 +26,10 @@ class StoreServer {
   virtual int port() const = 0;
   // Closes the listener and every client connection; idempotent.
   virtual void Stop() = 0;
+  // Waits until no authenticated client is connected, or `deadline`. A rank
+  // that hosts the store calls this before stopping it, so ranks still
+  // running can read why a peer failed.
+  virtual void WaitUntilIdle(Deadline deadline) = 0;
   // Number of connections refused by the handshake so far (for tests).
   virtual int refused_connections() const = 0;
 };

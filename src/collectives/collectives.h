@@ -1,0 +1,36 @@
+// The collectives over a Communicator: argument checks, the call header, and
+// the choice of algorithm by message size and topology. The public API
+// (include/cohort/cohort.h) forwards here.
+//
+// Every function fails fast with the communicator's sticky failure once it
+// is broken, and any error it returns has broken the communicator (peers are
+// told, so no rank is left waiting).
+#ifndef COHORT_COLLECTIVES_COLLECTIVES_H_
+#define COHORT_COLLECTIVES_COLLECTIVES_H_
+
+#include <string>
+
+#include "cohort/types.h"
+#include "collectives/communicator.h"
+
+namespace cohort {
+
+// Which allreduce algorithm to run; kAuto picks by size and topology.
+enum class AllreduceAlgorithm { kAuto, kSharedMemory, kRing, kRecursiveDoubling };
+Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name);
+
+Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
+                    ReduceOp op, double prescale, double postscale,
+                    AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto);
+Status RunReduceScatter(Communicator& comm, const void* send, void* recv,
+                        const size_t* recv_counts, DataType type, ReduceOp op);
+Status RunAllgather(Communicator& comm, const void* send, size_t send_count, void* recv,
+                    const size_t* recv_counts, DataType type);
+Status RunBroadcast(Communicator& comm, void* buf, size_t count, DataType type, int root);
+Status RunAlltoall(Communicator& comm, const void* send, const size_t* send_counts, void* recv,
+                   const size_t* recv_counts, DataType type);
+Status RunBarrier(Communicator& comm);
+
+}  // namespace cohort
+
+#endif  // COHORT_COLLECTIVES_COLLECTIVES_H_

@@ -1,0 +1,80 @@
+// Communicator failure handling.
+#include "collectives/communicator.h"
+
+#include <poll.h>
+
+#include "common/logging.h"
+
+namespace cohort {
+namespace {
+
+// Store keys under which a rank publishes why it gave up: "abort/<rank>" =
+// "<code number>\t<message>".
+std::string AbortKey(int rank) { return "abort/" + std::to_string(rank); }
+
+}  // namespace
+
+Communicator::Communicator(Mesh mesh, std::unique_ptr<StoreClient> store,
+                           CommunicatorOptions options)
+    : mesh_(std::move(mesh)), store_(std::move(store)), options_(options) {}
+
+Communicator::~Communicator() = default;
+
+Status Communicator::Fail(const Status& status) {
+  if (!failure_.ok()) return failure_;
+  failure_ = status;
+  COHORT_LOG(kDebug) << "rank " << rank() << " failing: " << status.ToString();
+  if (store_ != nullptr) {
+    (void)store_->Set(AbortKey(rank()), std::to_string(static_cast<int>(status.code())) + "\t" +
+                                            status.message());
+  }
+  if (mesh_.layout.has_value()) {
+    mesh_.layout->control(mesh_.segments[mesh_.local_rank].data())->aborted.store(1);
+  }
+  for (auto& link : mesh_.links) {
+    if (link != nullptr) link->Close();
+  }
+  return failure_;
+}
+
+Status Communicator::PeerError(int peer, const Status& cause, const std::string& during) {
+  if (store_ != nullptr) {
+    // A peer that gave up deliberately published its reason before closing
+    // its links, so a short wait is enough; a crashed peer published nothing.
+    Result<std::string> reason = store_->Get(AbortKey(peer), Deadline::AfterSeconds(1));
+    if (reason.ok()) {
+      size_t tab = reason->find('\t');
+      auto code = static_cast<Status::Code>(std::stoi(reason->substr(0, tab)));
+      if (code == Status::Code::kPeerFailure || code == Status::Code::kTimeout) {
+        return Status(code, reason->substr(tab + 1));  // already names the root cause
+      }
+      return Status(code, during + ": " + mesh_.Describe(peer) + " failed: " +
+                              reason->substr(tab + 1));
+    }
+  }
+  return Status::PeerFailure(during + ": lost " + mesh_.Describe(peer) + ": " + cause.message());
+}
+
+Status Communicator::CheckPeerAlive(int peer, const std::string& during) {
+  if (!mesh_.layout.has_value() || peer < 0) return Status::OK();
+  const int l = mesh_.peers[peer].local_rank;
+  if (mesh_.peers[peer].host_key != mesh_.peers[rank()].host_key || l == mesh_.local_rank) {
+    return Status::OK();  // liveness of remote peers shows on their sockets
+  }
+  if (mesh_.layout->control(mesh_.segments[l].data())->aborted.load()) {
+    return PeerError(peer, Status::PeerFailure("it gave up"), during);
+  }
+  pollfd p{mesh_.pidfds[l], POLLIN, 0};
+  if (p.fd >= 0 && ::poll(&p, 1, 0) > 0) {
+    return PeerError(peer, Status::PeerFailure("the process exited"), during);
+  }
+  return Status::OK();
+}
+
+Status Communicator::TimeoutError(int peer, const std::string& during) const {
+  return Status::Timeout(during + ": no progress for " +
+                         std::to_string(static_cast<int>(options_.timeout_seconds)) +
+                         " s (COHORT_TIMEOUT) waiting for " + mesh_.Describe(peer));
+}
+
+}  // namespace cohort

@@ -1,0 +1,65 @@
+// Communicator: the group every collective algorithm runs over. It owns the
+// mesh, knows the per-call deadline, and turns any failure into one sticky
+// error that every later call returns, after telling the peers (through the
+// rendezvous store and by closing its links) so they fail fast too.
+#ifndef COHORT_COLLECTIVES_COMMUNICATOR_H_
+#define COHORT_COLLECTIVES_COMMUNICATOR_H_
+
+#include <memory>
+#include <string>
+
+#include "cohort/status.h"
+#include "common/deadline.h"
+#include "net/mesh.h"
+#include "rendezvous/store_client.h"
+
+namespace cohort {
+
+struct CommunicatorOptions {
+  double timeout_seconds = 300;          // COHORT_TIMEOUT: bound on every wait
+  size_t small_message_bytes = 64 << 10;  // below this, latency-optimal algorithms
+  size_t chunk_bytes = 256 << 10;        // pipelining granularity over links
+};
+
+class Communicator {
+ public:
+  Communicator(Mesh mesh, std::unique_ptr<StoreClient> store, CommunicatorOptions options);
+  ~Communicator();
+
+  int rank() const { return mesh_.rank; }
+  int size() const { return mesh_.size; }
+  Mesh& mesh() { return mesh_; }
+  const CommunicatorOptions& options() const { return options_; }
+  Link* link(int peer) { return mesh_.links[peer].get(); }
+
+  // Sequence number of the next collective; identical on all ranks because
+  // all ranks call collectives in the same order.
+  uint64_t NextCall() { return ++calls_; }
+  Deadline CallDeadline() const { return Deadline::AfterSeconds(options_.timeout_seconds); }
+
+  // OK while healthy; otherwise the error that broke this communicator.
+  const Status& failure() const { return failure_; }
+  // Records `status` as the failure (the first one wins), publishes it for
+  // the peers and closes every link. Returns the recorded failure.
+  Status Fail(const Status& status);
+  // The error for a failure seen on the link to `peer` (`cause`): names the
+  // peer and, when the peer published why it gave up, carries that reason.
+  Status PeerError(int peer, const Status& cause, const std::string& during);
+  // Checks that `peer`, when it is on this host, has neither exited nor
+  // given up. Only the peer being waited for is checked: a peer that finished
+  // its part and exited normally is no error for a rank waiting on another.
+  Status CheckPeerAlive(int peer, const std::string& during);
+  // A kTimeout naming who we were waiting for.
+  Status TimeoutError(int peer, const std::string& during) const;
+
+ private:
+  Mesh mesh_;
+  std::unique_ptr<StoreClient> store_;
+  CommunicatorOptions options_;
+  uint64_t calls_ = 0;
+  Status failure_;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_COLLECTIVES_COMMUNICATOR_H_

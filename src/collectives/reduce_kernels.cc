@@ -1,0 +1,58 @@
+// Generic reduction kernels and the dispatch between them and the AVX2 copy.
+#define COHORT_KERNEL_NAMESPACE generic
+#include "collectives/reduce_kernels_impl.h"
+
+#include "collectives/reduce_kernels.h"
+
+namespace cohort {
+namespace avx2 {
+void ReduceTwo(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op);
+void Scale(void* dst, const void* src, size_t count, DataType type, double factor);
+void Divide(void* buf, size_t count, DataType type, int divisor);
+}  // namespace avx2
+
+namespace {
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+}  // namespace
+
+void ReduceTwo(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op) {
+  if (count == 0) return;
+  if (HasAvx2()) {
+    avx2::ReduceTwo(dst, a, b, count, type, op);
+  } else {
+    generic::ReduceTwo(dst, a, b, count, type, op);
+  }
+}
+
+void ScaleCopy(void* dst, const void* src, size_t count, DataType type, double factor) {
+  if (count == 0) return;
+  if (factor == 1.0) {
+    if (dst != src) std::memmove(dst, src, count * DataTypeSize(type));
+    return;
+  }
+  if (HasAvx2()) {
+    avx2::Scale(dst, src, count, type, factor);
+  } else {
+    generic::Scale(dst, src, count, type, factor);
+  }
+}
+
+void FinishReduction(void* buf, size_t count, DataType type, ReduceOp op, int nranks,
+                     double postscale) {
+  if (count == 0) return;
+  if (op == ReduceOp::kAverage && nranks != 1) {
+    if (HasAvx2()) {
+      avx2::Divide(buf, count, type, nranks);
+    } else {
+      generic::Divide(buf, count, type, nranks);
+    }
+  }
+  ScaleCopy(buf, buf, count, type, postscale);
+}
+
+}  // namespace cohort

@@ -1,0 +1,110 @@
+// Runtime start-up: environment -> store -> mesh -> communicator.
+#include "engine/runtime.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "rendezvous/mesh_builder.h"
+#include "rendezvous/store_client.h"
+
+namespace cohort {
+namespace {
+
+Result<size_t> EnvBytes(const EnvLookup& env, const char* name, size_t fallback) {
+  std::optional<std::string> text = EnvString(env, name);
+  if (!text) return fallback;
+  Result<uint64_t> bytes = ParseByteSize(*text);
+  if (!bytes.ok()) return bytes.status().WithContext(name);
+  if (*bytes == 0) return Status::InvalidArgument(std::string(name) + " must be positive");
+  return static_cast<size_t>(*bytes);
+}
+
+}  // namespace
+
+Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
+  RuntimeSettings s;
+  Result<double> timeout = EnvDouble(env, "COHORT_TIMEOUT", s.timeout_seconds);
+  if (!timeout.ok()) return timeout.status();
+  if (*timeout <= 0) return Status::InvalidArgument("COHORT_TIMEOUT must be positive seconds");
+  s.timeout_seconds = *timeout;
+  std::string transport = EnvString(env, "COHORT_TRANSPORT").value_or("auto");
+  if (transport != "auto" && transport != "shm" && transport != "tcp") {
+    return Status::InvalidArgument("COHORT_TRANSPORT='" + transport +
+                                   "' (expected auto, shm or tcp)");
+  }
+  s.force_tcp = transport == "tcp";
+  Result<AllreduceAlgorithm> algorithm =
+      ParseAllreduceAlgorithm(EnvString(env, "COHORT_ALLREDUCE_ALGORITHM").value_or("auto"));
+  if (!algorithm.ok()) return algorithm.status().WithContext("COHORT_ALLREDUCE_ALGORITHM");
+  s.allreduce_algorithm = *algorithm;
+  Result<size_t> small = EnvBytes(env, "COHORT_SMALL_MESSAGE_BYTES", s.small_message_bytes);
+  Result<size_t> chunk = EnvBytes(env, "COHORT_CHUNK_BYTES", s.chunk_bytes);
+  Result<size_t> slot = EnvBytes(env, "COHORT_SHM_SLOT_BYTES", s.shm_slot_bytes);
+  for (const Status& st : {small.status(), chunk.status(), slot.status()}) {
+    if (!st.ok()) return st;
+  }
+  s.small_message_bytes = *small;
+  s.chunk_bytes = *chunk;
+  s.shm_slot_bytes = (*slot + 4095) / 4096 * 4096;
+  return s;
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
+  std::unique_ptr<Runtime> rt(new Runtime());
+  Result<JobEnvironment> job = ParseJobEnvironment(env);
+  if (!job.ok()) return job.status();
+  rt->job_ = *job;
+  Result<RuntimeSettings> settings = ReadRuntimeSettings(env);
+  if (!settings.ok()) return settings.status();
+  rt->settings_ = *settings;
+  JobEnvironment& j = rt->job_;
+  const std::string where = j.store_host + ":" + std::to_string(j.store_port);
+  if (j.secret.empty()) {
+    // Foreign launchers cannot hand out a secret; fall back to one every rank
+    // can derive, and say how to protect the job.
+    COHORT_LOG(kWarning) << "COHORT_SECRET is not set: connections of this " << j.launcher
+                         << " job are not protected; export COHORT_SECRET=<random hex> to all "
+                            "ranks (e.g. `export COHORT_SECRET=$(openssl rand -hex 32)`)";
+    j.secret = "cohort-unprotected-job@" + where;
+  }
+  if (j.rank0_hosts_store && j.rank == 0) {
+    Result<std::unique_ptr<StoreServer>> server = StoreServer::Start("0.0.0.0", j.store_port, j.secret);
+    if (!server.ok()) return server.status();
+    rt->hosted_store_ = std::move(server).value();
+  }
+  const Deadline deadline = Deadline::AfterSeconds(rt->settings_.timeout_seconds);
+  Result<std::unique_ptr<StoreClient>> store =
+      StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
+  if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
+  Result<std::string> listen_host = LocalAddressToward(j.store_host);
+  if (!listen_host.ok()) return listen_host.status();
+
+  MeshOptions mo;
+  mo.rank = j.rank;
+  mo.size = j.size;
+  mo.secret = j.secret;
+  mo.force_tcp = rt->settings_.force_tcp;
+  mo.listen_host = *listen_host;
+  mo.timeout_seconds = rt->settings_.timeout_seconds;
+  mo.shm_slot_bytes = rt->settings_.shm_slot_bytes;
+  Result<Mesh> mesh = BuildMesh(**store, mo);
+  if (!mesh.ok()) return mesh.status().WithContext("rank " + std::to_string(j.rank) + " building the mesh");
+
+  CommunicatorOptions co;
+  co.timeout_seconds = rt->settings_.timeout_seconds;
+  co.small_message_bytes = rt->settings_.small_message_bytes;
+  co.chunk_bytes = rt->settings_.chunk_bytes;
+  rt->comm_ = std::make_unique<Communicator>(std::move(mesh).value(), std::move(store).value(), co);
+  return rt;
+}
+
+Runtime::~Runtime() {
+  comm_.reset();
+  if (hosted_store_) {
+    // Other ranks may still need the store to learn why a peer failed.
+    hosted_store_->WaitUntilIdle(Deadline::AfterSeconds(std::min(settings_.timeout_seconds, 30.0)));
+    hosted_store_->Stop();
+  }
+}
+
+}  // namespace cohort

@@ -1,0 +1,52 @@
+// Runtime: the one object per process that holds a running cohort job: the
+// settings read at init, the rendezvous store (served here when rank 0 must
+// host it), and the communicator over the peer mesh.
+#ifndef COHORT_ENGINE_RUNTIME_H_
+#define COHORT_ENGINE_RUNTIME_H_
+
+#include <memory>
+#include <string>
+
+#include "cohort/status.h"
+#include "collectives/collectives.h"
+#include "collectives/communicator.h"
+#include "common/env_config.h"
+#include "rendezvous/launcher_env.h"
+#include "rendezvous/store_server.h"
+
+namespace cohort {
+
+// Settings that come from COHORT_* variables (docs/configuration.md).
+struct RuntimeSettings {
+  double timeout_seconds = 300;          // COHORT_TIMEOUT
+  bool force_tcp = false;                // COHORT_TRANSPORT=tcp
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;  // COHORT_ALLREDUCE_ALGORITHM
+  size_t small_message_bytes = 64 << 10;  // COHORT_SMALL_MESSAGE_BYTES
+  size_t chunk_bytes = 256 << 10;         // COHORT_CHUNK_BYTES
+  size_t shm_slot_bytes = 1 << 20;        // COHORT_SHM_SLOT_BYTES
+};
+
+Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);
+
+class Runtime {
+ public:
+  // Reads the environment, joins the job and builds the mesh.
+  static Result<std::unique_ptr<Runtime>> Start(const EnvLookup& env);
+  ~Runtime();
+
+  Communicator& comm() { return *comm_; }
+  const RuntimeSettings& settings() const { return settings_; }
+  const JobEnvironment& job() const { return job_; }
+
+ private:
+  Runtime() = default;
+
+  JobEnvironment job_;
+  RuntimeSettings settings_;
+  std::unique_ptr<StoreServer> hosted_store_;  // rank 0 under foreign launchers
+  std::unique_ptr<Communicator> comm_;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_ENGINE_RUNTIME_H_

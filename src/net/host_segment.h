@@ -1,0 +1,55 @@
+// Layout of the shared-memory segment each rank creates for the ranks on its
+// host. One segment per rank holds:
+//   - HostControl: the rank's pid, abort flag and the progress counters of the
+//     shared-memory allreduce (collectives/shm_allreduce.cc);
+//   - `num_slots` allreduce slots (a 64-byte header plus `slot_bytes` of data), which
+//     only this rank writes and its local peers read;
+//   - one inbound ShmRing per local peer, which that peer writes into.
+#ifndef COHORT_NET_HOST_SEGMENT_H_
+#define COHORT_NET_HOST_SEGMENT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace cohort {
+
+struct HostControl {
+  alignas(64) std::atomic<uint64_t> in_seq;   // allreduce chunks whose input is in my slots
+  alignas(64) std::atomic<uint64_t> red_seq;  // chunks whose result slice I have written
+  alignas(64) std::atomic<uint64_t> out_seq;  // chunks I have finished reading from peers
+  alignas(64) std::atomic<uint32_t> aborted;  // set when this rank gives up; peers fail fast
+  int32_t pid;
+};
+
+class HostSegmentLayout {
+ public:
+  HostSegmentLayout(int local_size, size_t slot_bytes, int num_slots, size_t ring_capacity);
+
+  size_t total_bytes() const { return total_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+  int num_slots() const { return num_slots_; }
+  size_t ring_capacity() const { return ring_capacity_; }
+
+  HostControl* control(void* base) const { return static_cast<HostControl*>(base); }
+  // 64 bytes where the writer describes the collective call (collectives/call_header.h).
+  void* slot_header(void* base, int slot) const;
+  unsigned char* slot_data(void* base, int slot) const;
+  // The ring in this segment that local rank `from` writes into.
+  void* inbound_ring(void* base, int from) const;
+
+ private:
+  int local_size_;
+  size_t slot_bytes_;
+  int num_slots_;
+  size_t ring_capacity_;
+  size_t slots_offset_;
+  size_t slot_stride_;
+  size_t rings_offset_;
+  size_t ring_stride_;
+  size_t total_;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_NET_HOST_SEGMENT_H_

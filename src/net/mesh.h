@@ -1,0 +1,54 @@
+// The peer mesh: one Link to every other rank of the job, plus the mapped
+// shared-memory segments of the ranks on this host. Built once at init by
+// rendezvous/mesh_builder.cc and owned by the runtime.
+#ifndef COHORT_NET_MESH_H_
+#define COHORT_NET_MESH_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/host_segment.h"
+#include "net/link.h"
+#include "net/shm_segment.h"
+
+namespace cohort {
+
+struct PeerInfo {
+  std::string hostname;  // for messages
+  std::string host_key;  // equal for ranks that share memory (same host, same network namespace)
+  std::string address;   // where its mesh listener is
+  int pid = 0;
+  int local_rank = 0;    // index among ranks with the same host_key
+};
+
+struct Mesh {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::vector<PeerInfo> peers;              // indexed by rank, self included
+  std::vector<std::unique_ptr<Link>> links;  // indexed by rank; null for self
+  std::vector<int> local_ranks;             // global ranks on this host, ascending
+
+  // Present when the ranks on this host talk through shared memory.
+  std::optional<HostSegmentLayout> layout;
+  std::vector<ShmSegment> segments;  // indexed by local rank; ours is segments[local_rank]
+  std::vector<int> pidfds;           // indexed by local rank; -1 for self; readable once that process exits
+
+  Mesh() = default;
+  Mesh(Mesh&&) = default;
+  Mesh& operator=(Mesh&&) = default;
+  ~Mesh();
+
+  bool all_local_shm() const { return layout.has_value() && local_size == size; }
+  // "rank 3 (host node7, pid 1234)".
+  std::string Describe(int peer) const;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_NET_MESH_H_

@@ -1,0 +1,223 @@
+// Mesh construction: publish, learn the peers, connect TCP, map shared memory.
+#include "rendezvous/mesh_builder.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/logging.h"
+#include "net/auth.h"
+#include "net/socket.h"
+
+namespace cohort {
+namespace {
+
+std::string ReadFirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+std::vector<std::string> SplitTabs(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, '\t')) parts.push_back(part);
+  return parts;
+}
+
+// Publishes this rank and reads every rank's record.
+Status ExchangePeerInfo(StoreClient& store, const MeshOptions& o, const PeerInfo& me,
+                        Deadline deadline, std::vector<PeerInfo>* peers) {
+  COHORT_RETURN_IF_ERROR(store.Set("mesh/peer/" + std::to_string(o.rank),
+                                   me.host_key + "\t" + me.hostname + "\t" + me.address + "\t" +
+                                       std::to_string(me.pid)));
+  peers->resize(o.size);
+  for (int r = 0; r < o.size; ++r) {
+    Result<std::string> record = store.Get("mesh/peer/" + std::to_string(r), deadline);
+    if (!record.ok()) {
+      return record.status().WithContext("rank " + std::to_string(r) + " did not join the job");
+    }
+    std::vector<std::string> f = SplitTabs(*record);
+    if (f.size() != 4) return Status::Internal("malformed mesh record for rank " + std::to_string(r));
+    (*peers)[r] = PeerInfo{f[1], f[0], f[2], std::stoi(f[3]), 0};
+  }
+  return Status::OK();
+}
+
+// Fills local/cross ranks from the host keys. Hosts are ordered by their
+// lowest rank, so cross_rank is stable and rank 0's host is host 0.
+void ComputeTopology(Mesh* mesh) {
+  std::map<std::string, std::vector<int>> by_host;
+  std::vector<std::string> host_order;
+  for (int r = 0; r < mesh->size; ++r) {
+    auto& ranks = by_host[mesh->peers[r].host_key];
+    if (ranks.empty()) host_order.push_back(mesh->peers[r].host_key);
+    mesh->peers[r].local_rank = static_cast<int>(ranks.size());
+    ranks.push_back(r);
+  }
+  const std::string& mine = mesh->peers[mesh->rank].host_key;
+  mesh->local_ranks = by_host[mine];
+  mesh->local_rank = mesh->peers[mesh->rank].local_rank;
+  mesh->local_size = static_cast<int>(mesh->local_ranks.size());
+  mesh->cross_size = static_cast<int>(host_order.size());
+  mesh->cross_rank = static_cast<int>(std::find(host_order.begin(), host_order.end(), mine) -
+                                      host_order.begin());
+}
+
+bool UsesTcp(const Mesh& mesh, const MeshOptions& o, int peer) {
+  return o.force_tcp || mesh.peers[peer].host_key != mesh.peers[mesh.rank].host_key;
+}
+
+Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadline deadline) {
+  // Connect to lower ranks; accept from higher ones. Each connection starts
+  // with the job-secret handshake, then the connecting rank sends its rank.
+  for (int p = 0; p < o.rank; ++p) {
+    if (!UsesTcp(*mesh, o, p)) continue;
+    std::string host;
+    int port = 0;
+    COHORT_RETURN_IF_ERROR(ParseHostPort(mesh->peers[p].address, "mesh address", &host, &port));
+    Result<Socket> s = Socket::Connect(host, port, deadline);
+    if (!s.ok()) return s.status().WithContext("connecting to " + mesh->Describe(p));
+    COHORT_RETURN_IF_ERROR(AuthenticateClient(*s, o.secret, "mesh", deadline)
+                               .WithContext("connecting to " + mesh->Describe(p)));
+    int32_t me = o.rank;
+    COHORT_RETURN_IF_ERROR(s->SendAll(&me, sizeof(me), deadline));
+    mesh->links[p] = MakeTcpLink(std::move(s).value());
+  }
+  int expected = 0;
+  for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(*mesh, o, p) ? 1 : 0;
+  while (expected > 0) {
+    Result<Socket> s = listener.Accept(deadline);
+    if (!s.ok()) return s.status().WithContext("waiting for " + std::to_string(expected) +
+                                               " peers to connect");
+    Status auth = AuthenticateServer(*s, o.secret, "mesh", deadline);
+    if (!auth.ok()) {
+      COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from "
+                           << s->PeerName() << ": " << auth.message();
+      continue;
+    }
+    int32_t peer = -1;
+    COHORT_RETURN_IF_ERROR(s->RecvAll(&peer, sizeof(peer), deadline));
+    if (peer <= o.rank || peer >= o.size || mesh->links[peer] != nullptr) {
+      return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer));
+    }
+    mesh->links[peer] = MakeTcpLink(std::move(s).value());
+    --expected;
+  }
+  return Status::OK();
+}
+
+int OpenPidFd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// Creates this rank's segment, maps the local peers' ones and links to them.
+Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Deadline deadline) {
+  mesh->layout.emplace(mesh->local_size, o.shm_slot_bytes, o.shm_slots, o.shm_ring_bytes);
+  const HostSegmentLayout& layout = *mesh->layout;
+  Result<std::string> tag = store.Get("mesh/tag", deadline);
+  if (!tag.ok()) return tag.status();
+  auto name_of = [&](int local) {
+    return "/cohort-" + *tag + "-" + std::to_string(mesh->local_ranks[local]);
+  };
+  mesh->segments.resize(mesh->local_size);
+  Result<ShmSegment> mine = ShmSegment::Create(name_of(mesh->local_rank), layout.total_bytes());
+  if (!mine.ok()) return mine.status();
+  void* base = mine->data();
+  layout.control(base)->pid = ::getpid();
+  for (int l = 0; l < mesh->local_size; ++l) InitShmRing(layout.inbound_ring(base, l), o.shm_ring_bytes);
+  mesh->segments[mesh->local_rank] = std::move(mine).value();
+
+  const std::string host_tag = std::to_string(mesh->cross_rank);
+  COHORT_RETURN_IF_ERROR(store.Barrier("shm-created/" + host_tag, mesh->local_size, deadline));
+  for (int l = 0; l < mesh->local_size; ++l) {
+    if (l == mesh->local_rank) continue;
+    Result<ShmSegment> seg = ShmSegment::Open(name_of(l), layout.total_bytes());
+    if (!seg.ok()) return seg.status();
+    mesh->segments[l] = std::move(seg).value();
+  }
+  // Once everyone has mapped every segment, the names can go: nothing is left
+  // behind in /dev/shm however the job ends.
+  COHORT_RETURN_IF_ERROR(store.Barrier("shm-mapped/" + host_tag, mesh->local_size, deadline));
+  mesh->segments[mesh->local_rank].Unlink();
+
+  mesh->pidfds.assign(mesh->local_size, -1);
+  for (int l = 0; l < mesh->local_size; ++l) {
+    if (l == mesh->local_rank) continue;
+    const int peer = mesh->local_ranks[l];
+    mesh->pidfds[l] = OpenPidFd(mesh->peers[peer].pid);
+    mesh->links[peer] = MakeShmLink(layout.inbound_ring(mesh->segments[l].data(), mesh->local_rank),
+                                    layout.inbound_ring(base, l));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string LocalHostKey() {
+  struct stat st {};
+  std::string netns = ::stat("/proc/self/ns/net", &st) == 0 ? std::to_string(st.st_ino) : "";
+  return Hostname() + "/" + ReadFirstLine("/proc/sys/kernel/random/boot_id") + "/" + netns;
+}
+
+Result<std::string> LocalAddressToward(const std::string& remote_host) {
+  Result<std::string> ip = ResolveHost(remote_host);
+  if (!ip.ok()) return ip.status();
+  if (ip->rfind("127.", 0) == 0) return std::string("127.0.0.1");
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(9);
+  ::inet_pton(AF_INET, ip->c_str(), &addr.sin_addr);
+  // connect() on a UDP socket sends nothing; it only picks the route.
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  ::close(fd);
+  if (!ok) return Status::IoError("no route to " + remote_host);
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return std::string(text);
+}
+
+Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& o) {
+  const Deadline deadline = Deadline::AfterSeconds(o.timeout_seconds);
+  if (o.rank == 0) {
+    COHORT_RETURN_IF_ERROR(store.Set("mesh/tag", GenerateSecret().substr(0, 16)));
+  }
+  Result<Socket> listener = Socket::Listen(o.listen_host, 0);
+  if (!listener.ok()) return listener.status().WithContext("mesh listener");
+  Result<int> port = listener->LocalPort();
+  if (!port.ok()) return port.status();
+
+  Mesh mesh;
+  mesh.rank = o.rank;
+  mesh.size = o.size;
+  PeerInfo me{Hostname(), LocalHostKey(), o.listen_host + ":" + std::to_string(*port),
+              static_cast<int>(::getpid()), 0};
+  COHORT_RETURN_IF_ERROR(ExchangePeerInfo(store, o, me, deadline, &mesh.peers));
+  ComputeTopology(&mesh);
+  mesh.links.resize(o.size);
+  COHORT_RETURN_IF_ERROR(ConnectTcpPeers(&mesh, o, *listener, deadline));
+  if (!o.force_tcp && mesh.local_size > 1) {
+    COHORT_RETURN_IF_ERROR(MapHostSegments(&mesh, store, o, deadline));
+  }
+  return mesh;
+}
+
+}  // namespace cohort

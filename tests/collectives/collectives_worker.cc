@@ -1,0 +1,304 @@
+// Worker program for the multi-process collective tests: run under
+// `cohort run -np N` (or with launcher variables set by the test). Each mode
+// exercises the public API and exits 0 only when every result is exact.
+//
+//   collectives_worker all [quick]  every collective x dtype x op at sizes 0, 1,
+//                                   odd and tens of MiB, checked against a
+//                                   single-process reference
+//   collectives_worker mismatch     rank 1 passes a different count; every
+//                                   rank must get a kMismatch error naming ranks
+//   collectives_worker die          the last rank kills itself mid-allreduce;
+//                                   the others must fail with kPeerFailure
+//   collectives_worker badarg       rank 0 passes an invalid root; all ranks fail
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "common/value_convert.h"
+
+namespace cohort {
+namespace {
+
+int g_failures = 0;
+
+#define CHECK_OK(expr)                                                                   \
+  do {                                                                                   \
+    Status s_ = (expr);                                                                  \
+    if (!s_.ok()) {                                                                      \
+      std::fprintf(stderr, "rank %d: %s failed: %s\n", Rank(), #expr, s_.ToString().c_str()); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+
+bool IsFloat(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
+         t == DataType::kFloat64;
+}
+
+// Small integers, so every reduction is exact in every type; negative values
+// only for signed types.
+double Input(DataType t, ReduceOp op, int rank, size_t i) {
+  const bool is_unsigned = t == DataType::kUInt8;
+  if (op == ReduceOp::kProduct) {
+    const int v = static_cast<int>((rank * 5 + i * 3) % 4);  // 0..3 -> 1, 2, 1, -1
+    if (v == 3) return is_unsigned ? 1 : -1;
+    return v == 1 ? 2 : 1;
+  }
+  const double v = static_cast<double>((rank * 31 + i * 7) % 11);
+  return is_unsigned ? v : v - 5;
+}
+
+// Applies a scale factor the way the library specifies: integers truncate
+// toward zero, floats round to the type.
+double ScaleValue(DataType t, double v, double factor) {
+  if (factor == 1.0) return v;
+  unsigned char tmp[8];
+  if (IsFloat(t)) {
+    StoreAs(t, v * factor, tmp);
+  } else {
+    StoreAs(t, std::trunc(v * factor), tmp);
+  }
+  return LoadAs(t, tmp);
+}
+
+double Rounded(DataType t, double v) {
+  unsigned char tmp[8];
+  StoreAs(t, v, tmp);
+  return LoadAs(t, tmp);
+}
+
+// Reference allreduce of element i over all ranks, in double arithmetic with
+// the library's documented semantics.
+double ReduceReference(DataType t, ReduceOp op, int n, size_t i, double pre, double post) {
+  double acc = 0;
+  for (int r = 0; r < n; ++r) {
+    const double v = ScaleValue(t, Input(t, op, r, i), pre);
+    if (r == 0) {
+      acc = v;
+    } else if (op == ReduceOp::kSum || op == ReduceOp::kAverage) {
+      acc += v;
+    } else if (op == ReduceOp::kMin) {
+      acc = std::min(acc, v);
+    } else if (op == ReduceOp::kMax) {
+      acc = std::max(acc, v);
+    } else {
+      acc *= v;
+    }
+  }
+  acc = Rounded(t, acc);
+  if (op == ReduceOp::kAverage) {
+    acc = IsFloat(t) ? Rounded(t, acc / n) : std::trunc(acc / n);
+  }
+  return ScaleValue(t, acc, post);
+}
+
+void Fill(std::vector<unsigned char>& buf, DataType t, ReduceOp op, size_t count, size_t offset,
+          int rank) {
+  const size_t es = DataTypeSize(t);
+  buf.resize(std::max<size_t>(count, 1) * es);
+  for (size_t i = 0; i < count; ++i) StoreAs(t, Input(t, op, rank, offset + i), &buf[i * es]);
+}
+
+void Expect(const std::string& what, DataType t, const unsigned char* got, size_t i, double want) {
+  const double have = LoadAs(t, got + i * DataTypeSize(t));
+  if (have != want && !(std::isnan(have) && std::isnan(want))) {
+    if (g_failures++ < 5) {
+      std::fprintf(stderr, "rank %d: %s %s: element %zu is %g, expected %g\n", Rank(),
+                   what.c_str(), DataTypeName(t), i, have, want);
+    }
+  }
+}
+
+std::vector<size_t> Sizes(DataType t, bool quick) {
+  std::vector<size_t> sizes = {0, 1, 7, 1001};
+  if (!quick) sizes.push_back((10u << 20) / DataTypeSize(t) + 3);  // tens of MiB, odd
+  return sizes;
+}
+
+void CheckAllreduce(DataType t, ReduceOp op, size_t count, double pre, double post, bool inplace) {
+  const int n = Size(), r = Rank();
+  std::vector<unsigned char> send, recv(std::max<size_t>(count, 1) * DataTypeSize(t));
+  Fill(send, t, op, count, 0, r);
+  unsigned char* out = inplace ? send.data() : recv.data();
+  CHECK_OK(Allreduce(send.data(), out, count, t, AllreduceOptions{op, pre, post}));
+  const std::string what = std::string("allreduce ") + ReduceOpName(op) + " count " + std::to_string(count);
+  for (size_t i = 0; i < count; ++i) Expect(what, t, out, i, ReduceReference(t, op, n, i, pre, post));
+}
+
+void CheckReduceScatter(DataType t, ReduceOp op, size_t count) {
+  const int n = Size(), r = Rank();
+  // Uneven blocks: rank b gets count + b elements.
+  std::vector<size_t> counts(n);
+  size_t total = 0, offset = 0;
+  for (int b = 0; b < n; ++b) {
+    counts[b] = count + b;
+    if (b < r) offset += counts[b];
+    total += counts[b];
+  }
+  std::vector<unsigned char> send, recv(std::max<size_t>(counts[r], 1) * DataTypeSize(t));
+  Fill(send, t, op, total, 0, r);
+  CHECK_OK(ReduceScatter(send.data(), recv.data(), counts.data(), t, op));
+  for (size_t i = 0; i < counts[r]; ++i) {
+    Expect("reducescatter", t, recv.data(), i, ReduceReference(t, op, n, offset + i, 1, 1));
+  }
+}
+
+void CheckAllgather(DataType t, size_t count) {
+  const int n = Size(), r = Rank();
+  const size_t mine = r % 2 == 0 ? count : count / 2 + r;  // ranks contribute different sizes
+  Result<std::vector<size_t>> counts = AllgatherCounts(mine);
+  CHECK_OK(counts.status());
+  size_t total = 0;
+  for (int p = 0; p < n; ++p) {
+    const size_t want = p % 2 == 0 ? count : count / 2 + p;
+    if ((*counts)[p] != want) {
+      std::fprintf(stderr, "rank %d: AllgatherCounts[%d] = %zu, expected %zu\n", r, p, (*counts)[p], want);
+      ++g_failures;
+    }
+    total += (*counts)[p];
+  }
+  std::vector<unsigned char> send, recv(std::max<size_t>(total, 1) * DataTypeSize(t));
+  Fill(send, t, ReduceOp::kSum, mine, 1000 * r, r);
+  CHECK_OK(Allgather(send.data(), mine, recv.data(), counts->data(), t));
+  size_t at = 0;
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < (*counts)[p]; ++i) {
+      Expect("allgather", t, recv.data(), at + i, Input(t, ReduceOp::kSum, p, 1000 * p + i));
+    }
+    at += (*counts)[p];
+  }
+}
+
+void CheckBroadcast(DataType t, size_t count) {
+  const int n = Size(), r = Rank();
+  for (int root : {0, n - 1}) {
+    std::vector<unsigned char> buf;
+    Fill(buf, t, ReduceOp::kSum, count, 0, r);
+    CHECK_OK(Broadcast(buf.data(), count, t, root));
+    for (size_t i = 0; i < count; ++i) {
+      Expect("broadcast from " + std::to_string(root), t, buf.data(), i, Input(t, ReduceOp::kSum, root, i));
+    }
+  }
+}
+
+// Rank r sends count + p + r elements to rank p, values identifying (r, p, i).
+void CheckAlltoall(DataType t, size_t count) {
+  const int n = Size(), r = Rank();
+  std::vector<size_t> send_counts(n);
+  for (int p = 0; p < n; ++p) send_counts[p] = count == 0 ? 0 : count + p + r;
+  Result<std::vector<size_t>> recv_counts = AlltoallCounts(send_counts.data());
+  CHECK_OK(recv_counts.status());
+  size_t send_total = 0, recv_total = 0;
+  for (int p = 0; p < n; ++p) {
+    send_total += send_counts[p];
+    recv_total += (*recv_counts)[p];
+  }
+  std::vector<unsigned char> send(std::max<size_t>(send_total, 1) * DataTypeSize(t));
+  std::vector<unsigned char> recv(std::max<size_t>(recv_total, 1) * DataTypeSize(t));
+  size_t at = 0;
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < send_counts[p]; ++i) {
+      StoreAs(t, Input(t, ReduceOp::kSum, r, p * 100 + i), &send[(at + i) * DataTypeSize(t)]);
+    }
+    at += send_counts[p];
+  }
+  CHECK_OK(Alltoall(send.data(), send_counts.data(), recv.data(), recv_counts->data(), t));
+  at = 0;
+  for (int p = 0; p < n; ++p) {
+    const size_t want_count = count == 0 ? 0 : count + r + p;
+    if ((*recv_counts)[p] != want_count) ++g_failures;
+    for (size_t i = 0; i < (*recv_counts)[p]; ++i) {
+      Expect("alltoall", t, recv.data(), at + i, Input(t, ReduceOp::kSum, p, r * 100 + i));
+    }
+    at += (*recv_counts)[p];
+  }
+}
+
+int RunAll(bool quick) {
+  const DataType types[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
+                            DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+                            DataType::kFloat32, DataType::kFloat64};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                          ReduceOp::kProduct};
+  int checks = 0;
+  for (DataType t : types) {
+    for (size_t count : Sizes(t, quick)) {
+      for (ReduceOp op : ops) {
+        CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
+        CheckReduceScatter(t, op, count / Size());
+        checks += 2;
+      }
+      CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
+      CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
+      CheckAllgather(t, count / Size());
+      CheckBroadcast(t, count);
+      CheckAlltoall(t, count / Size());
+      CHECK_OK(Barrier());
+      checks += 6;
+    }
+  }
+  if (g_failures > 0) {
+    std::fprintf(stderr, "rank %d: %d wrong elements\n", Rank(), g_failures);
+    return 1;
+  }
+  std::printf("rank %d: %d collective checks exact\n", Rank(), checks);
+  return 0;
+}
+
+// Every rank must fail with kMismatch and a message naming two ranks.
+int RunMismatch() {
+  std::vector<float> buf(100 + Rank(), 1.0f);
+  Status s = Allreduce(buf.data(), buf.data(), Rank() == 1 ? 101 : 100, DataType::kFloat32);
+  std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+  if (s.code() != Status::Code::kMismatch || s.message().find("rank") == std::string::npos) {
+    return 1;
+  }
+  Status after = Barrier();  // the communicator stays failed
+  return after.code() == Status::Code::kMismatch ? 0 : 1;
+}
+
+int RunDie() {
+  std::vector<float> buf(1 << 20, 1.0f);
+  for (int iter = 0;; ++iter) {
+    if (Rank() == Size() - 1 && iter == 3) raise(SIGKILL);
+    Status s = Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
+    if (!s.ok()) {
+      std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+      return s.code() == Status::Code::kPeerFailure ? 0 : 1;
+    }
+  }
+}
+
+int RunBadArg() {
+  std::vector<int32_t> buf(10, 0);
+  Status s = Broadcast(buf.data(), buf.size(), DataType::kInt32, Rank() == 0 ? Size() + 5 : 0);
+  std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+  return s.ok() ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace cohort
+
+int main(int argc, char** argv) {
+  using namespace cohort;
+  const std::string mode = argc > 1 ? argv[1] : "all";
+  Status init = Init();
+  if (!init.ok()) {
+    std::fprintf(stderr, "init failed: %s\n", init.ToString().c_str());
+    return 1;
+  }
+  int rc = 2;
+  if (mode == "all") rc = RunAll(argc > 2 && std::strcmp(argv[2], "quick") == 0);
+  if (mode == "mismatch") rc = RunMismatch();
+  if (mode == "die") rc = RunDie();
+  if (mode == "badarg") rc = RunBadArg();
+  Shutdown();
+  return rc;
+}
