@@ -1,0 +1,161 @@
+// Multi-process tests of the collectives: real workers under `cohort run`
+// (or under torchrun-style variables when the test must outlive a dying
+// rank), over shared memory and over forced TCP, with 2, 3 and 4 ranks.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/child_process.h"
+
+namespace cohort::testing {
+namespace {
+
+struct JobShape {
+  int np;
+  std::string transport;  // "auto" (shared memory on one host) or "tcp"
+};
+
+std::string Name(const ::testing::TestParamInfo<JobShape>& info) {
+  return std::to_string(info.param.np) + "ranks_" + info.param.transport;
+}
+
+Finished RunWorkers(int np, const std::string& transport, const std::vector<std::string>& args,
+                    double seconds, std::map<std::string, std::string> env = {}) {
+  std::vector<std::string> cmd = {"run", "-np", std::to_string(np), "--timeout", "60",
+                                  "--transport", transport, "--", TestBinary("collectives_worker")};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return RunCohort(cmd, seconds, env);
+}
+
+int CountLines(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (const std::string& line : Lines(text)) n += Contains(line, part) ? 1 : 0;
+  return n;
+}
+
+class CollectivesJob : public ::testing::TestWithParam<JobShape> {};
+
+// Every collective, dtype and op at sizes 0, 1, odd and tens of MiB, exact.
+TEST_P(CollectivesJob, EveryCollectiveDtypeAndOpIsExact) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"all"}, 200);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "collective checks exact"), shape.np) << f.out << f.err;
+}
+
+// Arguments that disagree: every rank gets kMismatch naming the ranks, no hang.
+TEST_P(CollectivesJob, CountMismatchFailsOnEveryRank) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"mismatch"}, 60);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "mismatch across ranks"), shape.np) << f.out;
+  EXPECT_EQ(CountLines(f.out, "allreduce of 101 float32 elements"), shape.np) << f.out;
+}
+
+// A bad argument on one rank fails that rank and, through it, all others.
+TEST_P(CollectivesJob, InvalidRootOnOneRankFailsAll) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"badarg"}, 60);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "is not a rank of this job"), shape.np) << f.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CollectivesJob,
+                         ::testing::Values(JobShape{2, "auto"}, JobShape{3, "auto"},
+                                           JobShape{4, "auto"}, JobShape{2, "tcp"},
+                                           JobShape{3, "tcp"}, JobShape{4, "tcp"}),
+                         Name);
+
+// The link-based algorithms also run over shared-memory links when forced.
+TEST(CollectivesAlgorithms, RingAndRecursiveDoublingOverSharedMemoryLinks) {
+  for (const char* algorithm : {"ring", "recursive_doubling"}) {
+    Finished f = RunWorkers(3, "auto", {"all", "quick"}, 120,
+                            {{"COHORT_ALLREDUCE_ALGORITHM", algorithm}});
+    EXPECT_EQ(f.exit_code, 0) << algorithm << "\n" << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3) << algorithm;
+  }
+}
+
+// Small chunks and slots force many pipeline steps and slot reuse.
+TEST(CollectivesAlgorithms, TinyChunksAndSlots) {
+  Finished f = RunWorkers(3, "auto", {"all", "quick"}, 120,
+                          {{"COHORT_CHUNK_BYTES", "64"}, {"COHORT_SHM_SLOT_BYTES", "4096"},
+                           {"COHORT_SMALL_MESSAGE_BYTES", "16"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3);
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Starts `np` workers with torchrun's variables (rank 0 hosts the store), so
+// the test sees each survivor's own exit instead of the launcher stopping it.
+std::vector<std::unique_ptr<ChildProcess>> StartTorchrunStyle(int np, const std::string& transport,
+                                                             const std::vector<std::string>& args) {
+  const int store_port = FreePort();
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int r = 0; r < np; ++r) {
+    workers.push_back(std::make_unique<ChildProcess>(
+        [&] {
+          std::vector<std::string> argv = {TestBinary("collectives_worker")};
+          argv.insert(argv.end(), args.begin(), args.end());
+          return argv;
+        }(),
+        std::map<std::string, std::string>{{"RANK", std::to_string(r)},
+                                           {"WORLD_SIZE", std::to_string(np)},
+                                           {"LOCAL_RANK", std::to_string(r)},
+                                           {"MASTER_ADDR", "127.0.0.1"},
+                                           {"MASTER_PORT", std::to_string(store_port - 1)},
+                                           {"COHORT_SECRET", "test-secret"},
+                                           {"COHORT_TIMEOUT", "60"},
+                                           {"COHORT_TRANSPORT", transport}}));
+  }
+  return workers;
+}
+
+// A rank killed mid-allreduce: every survivor fails with an error naming it,
+// long before COHORT_TIMEOUT (60 s).
+TEST(CollectivesFailure, KilledPeerFailsSurvivorsFast) {
+  for (const std::string transport : {"auto", "tcp"}) {
+    auto workers = StartTorchrunStyle(3, transport, {"die"});
+    for (int r = 0; r < 2; ++r) {
+      Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
+      EXPECT_EQ(f.exit_code, 0) << transport << " rank " << r << ": " << f.out << f.err;
+      EXPECT_TRUE(Contains(f.out, "peer failure")) << f.out;
+      EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
+      EXPECT_LT(f.seconds, 20) << "survivor noticed the dead peer too late";
+    }
+    Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
+    EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
+  }
+}
+
+// Under torchrun's variables the job bootstraps with rank 0 hosting the store.
+TEST(CollectivesBootstrap, TorchrunEnvironment) {
+  auto workers = StartTorchrunStyle(2, "auto", {"all", "quick"});
+  for (auto& w : workers) {
+    Finished f = w->Finish(Deadline::AfterSeconds(120));
+    EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  }
+}
+
+}  // namespace
+}  // namespace cohort::testing

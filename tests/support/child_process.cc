@@ -1,0 +1,137 @@
+// ChildProcess implementation: fork/exec with pipes, polled with a pidfd.
+#include "support/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+namespace cohort::testing {
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args,
+                           const std::map<std::string, std::string>& env, bool own_group) {
+  int out[2], err[2];
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
+  std::vector<std::string> full = args;
+  std::vector<char*> argv;
+  for (std::string& arg : full) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  start_ = Clock::now();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    if (own_group) ::setpgid(0, 0);
+    for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  EXPECT_GT(pid_, 0);
+  if (own_group) ::setpgid(pid_, pid_);
+  ::close(out[1]);
+  ::close(err[1]);
+  out_fd_ = out[0];
+  err_fd_ = err[0];
+  pid_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  EXPECT_GE(pid_fd_, 0) << "pidfd_open: " << std::strerror(errno);
+}
+
+ChildProcess::~ChildProcess() {
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  for (int fd : {out_fd_, err_fd_, pid_fd_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+bool ChildProcess::WaitFor(const std::function<bool()>& done, Deadline deadline) {
+  while (!done()) {
+    if (deadline.Expired() || !PumpOnce(deadline)) return done();
+  }
+  return true;
+}
+
+bool ChildProcess::WaitForOutput(const std::string& text, Deadline deadline) {
+  return WaitFor([&] { return out_.find(text) != std::string::npos; }, deadline);
+}
+
+Finished ChildProcess::Finish(Deadline deadline) {
+  while ((out_fd_ >= 0 || err_fd_ >= 0 || !exited_) && !deadline.Expired()) {
+    PumpOnce(deadline);
+  }
+  Finished result;
+  if (!exited_) {
+    ADD_FAILURE() << "child did not exit before the deadline; killing it";
+    ::kill(pid_, SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  reaped_ = true;
+  if (exited_) {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  result.out = out_;
+  result.err = err_;
+  result.seconds = SecondsSince(start_);
+  return result;
+}
+
+bool ChildProcess::PumpOnce(Deadline deadline) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<int*, std::string*>> targets;
+  for (auto [fd, text] : {std::pair{&out_fd_, &out_}, std::pair{&err_fd_, &err_}}) {
+    if (*fd < 0) continue;
+    fds.push_back({*fd, POLLIN, 0});
+    targets.push_back({fd, text});
+  }
+  if (!exited_) fds.push_back({pid_fd_, POLLIN, 0});
+  if (fds.empty()) return false;
+  if (::poll(fds.data(), fds.size(), deadline.RemainingMs()) <= 0) return true;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    char buf[65536];
+    ssize_t n = ::read(*targets[i].first, buf, sizeof(buf));
+    if (n > 0) {
+      targets[i].second->append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      ::close(*targets[i].first);
+      *targets[i].first = -1;
+    }
+  }
+  if (!exited_ && fds.back().revents != 0) exited_ = true;
+  return true;
+}
+
+Finished RunCohort(const std::vector<std::string>& args, double seconds,
+                   const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv = {COHORT_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess child(argv, env);
+  return child.Finish(Deadline::AfterSeconds(seconds));
+}
+
+std::string TestBinary(const std::string& name) { return std::string(COHORT_TEST_BIN_DIR) + "/" + name; }
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace cohort::testing
