@@ -1,0 +1,148 @@
+// `cohort run`: parses the command line and hands the job to
+// launch/local_launcher, which does the work.
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cli/commands.h"
+#include "cohort/status.h"
+#include "launch/local_launcher.h"
+
+namespace cohort::cli {
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "usage: cohort run -np N [options] [--] COMMAND [ARGS...]\n"
+               "\n"
+               "Starts N copies of COMMAND on this host as ranks 0..N-1 of one job, with the\n"
+               "rendezvous store's address and the job secret in their environment\n"
+               "(COHORT_RANK, COHORT_SIZE, COHORT_LOCAL_RANK, COHORT_STORE_ADDR, ...).\n"
+               "Every line a worker prints is relayed with the prefix \"[RANK] \", stdout to\n"
+               "stdout and stderr to stderr. When a worker fails, the others get SIGTERM\n"
+               "(SIGKILL 2 s later) and cohort run exits with the failed worker's status\n"
+               "(128+N when it was killed by signal N). SIGINT, SIGTERM and SIGHUP are\n"
+               "forwarded to every worker. Workers read stdin from /dev/null.\n"
+               "\n"
+               "options:\n"
+               "  -np N, -n N          number of workers (required, at least 1)\n"
+               "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
+               "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
+               "                       wait may take before it fails (default 300)\n"
+               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n"
+               "  -h, --help           print this help\n"
+               "\n"
+               "exit status: 0 when every worker exits 0; 127 when COMMAND is not found;\n"
+               "126 when it cannot be executed; 2 for a usage error.\n");
+}
+
+int UsageError(const std::string& problem) {
+  std::fprintf(stderr, "cohort run: %s\n\n", problem.c_str());
+  PrintUsage(stderr);
+  return kExitUsage;
+}
+
+Result<int> ParsePositiveInt(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > INT_MAX) {
+    return Status::InvalidArgument(flag + " '" + text + "' is not a positive integer");
+  }
+  return static_cast<int>(value);
+}
+
+Result<double> ParsePositiveSeconds(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value <= 0) {
+    return Status::InvalidArgument(flag + " '" + text + "' is not a positive number of seconds");
+  }
+  return value;
+}
+
+struct RunFlags {
+  bool help = false;
+  LaunchOptions options;
+};
+
+// Options come first; the first argument that is not one (or the one after
+// "--") starts the command, so the command's own flags are left alone.
+Result<RunFlags> ParseFlags(int argc, char** argv) {
+  RunFlags flags;
+  flags.options.np = 0;
+  int i = 0;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;
+    if (arg == "-h" || arg == "--help") {
+      flags.help = true;
+      return flags;
+    }
+    std::string name = arg;
+    std::string value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (name == "-np" || name == "--np" || name == "-n" || name == "--timeout-secs" ||
+               name == "--timeout" || name == "--transport") {
+      if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "-np" || name == "--np" || name == "-n") {
+      Result<int> np = ParsePositiveInt(name, value);
+      if (!np.ok()) return np.status();
+      flags.options.np = *np;
+    } else if (name == "--timeout-secs") {
+      Result<double> seconds = ParsePositiveSeconds(name, value);
+      if (!seconds.ok()) return seconds.status();
+      flags.options.timeout_seconds = *seconds;
+    } else if (name == "--timeout") {
+      Result<double> seconds = ParsePositiveSeconds(name, value);
+      if (!seconds.ok()) return seconds.status();
+      flags.options.extra_env["COHORT_TIMEOUT"] = value;
+    } else if (name == "--transport") {
+      if (value != "auto" && value != "shm" && value != "tcp") {
+        return Status::InvalidArgument("--transport '" + value + "' is not auto, shm or tcp");
+      }
+      flags.options.extra_env["COHORT_TRANSPORT"] = value;
+    } else {
+      return Status::InvalidArgument("unknown option '" + arg + "'");
+    }
+  }
+  if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
+  for (; i < argc; ++i) flags.options.command.push_back(argv[i]);
+  if (flags.options.command.empty()) return Status::InvalidArgument("no COMMAND given");
+  return flags;
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  Result<RunFlags> flags = ParseFlags(argc, argv);
+  if (!flags.ok()) return UsageError(flags.status().message());
+  if (flags->help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  Result<int> exit_code = RunLocalJob(flags->options);
+  if (!exit_code.ok()) {
+    std::fprintf(stderr, "cohort run: %s\n", exit_code.status().ToString().c_str());
+    return 1;
+  }
+  return *exit_code;
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,695 @@
+// Process management for `cohort run` on one host: spawning the workers,
+// relaying their output, waiting for them and stopping them.
+//
+// Process groups. Each worker runs in a process group of its own, and the
+// launcher signals whole groups. A Ctrl-C at a terminal goes to the
+// terminal's foreground group; that group then holds the launcher but no
+// worker, so each worker receives the SIGINT exactly once, forwarded by the
+// launcher, instead of once from the terminal and again from the launcher
+// (which, for a Python worker, would interrupt its KeyboardInterrupt handling).
+// Signalling the group also reaches whatever the worker started itself (a
+// shell's children, data-loader processes), so a stopped job leaves nothing
+// running. The price: a worker outside the foreground group cannot read the
+// terminal, so every worker's stdin is /dev/null.
+//
+// One thread does all the work: poll(2) over every worker's stdout and
+// stderr pipe plus a signalfd that carries SIGCHLD, SIGINT, SIGTERM and
+// SIGHUP. Those signals are blocked before the store starts its threads, so
+// every thread has them blocked and they arrive only through the signalfd.
+#include "launch/local_launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "common/deadline.h"
+#include "net/auth.h"
+#include "rendezvous/store_server.h"
+
+namespace cohort {
+
+namespace {
+
+// Output without a newline is relayed anyway once this much has piled up, so
+// a worker printing one endless line cannot grow the launcher without bound.
+constexpr size_t kMaxLineBytes = 64 * 1024;
+constexpr size_t kReadChunk = 64 * 1024;
+// Reading a worker's pipes before reporting its exit stops after this much,
+// in case a process it left behind keeps writing.
+constexpr size_t kMaxDrainBytes = 1 << 20;
+
+std::string ErrnoText(int error) {
+  char buf[256];
+  return strerror_r(error, buf, sizeof(buf));  // the GNU variant: returns the text
+}
+
+std::string Plural(int n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string FormatSeconds(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", seconds);
+  return buf;
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGKILL:
+      return "SIGKILL";
+  }
+  return "signal " + std::to_string(sig);
+}
+
+// Writes all of `data`. A write error (the reader went away: EPIPE, with
+// SIGPIPE ignored) drops the output rather than stopping the job. This waits
+// as long as the reader makes it, like any program writing to its stdout.
+void WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd writable = {fd, POLLOUT, 0};
+      ::poll(&writable, 1, -1);
+    } else if (!(n < 0 && errno == EINTR)) {
+      return;
+    }
+  }
+}
+
+// One diagnostic line on stderr, in a single write so it does not interleave
+// with relayed worker output.
+void Say(const std::string& message) { WriteAll(STDERR_FILENO, "cohort run: " + message + "\n"); }
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Close();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~Fd() { Close(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read;
+  Fd write;
+};
+
+Result<Pipe> MakePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::IoError("pipe: " + ErrnoText(errno));
+  return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+// Opens /dev/null on any of fds 0-2 that is closed, so that no pipe opened
+// later lands there: the child's dup2 onto 0-2 relies on its sources being
+// other descriptors.
+Status EnsureStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int opened = ::open("/dev/null", O_RDWR);  // the lowest free descriptor: `fd`
+    if (opened < 0) return Status::IoError("/dev/null: " + ErrnoText(errno));
+  }
+  return Status::OK();
+}
+
+// What execve should run for `name`: `name` itself when it holds a '/', else
+// the first executable regular file of that name in PATH, as execvp searches.
+std::optional<std::string> FindExecutable(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), F_OK) != 0) return std::nullopt;
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// Each worker's environment as "NAME=value" entries: the launcher's own,
+// then options.extra_env, then the per-rank COHORT_* variables.
+std::vector<std::vector<std::string>> WorkerEnvironments(const LaunchOptions& options,
+                                                         int store_port,
+                                                         const std::string& secret) {
+  std::map<std::string, std::string> base;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const char* eq = std::strchr(*entry, '=');
+    if (eq != nullptr) base.emplace(std::string(*entry, eq - *entry), std::string(eq + 1));
+  }
+  for (const auto& [name, value] : options.extra_env) base[name] = value;
+  const std::string np = std::to_string(options.np);
+  base["COHORT_SIZE"] = np;
+  base["COHORT_LOCAL_SIZE"] = np;
+  base["COHORT_CROSS_RANK"] = "0";
+  base["COHORT_CROSS_SIZE"] = "1";
+  base["COHORT_STORE_ADDR"] = "127.0.0.1:" + std::to_string(store_port);
+  base["COHORT_SECRET"] = secret;
+  std::vector<std::vector<std::string>> envs;
+  for (int rank = 0; rank < options.np; ++rank) {
+    base["COHORT_RANK"] = std::to_string(rank);
+    base["COHORT_LOCAL_RANK"] = std::to_string(rank);
+    std::vector<std::string> env;
+    for (const auto& [name, value] : base) env.push_back(name + "=" + value);
+    envs.push_back(std::move(env));
+  }
+  return envs;
+}
+
+// Routes the signals the launcher handles into a signalfd while the object
+// lives, and puts the signal mask and dispositions back afterwards.
+class SignalRouting {
+ public:
+  SignalRouting() = default;
+  SignalRouting(const SignalRouting&) = delete;
+  SignalRouting& operator=(const SignalRouting&) = delete;
+  ~SignalRouting() { Restore(); }
+
+  Status Install();
+  int fd() const { return fd_.get(); }
+
+  // Puts back the mask and dispositions the launcher started with.
+  // Async-signal-safe: a forked worker calls it before exec too, since both
+  // survive exec.
+  void Restore() const {
+    if (!installed_) return;
+    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+    ::sigaction(SIGCHLD, &old_chld_, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+
+ private:
+  bool installed_ = false;
+  sigset_t old_mask_;
+  struct sigaction old_pipe_ = {};
+  struct sigaction old_chld_ = {};
+  Fd fd_;
+};
+
+Status SignalRouting::Install() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  // A signal the launcher was started ignoring (nohup; `&` in a script)
+  // stays ignored: a blocked signal is queued even when ignored, so routing
+  // it would undo that choice.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current;
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) {
+      sigaddset(&set, sig);
+    }
+  }
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  struct sigaction ign = {};
+  ign.sa_handler = SIG_IGN;
+  // With SIGCHLD ignored the kernel would reap the workers itself and their
+  // exit statuses would be lost. With SIGPIPE at its default a reader of the
+  // launcher's output going away would kill the launcher and orphan the job.
+  if (::sigaction(SIGCHLD, &dfl, &old_chld_) != 0 || ::sigaction(SIGPIPE, &ign, &old_pipe_) != 0 ||
+      ::pthread_sigmask(SIG_BLOCK, &set, &old_mask_) != 0) {
+    return Status::IoError("setting up signal handling: " + ErrnoText(errno));
+  }
+  installed_ = true;
+  int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) return Status::IoError("signalfd: " + ErrnoText(errno));
+  fd_ = Fd(fd);
+  return Status::OK();
+}
+
+// Everything a forked child needs, prepared before fork: between fork and
+// exec the child of a multi-threaded process may only make async-signal-safe
+// calls, so it must not allocate.
+struct ChildSetup {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  int stdin_fd, stdout_fd, stderr_fd;
+  int report_fd;  // receives errno when exec fails
+  pid_t launcher;
+  const SignalRouting* signals;
+};
+
+[[noreturn]] void ExecWorker(const ChildSetup& child) {
+  ::setpgid(0, 0);  // a group of its own: see the top of this file
+  // Die with the launcher rather than run on unsupervised; the getppid check
+  // catches a launcher that died before the prctl.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != child.launcher) ::_exit(kExitCannotExecute);
+  int error = 0;
+  if (::dup2(child.stdin_fd, 0) < 0 || ::dup2(child.stdout_fd, 1) < 0 ||
+      ::dup2(child.stderr_fd, 2) < 0) {
+    error = errno;
+  } else {
+    child.signals->Restore();
+    ::execve(child.path, child.argv, child.envp);
+    error = errno;
+  }
+  ssize_t ignored = ::write(child.report_fd, &error, sizeof(error));
+  (void)ignored;
+  ::_exit(error == ENOENT ? kExitCommandNotFound : kExitCannotExecute);
+}
+
+std::vector<char*> NullTerminated(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (const std::string& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// "[3] ". Built by appending: GCC 12 warns falsely (-Wrestrict) about
+// "literal" + std::string temporaries at -O3.
+std::string RankPrefix(int rank) {
+  std::string prefix = "[";
+  prefix += std::to_string(rank);
+  prefix += "] ";
+  return prefix;
+}
+
+struct Worker {
+  int rank = 0;
+  pid_t pid = -1;
+  bool reaped = false;
+};
+
+// One of a worker's stdout/stderr pipes, read end.
+struct OutputPipe {
+  int rank = 0;
+  int dest = STDOUT_FILENO;  // where its lines go: the launcher's stdout or stderr
+  Fd fd;                     // invalid once closed
+  std::string partial;       // bytes after the last newline
+};
+
+class LocalJob {
+ public:
+  LocalJob(const LaunchOptions& options, const SignalRouting& signals);
+
+  // Starts the workers in rank order. A worker whose command cannot be
+  // executed counts as the job's first failure and ends the starting.
+  Status Start(const std::string& path, const std::vector<std::vector<std::string>>& envs);
+  // Stops the job (SIGTERM, then SIGKILL after the grace period) with exit
+  // status `exit_code`, unless it is already stopping.
+  void Stop(const std::string& message, int exit_code);
+  // Relays output and handles signals, exits and deadlines until every
+  // started worker has been reaped. Returns the launcher's exit status.
+  Result<int> Wait();
+
+ private:
+  Status Spawn(int rank, const std::string& path, const std::vector<std::string>& env);
+  size_t Pump(OutputPipe& pipe);
+  void Relay(OutputPipe& pipe, const char* data, size_t size);
+  void ClosePipe(OutputPipe& pipe);
+  void DrainPipesOf(int rank);
+  void ReadSignals();
+  void OnSignal(int sig);
+  void ReapExited();
+  void OnExit(const Worker& worker, int status);
+  void OnDeadlines();
+  void SignalAll(int sig);
+  void KillAll();
+  int Running() const;
+  int OpenPipes() const;
+  int PollTimeoutMs() const;
+
+  const LaunchOptions& options_;
+  const SignalRouting& signals_;
+  std::optional<Deadline> job_deadline_;
+  Fd dev_null_;
+  std::vector<Worker> workers_;
+  std::vector<OutputPipe> pipes_;
+  std::vector<char> buffer_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  int exit_code_ = 0;
+  std::string stop_signal_ = "SIGTERM";     // what the workers were asked to stop with
+  std::optional<Deadline> kill_deadline_;   // SIGKILL then
+  std::optional<Deadline> drain_deadline_;  // stop reading pipes then, once all are reaped
+};
+
+LocalJob::LocalJob(const LaunchOptions& options, const SignalRouting& signals)
+    : options_(options), signals_(signals), buffer_(kReadChunk) {
+  if (options.timeout_seconds > 0) job_deadline_ = Deadline::AfterSeconds(options.timeout_seconds);
+}
+
+Status LocalJob::Start(const std::string& path, const std::vector<std::vector<std::string>>& envs) {
+  dev_null_ = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null_.valid()) return Status::IoError("/dev/null: " + ErrnoText(errno));
+  for (int rank = 0; rank < options_.np && !stopping_; ++rank) {
+    COHORT_RETURN_IF_ERROR(Spawn(rank, path, envs[rank]));
+  }
+  return Status::OK();
+}
+
+Status LocalJob::Spawn(int rank, const std::string& path, const std::vector<std::string>& env) {
+  Result<Pipe> out = MakePipe();
+  if (!out.ok()) return out.status();
+  Result<Pipe> err = MakePipe();
+  if (!err.ok()) return err.status();
+  Result<Pipe> report = MakePipe();
+  if (!report.ok()) return report.status();
+  std::vector<char*> argv = NullTerminated(options_.command);
+  std::vector<char*> envp = NullTerminated(env);
+  const ChildSetup child = {path.c_str(),        argv.data(),      envp.data(),
+                            dev_null_.get(),     out->write.get(), err->write.get(),
+                            report->write.get(), ::getpid(),       &signals_};
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::IoError("fork: " + ErrnoText(errno));
+  if (pid == 0) ExecWorker(child);
+  // The child does the same; whichever runs first, the group exists before
+  // the launcher can signal it.
+  ::setpgid(pid, pid);
+  workers_.push_back({rank, pid, false});
+  out->write.Close();
+  err->write.Close();
+  report->write.Close();
+
+  // Exec either succeeds, closing the close-on-exec report pipe, or the
+  // child writes errno there and exits at once.
+  int error = 0;
+  ssize_t n;
+  do {
+    n = ::read(report->read.get(), &error, sizeof(error));
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof(error)) {
+    int status;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    workers_.back().reaped = true;
+    Stop("rank " + std::to_string(rank) + " cannot execute '" + path + "': " + ErrnoText(error),
+         error == ENOENT ? kExitCommandNotFound : kExitCannotExecute);
+    return Status::OK();
+  }
+  for (Pipe* pipe : {&*out, &*err}) {
+    ::fcntl(pipe->read.get(), F_SETFL, ::fcntl(pipe->read.get(), F_GETFL) | O_NONBLOCK);
+  }
+  pipes_.push_back({rank, STDOUT_FILENO, std::move(out->read), {}});
+  pipes_.push_back({rank, STDERR_FILENO, std::move(err->read), {}});
+  return Status::OK();
+}
+
+void LocalJob::Relay(OutputPipe& pipe, const char* data, size_t size) {
+  const std::string prefix = RankPrefix(pipe.rank);
+  std::string lines;
+  const char* end = data + size;
+  while (data < end) {
+    const char* newline = static_cast<const char*>(std::memchr(data, '\n', end - data));
+    if (newline == nullptr) {
+      pipe.partial.append(data, end);
+      break;
+    }
+    lines += prefix;
+    lines += pipe.partial;
+    lines.append(data, newline + 1);
+    pipe.partial.clear();
+    data = newline + 1;
+  }
+  if (pipe.partial.size() >= kMaxLineBytes) {
+    lines += prefix;
+    lines += pipe.partial;
+    lines += '\n';
+    pipe.partial.clear();
+  }
+  // All complete lines of this read in one write: whole lines reach the
+  // launcher's stdout/stderr, never interleaved with another rank's.
+  if (!lines.empty()) WriteAll(pipe.dest, lines);
+}
+
+size_t LocalJob::Pump(OutputPipe& pipe) {
+  ssize_t n = ::read(pipe.fd.get(), buffer_.data(), buffer_.size());
+  if (n > 0) {
+    Relay(pipe, buffer_.data(), static_cast<size_t>(n));
+    return static_cast<size_t>(n);
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  ClosePipe(pipe);  // end of file, or an error that will not go away
+  return 0;
+}
+
+void LocalJob::ClosePipe(OutputPipe& pipe) {
+  if (!pipe.partial.empty()) {
+    // A last line without a newline still gets its own line.
+    WriteAll(pipe.dest, RankPrefix(pipe.rank) + pipe.partial + "\n");
+    pipe.partial.clear();
+  }
+  pipe.fd.Close();
+}
+
+void LocalJob::DrainPipesOf(int rank) {
+  for (OutputPipe& pipe : pipes_) {
+    size_t drained = 0;
+    while (pipe.rank == rank && pipe.fd.valid() && drained < kMaxDrainBytes) {
+      size_t n = Pump(pipe);
+      if (n == 0) break;
+      drained += n;
+    }
+  }
+}
+
+void LocalJob::ReadSignals() {
+  signalfd_siginfo info;
+  while (::read(signals_.fd(), &info, sizeof(info)) == sizeof(info)) {
+    // SIGCHLD needs nothing here: ReapExited looks at every worker, since
+    // several exits may have been merged into one SIGCHLD.
+    if (info.ssi_signo != SIGCHLD) OnSignal(static_cast<int>(info.ssi_signo));
+  }
+  ReapExited();
+}
+
+void LocalJob::OnSignal(int sig) {
+  if (!stopping_) {
+    stopping_ = true;
+    exit_code_ = 128 + sig;
+    stop_signal_ = SignalName(sig);
+    Say("received " + SignalName(sig) + "; forwarding it to " +
+        Plural(Running(), "running worker"));
+    SignalAll(sig);
+    kill_deadline_ = Deadline::AfterSeconds(options_.grace_seconds);
+  } else if (!killed_) {
+    // Asked again while stopping (a second Ctrl-C): no more waiting.
+    Say("received " + SignalName(sig) + " while stopping; killing " +
+        Plural(Running(), "running worker"));
+    KillAll();
+  }
+}
+
+void LocalJob::ReapExited() {
+  for (Worker& worker : workers_) {
+    if (worker.reaped) continue;
+    int status = 0;
+    pid_t pid = ::waitpid(worker.pid, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) continue;
+    worker.reaped = true;
+    if (pid < 0) continue;  // not our child any more (cannot happen); nothing to report
+    OnExit(worker, status);
+  }
+}
+
+void LocalJob::OnExit(const Worker& worker, int status) {
+  // Its last output comes before the report of its exit.
+  DrainPipesOf(worker.rank);
+  if (stopping_) return;  // exits caused by the stop are not news
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  std::string what =
+      "rank " + std::to_string(worker.rank) + " (pid " + std::to_string(worker.pid) + ") ";
+  int code;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    what += "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+    code = 128 + sig;
+  } else {
+    code = WEXITSTATUS(status);
+    what += "exited with status " + std::to_string(code);
+  }
+  if (options_.np > 1) what += " first";
+  Stop(what, code);
+}
+
+void LocalJob::Stop(const std::string& message, int exit_code) {
+  if (stopping_) return;
+  stopping_ = true;
+  exit_code_ = exit_code;
+  const int running = Running();
+  if (!message.empty()) {
+    Say(running == 0 ? message : message + "; stopping the other " + Plural(running, "worker"));
+  }
+  SignalAll(SIGTERM);
+  kill_deadline_ = Deadline::AfterSeconds(options_.grace_seconds);
+}
+
+void LocalJob::OnDeadlines() {
+  if (!stopping_ && job_deadline_ && job_deadline_->Expired()) {
+    const int running = Running();
+    Say("the job did not finish within " + FormatSeconds(options_.timeout_seconds) +
+        " s (--timeout-secs); stopping " + Plural(running, "running worker"));
+    Stop("", kExitJobTimedOut);
+  }
+  if (stopping_ && !killed_ && kill_deadline_ && kill_deadline_->Expired() && Running() > 0) {
+    std::string ranks;
+    for (const Worker& worker : workers_) {
+      if (!worker.reaped) ranks += (ranks.empty() ? "" : ", ") + std::to_string(worker.rank);
+    }
+    Say(std::string(Running() == 1 ? "rank " : "ranks ") + ranks + " still running " +
+        FormatSeconds(options_.grace_seconds) + " s after " + stop_signal_ + "; sending SIGKILL");
+    KillAll();
+  }
+}
+
+void LocalJob::SignalAll(int sig) {
+  for (const Worker& worker : workers_) {
+    // Only an unreaped worker's pid, and so its group id, is surely still ours.
+    if (worker.reaped) continue;
+    if (::kill(-worker.pid, sig) != 0 && errno == ESRCH) ::kill(worker.pid, sig);
+  }
+}
+
+void LocalJob::KillAll() {
+  SignalAll(SIGKILL);
+  killed_ = true;
+}
+
+int LocalJob::Running() const {
+  int running = 0;
+  for (const Worker& worker : workers_) running += worker.reaped ? 0 : 1;
+  return running;
+}
+
+int LocalJob::OpenPipes() const {
+  int open = 0;
+  for (const OutputPipe& pipe : pipes_) open += pipe.fd.valid() ? 1 : 0;
+  return open;
+}
+
+int LocalJob::PollTimeoutMs() const {
+  std::optional<Deadline> next;
+  auto consider = [&next](const std::optional<Deadline>& d) {
+    if (d && (!next || d->at() < next->at())) next = d;
+  };
+  if (!stopping_) consider(job_deadline_);
+  if (stopping_ && !killed_) consider(kill_deadline_);
+  consider(drain_deadline_);
+  // With no deadline pending, the wait ends with the next output, exit or
+  // signal: the job itself may run as long as it needs.
+  return next ? next->RemainingMs() : -1;
+}
+
+Result<int> LocalJob::Wait() {
+  std::vector<pollfd> fds;
+  std::vector<OutputPipe*> polled;
+  while (true) {
+    OnDeadlines();
+    if (Running() == 0) {
+      // A process a worker left behind may hold its pipes open: give it the
+      // grace period to finish writing, then stop listening.
+      if (!drain_deadline_) drain_deadline_ = Deadline::AfterSeconds(options_.grace_seconds);
+      if (OpenPipes() == 0) break;
+      if (drain_deadline_->Expired()) {
+        for (OutputPipe& pipe : pipes_) ClosePipe(pipe);
+        break;
+      }
+    }
+    fds.assign(1, pollfd{signals_.fd(), POLLIN, 0});
+    polled.clear();
+    for (OutputPipe& pipe : pipes_) {
+      if (!pipe.fd.valid()) continue;
+      fds.push_back(pollfd{pipe.fd.get(), POLLIN, 0});
+      polled.push_back(&pipe);
+    }
+    if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0) {
+      if (errno == EINTR) continue;
+      const Status error = Status::IoError("poll: " + ErrnoText(errno));
+      KillAll();
+      for (Worker& worker : workers_) {
+        if (!worker.reaped) ::waitpid(worker.pid, nullptr, 0);
+      }
+      return error;
+    }
+    // Output first, so that a worker's last lines precede the report of its exit.
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i + 1].revents != 0) Pump(*polled[i]);
+    }
+    if (fds[0].revents != 0) ReadSignals();
+  }
+  return exit_code_;
+}
+
+}  // namespace
+
+Result<int> RunLocalJob(const LaunchOptions& options) {
+  if (options.np < 1) {
+    return Status::InvalidArgument("np=" + std::to_string(options.np) + " must be at least 1");
+  }
+  if (options.command.empty()) return Status::InvalidArgument("no command to run");
+  if (!(options.grace_seconds >= 0) || !(options.timeout_seconds >= 0)) {
+    return Status::InvalidArgument("grace_seconds and timeout_seconds must not be negative");
+  }
+  std::optional<std::string> path = FindExecutable(options.command[0]);
+  if (!path) {
+    Say("command not found: '" + options.command[0] + "'");
+    return kExitCommandNotFound;
+  }
+  COHORT_RETURN_IF_ERROR(EnsureStandardFds());
+  SignalRouting signals;
+  COHORT_RETURN_IF_ERROR(signals.Install());
+  const std::string secret = GenerateSecret();
+  Result<std::unique_ptr<StoreServer>> store = StoreServer::Start("127.0.0.1", 0, secret);
+  if (!store.ok()) return store.status().WithContext("starting the rendezvous store");
+
+  LocalJob job(options, signals);
+  Status started = job.Start(*path, WorkerEnvironments(options, (*store)->port(), secret));
+  // Workers started before a failure must still be stopped and reaped.
+  if (!started.ok()) job.Stop("", 1);
+  Result<int> exit_code = job.Wait();
+  (*store)->Stop();
+  if (!started.ok()) return started;
+  return exit_code;
+}
+
+}  // namespace cohort

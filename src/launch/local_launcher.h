@@ -1,0 +1,47 @@
+// `cohort run` on one host: starts the job's rendezvous store and N worker
+// processes, relays their output line by line with a "[rank] " prefix, and
+// stops the whole job as soon as one worker fails or the launcher is told to
+// stop (SIGINT, SIGTERM, SIGHUP).
+#ifndef COHORT_LAUNCH_LOCAL_LAUNCHER_H_
+#define COHORT_LAUNCH_LOCAL_LAUNCHER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort {
+
+struct LaunchOptions {
+  int np = 1;                        // number of workers, ranks 0..np-1
+  std::vector<std::string> command;  // argv of every worker; [0] is looked up in PATH
+  // Added to each worker's environment (over the launcher's own), e.g.
+  // COHORT_TIMEOUT from a flag. The per-rank COHORT_* variables win over both.
+  std::map<std::string, std::string> extra_env;
+  // Time between SIGTERM and SIGKILL when the job is being stopped.
+  double grace_seconds = 2.0;
+  // Wall-clock limit for the whole job; 0 means none.
+  double timeout_seconds = 0;
+};
+
+// Exit statuses RunLocalJob returns besides the workers' own.
+inline constexpr int kExitJobTimedOut = 124;      // timeout_seconds passed
+inline constexpr int kExitCannotExecute = 126;    // command found but exec failed
+inline constexpr int kExitCommandNotFound = 127;  // command not in PATH
+
+// Runs the job to the end and returns the launcher's exit status: 0 when every
+// worker exits 0; else the status of the first worker to fail (128+N when
+// killed by signal N); 128+N when the launcher itself received signal N; or
+// one of the kExit* values above. Diagnostics go to stderr, prefixed
+// "cohort run: ". A Status is returned only when the launcher itself cannot
+// work (bad options, pipes, fork, the store).
+//
+// Must be called from the main thread of a process that has nothing else to
+// do meanwhile: it blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD, ignores
+// SIGPIPE, and restores all of that before it returns.
+Result<int> RunLocalJob(const LaunchOptions& options);
+
+}  // namespace cohort
+
+#endif  // COHORT_LAUNCH_LOCAL_LAUNCHER_H_

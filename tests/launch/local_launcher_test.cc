@@ -1,0 +1,447 @@
+// Tests of `cohort run` on one host. They run the real `cohort` binary
+// (COHORT_CLI_PATH) with sh workers and check its exit status, its relayed
+// output and how it stops jobs. Every wait has a deadline; a hung launcher is
+// killed and the test fails.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/env_config.h"
+#include "rendezvous/launcher_env.h"
+#include "rendezvous/store_client.h"
+
+namespace cohort {
+namespace {
+
+struct Finished {
+  int exit_code = -1;  // 128+N when killed by signal N; -1 when it had to be killed
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+// A running `cohort ARGS...` whose stdout and stderr the test reads.
+class Launcher {
+ public:
+  // With `own_group`, the launcher leads a new process group, like a job a
+  // shell starts, so the test can signal the group as a terminal would.
+  explicit Launcher(const std::vector<std::string>& args, bool own_group = false) {
+    int out[2], err[2];
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    std::vector<std::string> full = {COHORT_CLI_PATH};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : full) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    start_ = Clock::now();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (own_group) ::setpgid(0, 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    EXPECT_GT(pid_, 0);
+    if (own_group) ::setpgid(pid_, pid_);
+    ::close(out[1]);
+    ::close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+    pid_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    EXPECT_GE(pid_fd_, 0) << "pidfd_open: " << std::strerror(errno);
+  }
+
+  ~Launcher() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    for (int fd : {out_fd_, err_fd_, pid_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  const std::string& out() const { return out_; }
+
+  // Reads output until `done()` holds; false when the deadline passes first.
+  bool WaitFor(const std::function<bool()>& done, Deadline deadline) {
+    while (!done()) {
+      if (deadline.Expired() || !PumpOnce(deadline)) return done();
+    }
+    return true;
+  }
+
+  bool WaitForOutput(const std::string& text, Deadline deadline) {
+    return WaitFor([&] { return out_.find(text) != std::string::npos; }, deadline);
+  }
+
+  // Reads all output and waits for the exit; kills the launcher at the deadline.
+  Finished Finish(Deadline deadline) {
+    while ((out_fd_ >= 0 || err_fd_ >= 0 || !exited_) && !deadline.Expired()) {
+      PumpOnce(deadline);
+    }
+    Finished result;
+    if (!exited_) {
+      ADD_FAILURE() << "cohort did not exit before the deadline; killing it";
+      ::kill(pid_, SIGKILL);
+    }
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    reaped_ = true;
+    if (exited_) {
+      result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    result.out = out_;
+    result.err = err_;
+    result.seconds = SecondsSince(start_);
+    return result;
+  }
+
+ private:
+  // One poll over both pipes and the pidfd; false when nothing is left to wait for.
+  bool PumpOnce(Deadline deadline) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int*, std::string*>> targets;
+    for (auto [fd, text] : {std::pair{&out_fd_, &out_}, std::pair{&err_fd_, &err_}}) {
+      if (*fd < 0) continue;
+      fds.push_back({*fd, POLLIN, 0});
+      targets.push_back({fd, text});
+    }
+    if (!exited_) fds.push_back({pid_fd_, POLLIN, 0});
+    if (fds.empty()) return false;
+    if (::poll(fds.data(), fds.size(), deadline.RemainingMs()) <= 0) return true;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      char buf[65536];
+      ssize_t n = ::read(*targets[i].first, buf, sizeof(buf));
+      if (n > 0) {
+        targets[i].second->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(*targets[i].first);
+        *targets[i].first = -1;
+      }
+    }
+    if (!exited_ && fds.back().revents != 0) exited_ = true;
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1, pid_fd_ = -1;
+  bool exited_ = false, reaped_ = false;
+  Clock::time_point start_;
+  std::string out_, err_;
+};
+
+Finished RunCohort(const std::vector<std::string>& args, double seconds = 30) {
+  Launcher launcher(args);
+  return launcher.Finish(Deadline::AfterSeconds(seconds));
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// ---- flags ----
+
+TEST(LocalLauncher, HelpPrintsUsage) {
+  Finished run = RunCohort({"run", "--help"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_TRUE(Contains(run.out, "usage: cohort run -np N")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "--timeout-secs")) << run.out;
+}
+
+TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "-np", "0", "true"}, "-np '0' is not a positive integer"},
+      {{"run", "-np", "abc", "true"}, "-np 'abc' is not a positive integer"},
+      {{"run", "-np", "-3", "true"}, "-np '-3' is not a positive integer"},
+      {{"run", "-np", "2"}, "no COMMAND given"},
+      {{"run", "-np", "2", "--"}, "no COMMAND given"},
+      {{"run", "true"}, "-np N is required"},
+      {{"run", "-np"}, "-np needs a value"},
+      {{"run", "-np", "2", "--bogus", "true"}, "unknown option '--bogus'"},
+      {{"run", "-np", "2", "--transport", "ib", "true"},
+       "--transport 'ib' is not auto, shm or tcp"},
+      {{"run", "-np", "2", "--timeout", "soon", "true"}, "--timeout 'soon'"},
+      {{"run", "-np", "2", "--timeout-secs=-1", "true"}, "--timeout-secs '-1'"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args.size() > 2 ? args[1] + " " + args[2] : args.back());
+    Finished run = RunCohort(args);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_TRUE(Contains(run.err, message)) << run.err;
+    EXPECT_TRUE(Contains(run.err, "usage: cohort run")) << run.err;
+  }
+}
+
+TEST(LocalLauncher, CommandNotFound) {
+  Finished run = RunCohort({"run", "-np", "2", "--", "cohort-no-such-command"});
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_TRUE(Contains(run.err, "command not found: 'cohort-no-such-command'")) << run.err;
+}
+
+TEST(LocalLauncher, CommandNotExecutable) {
+  Finished run = RunCohort({"run", "-np", "2", "/etc/passwd"});
+  EXPECT_EQ(run.exit_code, 126);
+  EXPECT_TRUE(Contains(run.err, "cannot execute '/etc/passwd'")) << run.err;
+}
+
+// ---- success and output ----
+
+TEST(LocalLauncher, AllSucceedExitsZero) {
+  Finished run = RunCohort({"run", "-np", "3", "sh", "-c", "echo hello from $COHORT_RANK"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::set<std::string> lines;
+  for (const std::string& line : Lines(run.out)) lines.insert(line);
+  EXPECT_EQ(lines,
+            (std::set<std::string>{"[0] hello from 0", "[1] hello from 1", "[2] hello from 2"}));
+  EXPECT_EQ(run.err, "");
+}
+
+TEST(LocalLauncher, PrefixesEachLineWithItsRank) {
+  // stdout and stderr stay apart; a last line without a newline is still relayed.
+  const char* script =
+      "for i in 1 2 3; do echo out $COHORT_RANK $i; echo err $COHORT_RANK $i >&2; done;"
+      "printf 'tail %s' $COHORT_RANK";
+  Finished run = RunCohort({"run", "-np", "4", "--", "sh", "-c", script});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::map<int, int> out_lines, err_lines;
+  const std::regex pattern(R"(\[(\d)\] (out|err|tail) (\d)( \d)?)");
+  for (const auto& [text, counts] : {std::pair{&run.out, &out_lines}, {&run.err, &err_lines}}) {
+    for (const std::string& line : Lines(*text)) {
+      std::smatch match;
+      ASSERT_TRUE(std::regex_match(line, match, pattern)) << "unexpected line: " << line;
+      EXPECT_EQ(match[1], match[3]) << "line relayed under the wrong rank: " << line;
+      EXPECT_EQ(match[2] == "err", text == &run.err) << line;
+      ++(*counts)[std::stoi(match[1])];
+    }
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(out_lines[rank], 4) << "rank " << rank;  // three lines and the tail
+    EXPECT_EQ(err_lines[rank], 3) << "rank " << rank;
+    const std::string r = std::to_string(rank);
+    EXPECT_TRUE(Contains(run.out, "[" + r + "] tail " + r + "\n")) << run.out;
+  }
+}
+
+TEST(LocalLauncher, VeryLongLinesAreRelayedWhole) {
+  // 200000 characters without a newline, then a newline: relayed in pieces,
+  // each prefixed, with nothing lost.
+  Finished run = RunCohort(
+      {"run", "-np", "2", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo done"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  size_t xs = 0;
+  for (const std::string& line : Lines(run.out)) {
+    ASSERT_TRUE(line.rfind("[0] ", 0) == 0 || line.rfind("[1] ", 0) == 0) << line.substr(0, 40);
+    xs += std::count(line.begin() + 4, line.end(), 'x');
+  }
+  EXPECT_EQ(xs, 400000u);
+  EXPECT_TRUE(Contains(run.out, "[0] done\n"));
+  EXPECT_TRUE(Contains(run.out, "[1] done\n"));
+}
+
+TEST(LocalLauncher, WorkersSeeTheirEnvironment) {
+  const char* script =
+      "echo R=$COHORT_RANK S=$COHORT_SIZE LR=$COHORT_LOCAL_RANK LS=$COHORT_LOCAL_SIZE"
+      " CR=$COHORT_CROSS_RANK CS=$COHORT_CROSS_SIZE T=$COHORT_TIMEOUT X=$COHORT_TRANSPORT"
+      " A=$COHORT_STORE_ADDR K=$COHORT_SECRET H=$HOME";
+  Finished run = RunCohort(
+      {"run", "-np", "3", "--timeout", "45", "--transport", "tcp", "--", "sh", "-c", script});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  const std::regex pattern(
+      R"(\[(\d)\] R=(\d) S=3 LR=(\d) LS=3 CR=0 CS=1 T=45 X=tcp A=(127\.0\.0\.1:\d+) K=([0-9a-f]+) H=(.*))");
+  std::set<std::string> addresses, secrets;
+  std::set<int> ranks;
+  for (const std::string& line : Lines(run.out)) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(line, match, pattern)) << line;
+    EXPECT_EQ(match[1], match[2]);
+    EXPECT_EQ(match[2], match[3]);
+    ranks.insert(std::stoi(match[2]));
+    addresses.insert(match[4]);
+    secrets.insert(match[5]);
+    const char* home = std::getenv("HOME");
+    EXPECT_EQ(match[6], home != nullptr ? home : "") << "the launcher's environment is passed on";
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(addresses.size(), 1u) << "every rank gets the same store";
+  ASSERT_EQ(secrets.size(), 1u) << "every rank gets the same secret";
+  EXPECT_EQ(secrets.begin()->size(), 64u);
+}
+
+// Not a test of its own: the worker side of StoreIsReachableFromWorkers,
+// which runs this binary under `cohort run`. Skipped anywhere else.
+TEST(LocalLauncher, WorkerSideOfStoreTest) {
+  if (std::getenv("COHORT_LAUNCHER_TEST_WORKER") == nullptr) {
+    GTEST_SKIP() << "runs only as a worker of StoreIsReachableFromWorkers";
+  }
+  Result<JobEnvironment> job = ParseJobEnvironment(ProcessEnv());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->launcher, "cohort");
+  EXPECT_FALSE(job->rank0_hosts_store);
+  const Deadline deadline = Deadline::AfterSeconds(20);
+  Result<std::unique_ptr<StoreClient>> store =
+      StoreClient::Connect(job->store_host, job->store_port, job->secret, deadline);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->Set("rank" + std::to_string(job->rank), "here").ok());
+  for (int peer = 0; peer < job->size; ++peer) {
+    Result<std::string> value = (*store)->Get("rank" + std::to_string(peer), deadline);
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    EXPECT_EQ(*value, "here");
+  }
+  ASSERT_TRUE((*store)->Barrier("done", job->size, deadline).ok());
+  std::printf("worker %d reached the store\n", job->rank);
+}
+
+TEST(LocalLauncher, StoreIsReachableFromWorkers) {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  ASSERT_GT(n, 0);
+  self[n] = '\0';
+  Finished run = RunCohort({"run", "-np", "3", "--", "env", "COHORT_LAUNCHER_TEST_WORKER=1", self,
+                            "--gtest_filter=LocalLauncher.WorkerSideOfStoreTest"},
+                           60);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string r = std::to_string(rank);
+    EXPECT_TRUE(Contains(run.out, "[" + r + "] worker " + r + " reached the store")) << run.out;
+  }
+}
+
+// ---- failures and stopping ----
+
+TEST(LocalLauncher, FailingWorkerStopsTheOthers) {
+  Finished run = RunCohort(
+      {"run", "-np", "3", "--", "sh", "-c", "if [ $COHORT_RANK = 1 ]; then exit 3; fi; sleep 30"});
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  EXPECT_LT(run.seconds, 15) << "the other workers were not stopped";
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex(R"(cohort run: rank 1 \(pid \d+\) exited with status 3 first; )"
+                          R"(stopping the other 2 workers\n)")))
+      << run.err;
+}
+
+TEST(LocalLauncher, SingleFailingWorker) {
+  Finished run = RunCohort({"run", "-np", "1", "sh", "-c", "echo bye; exit 9"});
+  EXPECT_EQ(run.exit_code, 9);
+  EXPECT_EQ(run.out, "[0] bye\n");
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex(R"(^cohort run: rank 0 \(pid \d+\) exited with status 9\n$)")))
+      << run.err;
+}
+
+TEST(LocalLauncher, LastWorkerFailingAfterOthersSucceeded) {
+  Finished run = RunCohort(
+      {"run", "-np", "3", "sh", "-c", "if [ $COHORT_RANK = 2 ]; then exit 7; fi; exit 0"});
+  EXPECT_EQ(run.exit_code, 7);
+  EXPECT_TRUE(Contains(run.err, "rank 2")) << run.err;
+}
+
+TEST(LocalLauncher, KilledWorkerAndSigkillEscalation) {
+  // Workers ignore SIGTERM, so after rank 0 is killed the others need SIGKILL
+  // once the 2 s grace period is over.
+  Launcher launcher({"run", "-np", "3", "--", "sh", "-c",
+                     "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"});
+  ASSERT_TRUE(launcher.WaitFor(
+      [&] {
+        return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
+               Contains(launcher.out(), "ready 2");
+      },
+      Deadline::AfterSeconds(20)))
+      << launcher.out();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(launcher.out(), match, std::regex(R"(\[0\] ready 0 (\d+))")));
+  ASSERT_EQ(::kill(std::stoi(match[1]), SIGKILL), 0);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(20));
+  EXPECT_EQ(run.exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(Contains(run.err,
+                       ") was killed by signal 9 (Killed) first; stopping the other 2 "
+                       "workers"))
+      << run.err;
+  EXPECT_TRUE(Contains(run.err, "ranks 1, 2 still running 2 s after SIGTERM; sending SIGKILL"))
+      << run.err;
+  EXPECT_GE(run.seconds, 1.9);
+}
+
+// Starts 3 workers that count the signals they get, waits until all run,
+// signals the launcher (or its whole group, as a terminal does on Ctrl-C) and
+// checks that each worker got the signal exactly once and that the launcher
+// exits 128+signal. A duplicate would arrive within milliseconds, well inside
+// the half second each worker waits after the first. (A shell runs a trap
+// only once its foreground command ends, hence the short sleeps: each worker
+// must be done well within the launcher's 2 s grace period.)
+void CheckForwarding(int sig, const std::string& trap_name, bool to_group) {
+  const std::string script =
+      "n=0; trap 'n=$((n+1))' " + trap_name +
+      "; echo ready $COHORT_RANK; while [ $n = 0 ]; do sleep 0.1; done; sleep 0.5;"
+      "echo got $n $COHORT_RANK";
+  Launcher launcher({"run", "-np", "3", "--", "sh", "-c", script}, to_group);
+  ASSERT_TRUE(launcher.WaitFor(
+      [&] {
+        return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
+               Contains(launcher.out(), "ready 2");
+      },
+      Deadline::AfterSeconds(20)))
+      << launcher.out();
+  ASSERT_EQ(::kill(to_group ? -launcher.pid() : launcher.pid(), sig), 0);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(20));
+  EXPECT_EQ(run.exit_code, 128 + sig) << run.err;
+  EXPECT_LT(run.seconds, 15);
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string r = std::to_string(rank);
+    EXPECT_TRUE(Contains(run.out, "[" + r + "] got 1 " + r + "\n")) << run.out;
+  }
+  EXPECT_TRUE(
+      Contains(run.err, "received SIG" + trap_name + "; forwarding it to 3 running workers"))
+      << run.err;
+  EXPECT_FALSE(Contains(run.err, "SIGKILL")) << run.err;
+}
+
+TEST(LocalLauncher, SigtermReachesEveryWorker) { CheckForwarding(SIGTERM, "TERM", false); }
+
+TEST(LocalLauncher, SigintToTheTerminalGroupIsForwardedOnce) {
+  CheckForwarding(SIGINT, "INT", true);
+}
+
+TEST(LocalLauncher, JobTimeout) {
+  Finished run = RunCohort({"run", "-np", "2", "--timeout-secs", "0.5", "sleep", "30"});
+  EXPECT_EQ(run.exit_code, 124);
+  EXPECT_LT(run.seconds, 15);
+  EXPECT_TRUE(Contains(run.err,
+                       "did not finish within 0.5 s (--timeout-secs); stopping 2 running "
+                       "workers"))
+      << run.err;
+}
+
+}  // namespace
+}  // namespace cohort
