@@ -3,6 +3,8 @@
 
 #include "collectives/ring_pieces.h"
 
+#include <algorithm>
+
 namespace cohort {
 
 RingBlocks EvenBlocks(size_t count, int n, DataType type) {
@@ -15,6 +17,8 @@ RingBlocks EvenBlocks(size_t count, int n, DataType type) {
   return blocks;
 }
 
+namespace {
+
 std::vector<Piece> ChunkSteps(const RingBlocks& blocks, const std::vector<int>& block_per_step,
                               size_t chunk_elems) {
   std::vector<Piece> pieces;
@@ -26,9 +30,25 @@ std::vector<Piece> ChunkSteps(const RingBlocks& blocks, const std::vector<int>& 
   return pieces;
 }
 
-size_t PiecesInFirstStep(const RingBlocks& blocks, int first_block, size_t chunk_elems) {
-  const size_t len = blocks.offsets[first_block + 1] - blocks.offsets[first_block];
-  return (len + chunk_elems - 1) / chunk_elems;
+}  // namespace
+
+RingSchedule MakeRingSchedule(int rank, int n, const RingBlocks& blocks, int shift,
+                              size_t chunk_bytes) {
+  RingSchedule s;
+  s.esize = DataTypeSize(blocks.type);
+  s.chunk_elems = std::max<size_t>(1, chunk_bytes / s.esize);
+  s.left = LeftOf(rank, n);
+  s.right = RightOf(rank, n);
+  std::vector<int> send_blocks, recv_blocks;
+  for (int t = 0; t < n - 1; ++t) {
+    send_blocks.push_back(((rank - t - shift) % n + n) % n);
+    recv_blocks.push_back(((rank - t - shift - 1) % n + n) % n);
+  }
+  s.sends = ChunkSteps(blocks, send_blocks, s.chunk_elems);
+  s.recvs = ChunkSteps(blocks, recv_blocks, s.chunk_elems);
+  const size_t first_len = blocks.offsets[send_blocks[0] + 1] - blocks.offsets[send_blocks[0]];
+  s.first_step_sends = (first_len + s.chunk_elems - 1) / s.chunk_elems;
+  return s;
 }
 
 }  // namespace cohort

@@ -14,18 +14,13 @@ Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, void* buf,
   const int n = comm.size();
   const int r = comm.rank();
   if (n == 1) return Status::OK();
-  const size_t esize = DataTypeSize(blocks.type);
-  const size_t chunk = std::max<size_t>(1, comm.options().chunk_bytes / esize);
-  std::vector<int> send_blocks, recv_blocks;
-  for (int t = 0; t < n - 1; ++t) {
-    send_blocks.push_back(((r - t) % n + n) % n);
-    recv_blocks.push_back(((r - t - 1) % n + n) % n);
-  }
-  const std::vector<Piece> sends = ChunkSteps(blocks, send_blocks, chunk);
-  const std::vector<Piece> recvs = ChunkSteps(blocks, recv_blocks, chunk);
-  const size_t first = PiecesInFirstStep(blocks, send_blocks[0], chunk);
+  const RingSchedule s = MakeRingSchedule(r, n, blocks, /*shift=*/0, comm.options().chunk_bytes);
+  const size_t esize = s.esize;
+  const std::vector<Piece>& sends = s.sends;
+  const std::vector<Piece>& recvs = s.recvs;
+  const size_t first = s.first_step_sends;
   auto* data = static_cast<unsigned char*>(buf);
-  const int left = LeftOf(r, n), right = RightOf(r, n);
+  const int left = s.left, right = s.right;
   const size_t recv_base = transfers.recvs_posted(left);
 
   for (const Piece& p : recvs) transfers.PostRecv(left, data + p.offset * esize, p.count * esize);

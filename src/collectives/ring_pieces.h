@@ -14,12 +14,22 @@ struct Piece {
   size_t count;   // elements, > 0
 };
 
-// Pieces of the blocks named by `block_per_step`, in step order. Because a
-// ring step sends exactly the block received in the previous step, the send
-// pieces of step t+1 line up one-to-one with the receive pieces of step t.
-std::vector<Piece> ChunkSteps(const RingBlocks& blocks, const std::vector<int>& block_per_step,
-                              size_t chunk_elems);
-size_t PiecesInFirstStep(const RingBlocks& blocks, int first_block, size_t chunk_elems);
+// What one rank sends and receives over a ring phase of n-1 steps, in which
+// step t sends block (rank - t - shift) and receives block (rank - t - shift - 1).
+// Because a step sends exactly the block received in the previous step, send
+// piece first_step_sends + k forwards receive piece k.
+struct RingSchedule {
+  std::vector<Piece> sends;
+  std::vector<Piece> recvs;
+  size_t first_step_sends = 0;
+  int left = 0;
+  int right = 0;
+  size_t esize = 0;
+  size_t chunk_elems = 0;
+};
+
+RingSchedule MakeRingSchedule(int rank, int n, const RingBlocks& blocks, int shift,
+                              size_t chunk_bytes);
 
 }  // namespace cohort
 

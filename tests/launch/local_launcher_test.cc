@@ -29,146 +29,25 @@
 #include "common/env_config.h"
 #include "rendezvous/launcher_env.h"
 #include "rendezvous/store_client.h"
+#include "support/child_process.h"
 
 namespace cohort {
 namespace {
 
-struct Finished {
-  int exit_code = -1;  // 128+N when killed by signal N; -1 when it had to be killed
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
+using testing::ChildProcess;
+using testing::Contains;
+using testing::Finished;
+using testing::Lines;
 
 // A running `cohort ARGS...` whose stdout and stderr the test reads.
-class Launcher {
- public:
-  // With `own_group`, the launcher leads a new process group, like a job a
-  // shell starts, so the test can signal the group as a terminal would.
-  explicit Launcher(const std::vector<std::string>& args, bool own_group = false) {
-    int out[2], err[2];
-    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-    EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
-    std::vector<std::string> full = {COHORT_CLI_PATH};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& arg : full) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    start_ = Clock::now();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (own_group) ::setpgid(0, 0);
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    EXPECT_GT(pid_, 0);
-    if (own_group) ::setpgid(pid_, pid_);
-    ::close(out[1]);
-    ::close(err[1]);
-    out_fd_ = out[0];
-    err_fd_ = err[0];
-    pid_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-    EXPECT_GE(pid_fd_, 0) << "pidfd_open: " << std::strerror(errno);
-  }
-
-  ~Launcher() {
-    if (!reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    for (int fd : {out_fd_, err_fd_, pid_fd_}) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-  const std::string& out() const { return out_; }
-
-  // Reads output until `done()` holds; false when the deadline passes first.
-  bool WaitFor(const std::function<bool()>& done, Deadline deadline) {
-    while (!done()) {
-      if (deadline.Expired() || !PumpOnce(deadline)) return done();
-    }
-    return true;
-  }
-
-  bool WaitForOutput(const std::string& text, Deadline deadline) {
-    return WaitFor([&] { return out_.find(text) != std::string::npos; }, deadline);
-  }
-
-  // Reads all output and waits for the exit; kills the launcher at the deadline.
-  Finished Finish(Deadline deadline) {
-    while ((out_fd_ >= 0 || err_fd_ >= 0 || !exited_) && !deadline.Expired()) {
-      PumpOnce(deadline);
-    }
-    Finished result;
-    if (!exited_) {
-      ADD_FAILURE() << "cohort did not exit before the deadline; killing it";
-      ::kill(pid_, SIGKILL);
-    }
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    reaped_ = true;
-    if (exited_) {
-      result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    result.out = out_;
-    result.err = err_;
-    result.seconds = SecondsSince(start_);
-    return result;
-  }
-
- private:
-  // One poll over both pipes and the pidfd; false when nothing is left to wait for.
-  bool PumpOnce(Deadline deadline) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<int*, std::string*>> targets;
-    for (auto [fd, text] : {std::pair{&out_fd_, &out_}, std::pair{&err_fd_, &err_}}) {
-      if (*fd < 0) continue;
-      fds.push_back({*fd, POLLIN, 0});
-      targets.push_back({fd, text});
-    }
-    if (!exited_) fds.push_back({pid_fd_, POLLIN, 0});
-    if (fds.empty()) return false;
-    if (::poll(fds.data(), fds.size(), deadline.RemainingMs()) <= 0) return true;
-    for (size_t i = 0; i < targets.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      char buf[65536];
-      ssize_t n = ::read(*targets[i].first, buf, sizeof(buf));
-      if (n > 0) {
-        targets[i].second->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(*targets[i].first);
-        *targets[i].first = -1;
-      }
-    }
-    if (!exited_ && fds.back().revents != 0) exited_ = true;
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1, pid_fd_ = -1;
-  bool exited_ = false, reaped_ = false;
-  Clock::time_point start_;
-  std::string out_, err_;
-};
-
 Finished RunCohort(const std::vector<std::string>& args, double seconds = 30) {
-  Launcher launcher(args);
-  return launcher.Finish(Deadline::AfterSeconds(seconds));
+  return testing::RunCohort(args, seconds);
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+std::vector<std::string> CohortArgv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {COHORT_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 // ---- flags ----
@@ -370,8 +249,8 @@ TEST(LocalLauncher, LastWorkerFailingAfterOthersSucceeded) {
 TEST(LocalLauncher, KilledWorkerAndSigkillEscalation) {
   // Workers ignore SIGTERM, so after rank 0 is killed the others need SIGKILL
   // once the 2 s grace period is over.
-  Launcher launcher({"run", "-np", "3", "--", "sh", "-c",
-                     "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"});
+  ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c",
+                     "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
   ASSERT_TRUE(launcher.WaitFor(
       [&] {
         return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
@@ -405,7 +284,7 @@ void CheckForwarding(int sig, const std::string& trap_name, bool to_group) {
       "n=0; trap 'n=$((n+1))' " + trap_name +
       "; echo ready $COHORT_RANK; while [ $n = 0 ]; do sleep 0.1; done; sleep 0.5;"
       "echo got $n $COHORT_RANK";
-  Launcher launcher({"run", "-np", "3", "--", "sh", "-c", script}, to_group);
+  ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c", script}), {}, to_group);
   ASSERT_TRUE(launcher.WaitFor(
       [&] {
         return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
