@@ -31,6 +31,10 @@ class Communicator {
   Mesh& mesh() { return mesh_; }
   const CommunicatorOptions& options() const { return options_; }
   Link* link(int peer) { return mesh_.links[peer].get(); }
+  // This rank's shared-memory control block; null without shared memory.
+  HostControl* own_control() {
+    return mesh_.layout ? mesh_.layout->control(mesh_.segments[mesh_.local_rank].data()) : nullptr;
+  }
 
   // Sequence number of the next collective; identical on all ranks because
   // all ranks call collectives in the same order.

@@ -21,8 +21,6 @@
 // all headers, so a mismatch is seen by every rank at the same step.
 #include "collectives/shm_allreduce.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -31,8 +29,12 @@
 namespace cohort {
 namespace {
 
-constexpr unsigned kSpinsBeforeYield = 128;
-constexpr unsigned kSpinsPerCheck = 4096;
+// Waiting: spin (cheap, lowest latency) while the peer is likely running;
+// past kSpinTime sleep on the doorbell so an oversubscribed host can run the
+// peer; check liveness and the deadline every kCheckInterval.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr auto kMaxSleep = std::chrono::microseconds(2000);
+constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
 enum class Counter { kIn, kReduced, kOut };
 
@@ -104,17 +106,33 @@ class ShmAllreduceRun {
     for (int l = 0; l < n_; ++l) {
       if (l == me_) continue;
       std::atomic<uint64_t>& counter = CounterOf(l, which);
+      auto reached = [&] { return counter.load(std::memory_order_acquire) >= target; };
+      if (reached()) continue;
+      const Clock::time_point start = Clock::now();
+      Clock::time_point next_check = start + kCheckInterval;
       unsigned spins = 0;
-      while (counter.load(std::memory_order_acquire) < target) {
-        if (++spins < kSpinsBeforeYield) {
+      while (!reached()) {
+        if (++spins % 64 != 0) {
           __builtin_ia32_pause();
-        } else {
-          sched_yield();
+          continue;
         }
-        if (spins % kSpinsPerCheck == 0) COHORT_RETURN_IF_ERROR(CheckWaiting(l));
+        const Clock::time_point now = Clock::now();
+        if (now - start > kSpinTime) SleepOnDoorbell(Control(me_), reached, kMaxSleep);
+        if (now >= next_check) {
+          COHORT_RETURN_IF_ERROR(CheckWaiting(l));
+          next_check = now + kCheckInterval;
+        }
       }
     }
     return Status::OK();
+  }
+
+  // Publishes progress and wakes any peer sleeping on it.
+  void Publish(Counter which, uint64_t value) {
+    CounterOf(me_, which).store(value, std::memory_order_seq_cst);
+    for (int l = 0; l < n_; ++l) {
+      if (l != me_) RingDoorbell(Control(l));
+    }
   }
 
   Status CheckWaiting(int l) {
@@ -142,7 +160,7 @@ class ShmAllreduceRun {
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
       ScaleCopy(Slot(me_, g) + b * esize_, send_ + (at + b) * esize_, e - b, type_, prescale_);
     }
-    Control(me_)->in_seq.store(g + 1, std::memory_order_release);
+    Publish(Counter::kIn, g + 1);
     return Status::OK();
   }
 
@@ -164,7 +182,7 @@ class ShmAllreduceRun {
     }
     FinishReduction(out, e - b, type_, op_, n_, postscale_);
     std::memcpy(Slot(me_, g) + b * esize_, out, (e - b) * esize_);
-    Control(me_)->red_seq.store(g + 1, std::memory_order_release);
+    Publish(Counter::kReduced, g + 1);
     return Status::OK();
   }
 
@@ -175,7 +193,7 @@ class ShmAllreduceRun {
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
       std::memcpy(recv_ + (at + b) * esize_, Slot(l, g) + b * esize_, (e - b) * esize_);
     }
-    Control(me_)->out_seq.store(g + 1, std::memory_order_release);
+    Publish(Counter::kOut, g + 1);
     return Status::OK();
   }
 
@@ -183,7 +201,7 @@ class ShmAllreduceRun {
     COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
     *Header(me_, g) = header_;
     ScaleCopy(Slot(me_, g), send_, count_, type_, prescale_);
-    Control(me_)->in_seq.store(g + 1, std::memory_order_release);
+    Publish(Counter::kIn, g + 1);
     COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
     COHORT_RETURN_IF_ERROR(CheckHeaders(g));
     if (n_ == 1) {
@@ -193,8 +211,8 @@ class ShmAllreduceRun {
       for (int l = 2; l < n_; ++l) ReduceTwo(recv_, recv_, Slot(l, g), count_, type_, op_);
     }
     FinishReduction(recv_, count_, type_, op_, n_, postscale_);
-    Control(me_)->red_seq.store(g + 1, std::memory_order_release);
-    Control(me_)->out_seq.store(g + 1, std::memory_order_release);
+    CounterOf(me_, Counter::kReduced).store(g + 1, std::memory_order_seq_cst);
+    Publish(Counter::kOut, g + 1);
     return Status::OK();
   }
 

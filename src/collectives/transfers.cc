@@ -2,23 +2,27 @@
 #include "collectives/transfers.h"
 
 #include <poll.h>
-#include <sched.h>
 
 #include <algorithm>
 
 namespace cohort {
 namespace {
 
-// Spins on shared memory before yielding the core; with more ranks than
-// cores, yielding lets the rank we wait for run.
-constexpr unsigned kSpinsBeforeYield = 256;
-// How often (in idle rounds) to check deadlines and peer liveness.
-constexpr unsigned kIdleRoundsPerCheck = 1024;
+// Spins on shared memory first; past this many idle rounds, sleeps on the
+// doorbell so that, with more ranks than cores, the rank we wait for can run.
+constexpr unsigned kSpinsBeforeSleep = 2048;
+constexpr auto kMaxSleep = std::chrono::microseconds(2000);
+// How often to check the deadline and the liveness of the peers waited for.
+constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
 }  // namespace
 
 Transfers::Transfers(Communicator& comm, std::string during)
-    : comm_(comm), during_(std::move(during)), peers_(comm.size()), deadline_(comm.CallDeadline()) {}
+    : comm_(comm),
+      during_(std::move(during)),
+      peers_(comm.size()),
+      deadline_(comm.CallDeadline()),
+      next_check_(Clock::now() + kCheckInterval) {}
 
 void Transfers::PostSend(int peer, const void* data, size_t len) {
   if (len == 0) return;
@@ -108,7 +112,8 @@ Status Transfers::Wait() {
     short events = (q.sends.empty() ? 0 : POLLOUT) | (q.recvs.empty() ? 0 : POLLIN);
     fds.push_back(pollfd{fd, events, 0});
   }
-  if (idle_spins_ % kIdleRoundsPerCheck == 0) {
+  if (idle_spins_ % 64 == 0 && Clock::now() >= next_check_) {
+    next_check_ = Clock::now() + kCheckInterval;
     for (int peer : active_) {
       const PeerQueues& q = peers_[peer];
       if (q.sends.empty() && q.recvs.empty()) continue;
@@ -118,16 +123,32 @@ Status Transfers::Wait() {
     if (deadline_.Expired()) return Fail(comm_.TimeoutError(FirstPendingPeer(), during_));
   }
   if (spin) {
-    if (idle_spins_ > kSpinsBeforeYield) sched_yield();
-    if (!fds.empty()) ::poll(fds.data(), fds.size(), 0);
+    if (!fds.empty()) {
+      // Links of both kinds: the sockets cannot wake the doorbell, so poll
+      // them briefly instead of sleeping.
+      ::poll(fds.data(), fds.size(), idle_spins_ > kSpinsBeforeSleep ? 1 : 0);
+    } else if (idle_spins_ > kSpinsBeforeSleep && comm_.own_control() != nullptr) {
+      SleepOnDoorbell(comm_.own_control(), [&] { return AnyShmLinkCanMove(); }, kMaxSleep);
+    } else {
+      __builtin_ia32_pause();
+    }
     return Status::OK();
   }
   if (!fds.empty()) {
     // Sockets only: block in the kernel, waking at least every 100 ms for the checks.
     ::poll(fds.data(), fds.size(), std::min(100, deadline_.RemainingMs()));
-    idle_spins_ = kIdleRoundsPerCheck - 1;  // check deadline/liveness on the next idle round
+    idle_spins_ = 63;  // the next idle round checks the deadline and liveness
   }
   return Status::OK();
+}
+
+bool Transfers::AnyShmLinkCanMove() const {
+  for (int peer : active_) {
+    const PeerQueues& q = peers_[peer];
+    if (q.sends.empty() && q.recvs.empty()) continue;
+    if (comm_.link(peer)->CanMove(!q.sends.empty(), !q.recvs.empty())) return true;
+  }
+  return false;
 }
 
 Status Transfers::WaitAll() {

@@ -64,6 +64,7 @@ class Transfers {
   Status Wait();
   Status Fail(const Status& status) { return comm_.Fail(status); }
   int FirstPendingPeer() const;
+  bool AnyShmLinkCanMove() const;
 
   Communicator& comm_;
   const std::string during_;
@@ -71,6 +72,7 @@ class Transfers {
   std::deque<PendingHeader> headers_;  // deque: stable addresses while ops point into it
   std::vector<int> active_;            // peers with posted operations
   Deadline deadline_;
+  Clock::time_point next_check_;
   unsigned idle_spins_ = 0;
 };
 

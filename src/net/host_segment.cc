@@ -3,6 +3,11 @@
 
 #include "net/link.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 namespace cohort {
 namespace {
 
@@ -33,6 +38,31 @@ unsigned char* HostSegmentLayout::slot_data(void* base, int slot) const {
 
 void* HostSegmentLayout::inbound_ring(void* base, int from) const {
   return static_cast<unsigned char*>(base) + rings_offset_ + ring_stride_ * from;
+}
+
+void RingDoorbell(HostControl* control) {
+  if (control->sleeping.load(std::memory_order_seq_cst) == 0) return;
+  control->doorbell.fetch_add(1, std::memory_order_seq_cst);
+  // Not FUTEX_PRIVATE: the word is shared between processes.
+  ::syscall(SYS_futex, &control->doorbell, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+bool SleepOnDoorbell(HostControl* mine, const std::function<bool()>& ready,
+                     std::chrono::microseconds max_sleep) {
+  // Announce the sleep before the last check: a peer that publishes after
+  // that check sees `sleeping` (both seq_cst) and bumps the doorbell, which
+  // makes the futex wait return at once. No wake-up can be lost.
+  mine->sleeping.store(1, std::memory_order_seq_cst);
+  const uint32_t seen = mine->doorbell.load(std::memory_order_seq_cst);
+  bool ok = ready();
+  if (!ok) {
+    timespec ts{static_cast<time_t>(max_sleep.count() / 1000000),
+                static_cast<long>((max_sleep.count() % 1000000) * 1000)};
+    ::syscall(SYS_futex, &mine->doorbell, FUTEX_WAIT, seen, &ts, nullptr, 0);
+    ok = ready();
+  }
+  mine->sleeping.store(0, std::memory_order_relaxed);
+  return ok;
 }
 
 }  // namespace cohort

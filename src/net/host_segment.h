@@ -9,6 +9,8 @@
 #define COHORT_NET_HOST_SEGMENT_H_
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 
@@ -20,7 +22,24 @@ struct HostControl {
   alignas(64) std::atomic<uint64_t> out_seq;  // chunks I have finished reading from peers
   alignas(64) std::atomic<uint32_t> aborted;  // set when this rank gives up; peers fail fast
   int32_t pid;
+  // Doorbell: lets this rank sleep in the kernel instead of spinning when it
+  // has waited long (more ranks than free cores). `sleeping` is set by the
+  // owner just before it sleeps on `doorbell`; a peer that publishes progress
+  // and sees `sleeping` bumps `doorbell` and wakes it.
+  alignas(64) std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleeping;
 };
+
+// Wakes the owner of `control` if it is asleep on its doorbell. Call after
+// publishing anything that owner may be waiting for. Costs one load when
+// nobody sleeps.
+void RingDoorbell(HostControl* control);
+
+// Sleeps on `mine`'s doorbell until a peer rings it, `ready()` turns true, or
+// `max_sleep` passes. Returns whether `ready()` held. The caller re-checks its
+// condition (and deadlines, liveness) after every return.
+bool SleepOnDoorbell(HostControl* mine, const std::function<bool()>& ready,
+                     std::chrono::microseconds max_sleep);
 
 class HostSegmentLayout {
  public:

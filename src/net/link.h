@@ -30,6 +30,9 @@ class Link {
   // Marks the link closed in both directions so the peer's next wait fails
   // promptly instead of running into its deadline.
   virtual void Close() = 0;
+  // For links polled by spinning: whether a TrySend (`send`) or TryRecv
+  // (`recv`) could move bytes now. Lets a waiter re-check before it sleeps.
+  virtual bool CanMove(bool send, bool recv) const = 0;
   // "tcp" or "shm", for messages and benchmarks.
   virtual const char* kind() const = 0;
 };
@@ -43,9 +46,11 @@ struct ShmRing;
 size_t ShmRingBytes(size_t capacity);
 // Initialises a ring placed at `memory` (zeroed by the segment creator).
 void InitShmRing(void* memory, size_t capacity);
+struct HostControl;
 // A link that sends into `outbound` (in the peer's segment) and receives from
-// `inbound` (in ours).
-std::unique_ptr<Link> MakeShmLink(void* outbound, void* inbound);
+// `inbound` (in ours); it rings the peer's doorbell (`peer`) whenever it
+// publishes data or frees space.
+std::unique_ptr<Link> MakeShmLink(void* outbound, void* inbound, HostControl* peer);
 
 }  // namespace cohort
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "net/host_segment.h"
 #include "net/link.h"
 
 namespace cohort {
@@ -35,8 +36,8 @@ namespace {
 
 class ShmLink : public Link {
  public:
-  ShmLink(void* outbound, void* inbound)
-      : out_(static_cast<ShmRing*>(outbound)), in_(static_cast<ShmRing*>(inbound)) {}
+  ShmLink(void* outbound, void* inbound, HostControl* peer)
+      : out_(static_cast<ShmRing*>(outbound)), in_(static_cast<ShmRing*>(inbound)), peer_(peer) {}
 
   Result<size_t> TrySend(const void* data, size_t len) override {
     if (out_->closed.load(std::memory_order_relaxed) || in_->closed.load(std::memory_order_relaxed)) {
@@ -47,7 +48,8 @@ class ShmLink : public Link {
     const size_t n = std::min<uint64_t>(len, out_->capacity - (head - tail));
     if (n == 0) return size_t{0};
     CopyIn(out_, head, static_cast<const unsigned char*>(data), n);
-    out_->head.store(head + n, std::memory_order_release);
+    out_->head.store(head + n, std::memory_order_seq_cst);
+    RingDoorbell(peer_);
     return n;
   }
 
@@ -63,11 +65,20 @@ class ShmLink : public Link {
       return size_t{0};
     }
     CopyOut(in_, tail, static_cast<unsigned char*>(data), n);
-    in_->tail.store(tail + n, std::memory_order_release);
+    in_->tail.store(tail + n, std::memory_order_seq_cst);
+    RingDoorbell(peer_);
     return n;
   }
 
   int fd() const override { return -1; }
+  bool CanMove(bool send, bool recv) const override {
+    if (out_->closed.load() || in_->closed.load()) return true;  // TrySend/TryRecv report it
+    const bool space = out_->head.load(std::memory_order_relaxed) -
+                           out_->tail.load(std::memory_order_acquire) < out_->capacity;
+    const bool data = in_->head.load(std::memory_order_acquire) >
+                      in_->tail.load(std::memory_order_relaxed);
+    return (send && space) || (recv && data);
+  }
   void Close() override {
     out_->closed.store(1, std::memory_order_release);
     in_->closed.store(1, std::memory_order_release);
@@ -90,12 +101,13 @@ class ShmLink : public Link {
 
   ShmRing* out_;
   ShmRing* in_;
+  HostControl* peer_;
 };
 
 }  // namespace
 
-std::unique_ptr<Link> MakeShmLink(void* outbound, void* inbound) {
-  return std::make_unique<ShmLink>(outbound, inbound);
+std::unique_ptr<Link> MakeShmLink(void* outbound, void* inbound, HostControl* peer) {
+  return std::make_unique<ShmLink>(outbound, inbound, peer);
 }
 
 }  // namespace cohort

@@ -160,8 +160,9 @@ Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Dea
     if (l == mesh->local_rank) continue;
     const int peer = mesh->local_ranks[l];
     mesh->pidfds[l] = OpenPidFd(mesh->peers[peer].pid);
-    mesh->links[peer] = MakeShmLink(layout.inbound_ring(mesh->segments[l].data(), mesh->local_rank),
-                                    layout.inbound_ring(base, l));
+    void* peer_base = mesh->segments[l].data();
+    mesh->links[peer] = MakeShmLink(layout.inbound_ring(peer_base, mesh->local_rank),
+                                    layout.inbound_ring(base, l), layout.control(peer_base));
   }
   return Status::OK();
 }
