@@ -52,23 +52,31 @@ std::string GenerateSecret() {
 }
 
 Status AuthenticateServer(Socket& socket, const std::string& secret, const std::string& purpose,
-                          Deadline deadline) {
+                          Deadline deadline,
+                          const std::function<void(const Status&)>& on_refused) {
+  auto refuse = [&](const Status& why, const std::string& reply) {
+    if (on_refused) on_refused(why);
+    (void)socket.SendMessage("NO" + reply, deadline);
+    return why;
+  };
   const std::string nonce_s = RandomBytes(kNonceBytes);
   COHORT_RETURN_IF_ERROR(socket.SendMessage(nonce_s, deadline));
   Result<std::string> reply = socket.RecvMessage(deadline, kMaxHandshakeMessage);
   if (!reply.ok()) {
-    return Status::Unauthenticated("no handshake reply: " + reply.status().message());
+    Status why = Status::Unauthenticated("no handshake reply: " + reply.status().message());
+    if (on_refused) on_refused(why);
+    return why;
   }
   if (reply->size() != kNonceBytes + kMacBytes) {
-    (void)socket.SendMessage("NOmalformed handshake", deadline);
-    return Status::Unauthenticated("malformed handshake reply (" + std::to_string(reply->size()) +
-                                   " bytes)");
+    return refuse(Status::Unauthenticated("malformed handshake reply (" +
+                                          std::to_string(reply->size()) + " bytes)"),
+                  "malformed handshake");
   }
   const std::string nonce_c = reply->substr(0, kNonceBytes);
   const std::string expected = Mac(secret, "client" + purpose + nonce_s + nonce_c);
   if (!SameBytes(reply->substr(kNonceBytes), expected)) {
-    (void)socket.SendMessage("NOwrong job secret", deadline);
-    return Status::Unauthenticated("peer does not hold the job secret (HMAC check failed)");
+    return refuse(Status::Unauthenticated("peer does not hold the job secret (HMAC check failed)"),
+                  "wrong job secret");
   }
   return socket.SendMessage("OK" + Mac(secret, "server" + purpose + nonce_c + nonce_s), deadline);
 }

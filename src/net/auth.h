@@ -4,6 +4,7 @@
 #ifndef COHORT_NET_AUTH_H_
 #define COHORT_NET_AUTH_H_
 
+#include <functional>
 #include <string>
 
 #include "cohort/status.h"
@@ -22,8 +23,11 @@ std::string GenerateSecret();
 // closes the socket).
 Status AuthenticateClient(Socket& socket, const std::string& secret, const std::string& purpose,
                           Deadline deadline);
+// `on_refused`, when given, runs before the refusal is sent, so by the time
+// the client learns it was refused the server has already accounted for it.
 Status AuthenticateServer(Socket& socket, const std::string& secret, const std::string& purpose,
-                          Deadline deadline);
+                          Deadline deadline,
+                          const std::function<void(const Status&)>& on_refused = nullptr);
 
 }  // namespace cohort
 

@@ -106,12 +106,11 @@ Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadl
     Result<Socket> s = listener.Accept(deadline);
     if (!s.ok()) return s.status().WithContext("waiting for " + std::to_string(expected) +
                                                " peers to connect");
-    Status auth = AuthenticateServer(*s, o.secret, "mesh", deadline);
-    if (!auth.ok()) {
+    Status auth = AuthenticateServer(*s, o.secret, "mesh", deadline, [&](const Status& why) {
       COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from "
-                           << s->PeerName() << ": " << auth.message();
-      continue;
-    }
+                           << s->PeerName() << ": " << why.message();
+    });
+    if (!auth.ok()) continue;
     int32_t peer = -1;
     COHORT_RETURN_IF_ERROR(s->RecvAll(&peer, sizeof(peer), deadline));
     if (peer <= o.rank || peer >= o.size || mesh->links[peer] != nullptr) {

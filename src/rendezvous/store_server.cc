@@ -22,6 +22,14 @@ namespace {
 
 namespace sp = store_protocol;
 
+// A reply message: one status byte, then the payload. (Built by appending:
+// GCC 12 warns falsely on `"K" + std::string&&`.)
+std::string Reply(char code, const std::string& payload = "") {
+  std::string out(1, code);
+  out += payload;
+  return out;
+}
+
 Deadline Forever() { return Deadline::After(std::chrono::hours(24 * 365)); }
 
 class StoreServerImpl : public StoreServer {
@@ -79,13 +87,14 @@ class StoreServerImpl : public StoreServer {
   }
 
   void Serve(Socket& socket) {
-    Status auth = AuthenticateServer(socket, secret_, "store", Deadline::AfterSeconds(30));
-    if (!auth.ok()) {
-      ++refused_;
-      COHORT_LOG(kWarning) << "rendezvous store refused connection from " << socket.PeerName()
-                           << ": " << auth.message();
-      return;
-    }
+    Status auth = AuthenticateServer(socket, secret_, "store", Deadline::AfterSeconds(30),
+                                     [&](const Status& why) {
+                                       COHORT_LOG(kWarning)
+                                           << "rendezvous store refused connection from "
+                                           << socket.PeerName() << ": " << why.message();
+                                       ++refused_;
+                                     });
+    if (!auth.ok()) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
@@ -116,7 +125,7 @@ class StoreServerImpl : public StoreServer {
                       sp::DecodeI64(request.argument, 0);
         values_[request.key] = sp::EncodeI64(now);
         changed_.notify_all();
-        return "K" + sp::EncodeI64(now);
+        return Reply('K', sp::EncodeI64(now));
       }
       case 'G': {
         auto until = Clock::now() + std::chrono::milliseconds(sp::DecodeI64(request.argument, 0));
@@ -125,7 +134,7 @@ class StoreServerImpl : public StoreServer {
         });
         if (stopping_) return "Estore is shutting down";
         if (!found) return "T";
-        return "K" + values_[request.key];
+        return Reply('K', values_[request.key]);
       }
     }
     std::string error = "Eunknown op ";
