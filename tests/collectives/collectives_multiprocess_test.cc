@@ -69,6 +69,14 @@ TEST_P(CollectivesJob, InvalidRootOnOneRankFailsAll) {
   EXPECT_EQ(CountLines(f.out, "is not a rank of this job"), shape.np) << f.out;
 }
 
+// The plain-C ABI gives the same results and errors as the C++ API.
+TEST_P(CollectivesJob, PlainCAbi) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"capi"}, 60);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "invalid data type value 99"), shape.np) << f.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CollectivesJob,
                          ::testing::Values(JobShape{2, "auto"}, JobShape{3, "auto"},
                                            JobShape{4, "auto"}, JobShape{2, "tcp"},

@@ -10,6 +10,8 @@
 //   collectives_worker die          the last rank kills itself mid-allreduce;
 //                                   the others must fail with kPeerFailure
 //   collectives_worker badarg       rank 0 passes an invalid root; all ranks fail
+//   collectives_worker capi         the plain-C ABI: results, queries, and an
+//                                   invalid dtype on one rank failing all ranks
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/c_api.h"
 #include "cohort/cohort.h"
 #include "common/value_convert.h"
 
@@ -283,6 +286,35 @@ int RunBadArg() {
   return s.ok() ? 1 : 0;
 }
 
+int RunCApi() {
+  int failures = 0;
+  auto expect = [&](bool ok, const char* what) {
+    if (!ok) {
+      std::fprintf(stderr, "rank %d: C API check failed: %s\n", Rank(), what);
+      ++failures;
+    }
+  };
+  expect(cohort_is_initialized() == 1, "initialized");
+  expect(cohort_rank() == Rank() && cohort_size() == Size(), "rank and size");
+  expect(cohort_local_size() == Size() && cohort_cross_size() == 1, "one host");
+  cohort_error err{};
+  std::vector<int64_t> v(5, Rank() + 1);
+  expect(cohort_allreduce(v.data(), v.data(), v.size(), COHORT_INT64, COHORT_SUM, 1, 1, &err) ==
+             COHORT_OK, err.message);
+  expect(v[4] == static_cast<int64_t>(Size()) * (Size() + 1) / 2, "allreduce sum");
+  std::vector<uint64_t> counts(Size());
+  expect(cohort_allgather_counts(Rank() + 2, counts.data(), &err) == COHORT_OK, err.message);
+  expect(counts[Size() - 1] == static_cast<uint64_t>(Size() + 1), "allgather counts");
+  // Rank 0 passes a dtype that does not exist: every rank must fail.
+  const int dtype = Rank() == 0 ? 99 : COHORT_FLOAT32;
+  std::vector<float> f(3, 1.0f);
+  const int code = cohort_allreduce(f.data(), f.data(), f.size(), dtype, COHORT_SUM, 1, 1, &err);
+  std::printf("rank %d: code %d: %s\n", Rank(), code, err.message);
+  expect(code != COHORT_OK && err.code == code, "bad dtype fails");
+  expect(std::strstr(err.message, "invalid data type value 99") != nullptr, "message names the dtype");
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace cohort
 
@@ -299,6 +331,7 @@ int main(int argc, char** argv) {
   if (mode == "mismatch") rc = RunMismatch();
   if (mode == "die") rc = RunDie();
   if (mode == "badarg") rc = RunBadArg();
+  if (mode == "capi") rc = RunCApi();
   Shutdown();
   return rc;
 }
