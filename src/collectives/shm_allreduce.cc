@@ -25,15 +25,13 @@
 #include <cstring>
 
 #include "collectives/reduce_kernels.h"
+#include "net/shm_backoff.h"
 
 namespace cohort {
 namespace {
 
-// Waiting: spin (cheap, lowest latency) while the peer is likely running;
-// past kSpinTime sleep on the doorbell so an oversubscribed host can run the
-// peer; check liveness and the deadline every kCheckInterval.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
-constexpr auto kMaxSleep = std::chrono::microseconds(2000);
+// While waiting (see net/shm_backoff.h), check liveness and the deadline
+// every kCheckInterval.
 constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
 enum class Counter { kIn, kReduced, kOut };
@@ -108,19 +106,14 @@ class ShmAllreduceRun {
       std::atomic<uint64_t>& counter = CounterOf(l, which);
       auto reached = [&] { return counter.load(std::memory_order_acquire) >= target; };
       if (reached()) continue;
-      const Clock::time_point start = Clock::now();
-      Clock::time_point next_check = start + kCheckInterval;
-      unsigned spins = 0;
+      ShmBackoff backoff(Control(me_));
+      Clock::time_point next_check = Clock::now() + kCheckInterval;
+      unsigned rounds = 0;
       while (!reached()) {
-        if (++spins % 64 != 0) {
-          __builtin_ia32_pause();
-          continue;
-        }
-        const Clock::time_point now = Clock::now();
-        if (now - start > kSpinTime) SleepOnDoorbell(Control(me_), reached, kMaxSleep);
-        if (now >= next_check) {
+        backoff.Idle(reached);
+        if (++rounds % 1024 == 0 && Clock::now() >= next_check) {
           COHORT_RETURN_IF_ERROR(CheckWaiting(l));
-          next_check = now + kCheckInterval;
+          next_check = Clock::now() + kCheckInterval;
         }
       }
     }

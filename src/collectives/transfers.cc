@@ -8,10 +8,6 @@
 namespace cohort {
 namespace {
 
-// Spins on shared memory first; past this many idle rounds, sleeps on the
-// doorbell so that, with more ranks than cores, the rank we wait for can run.
-constexpr unsigned kSpinsBeforeSleep = 2048;
-constexpr auto kMaxSleep = std::chrono::microseconds(2000);
 // How often to check the deadline and the liveness of the peers waited for.
 constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
@@ -22,7 +18,8 @@ Transfers::Transfers(Communicator& comm, std::string during)
       during_(std::move(during)),
       peers_(comm.size()),
       deadline_(comm.CallDeadline()),
-      next_check_(Clock::now() + kCheckInterval) {}
+      next_check_(Clock::now() + kCheckInterval),
+      backoff_(comm.own_control()) {}
 
 void Transfers::PostSend(int peer, const void* data, size_t len) {
   if (len == 0) return;
@@ -92,6 +89,7 @@ Status Transfers::Progress() {
   for (int peer : active_) COHORT_RETURN_IF_ERROR(MoveBytes(peer, &moved));
   if (moved) {
     idle_spins_ = 0;
+    backoff_.Reset();
     return Status::OK();
   }
   return Wait();
@@ -124,14 +122,11 @@ Status Transfers::Wait() {
   }
   if (spin) {
     if (!fds.empty()) {
-      // Links of both kinds: the sockets cannot wake the doorbell, so poll
-      // them briefly instead of sleeping.
-      ::poll(fds.data(), fds.size(), idle_spins_ > kSpinsBeforeSleep ? 1 : 0);
-    } else if (idle_spins_ > kSpinsBeforeSleep && comm_.own_control() != nullptr) {
-      SleepOnDoorbell(comm_.own_control(), [&] { return AnyShmLinkCanMove(); }, kMaxSleep);
-    } else {
-      __builtin_ia32_pause();
+      // Links of both kinds: sockets cannot ring the doorbell, so poll them
+      // without blocking between the shared-memory polls.
+      ::poll(fds.data(), fds.size(), 0);
     }
+    backoff_.Idle([&] { return AnyShmLinkCanMove(); });
     return Status::OK();
   }
   if (!fds.empty()) {

@@ -14,6 +14,7 @@
 
 #include "collectives/call_header.h"
 #include "collectives/communicator.h"
+#include "net/shm_backoff.h"
 
 namespace cohort {
 
@@ -74,6 +75,7 @@ class Transfers {
   Deadline deadline_;
   Clock::time_point next_check_;
   unsigned idle_spins_ = 0;
+  ShmBackoff backoff_;
 };
 
 }  // namespace cohort
