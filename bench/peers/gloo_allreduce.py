@@ -88,7 +88,6 @@ def worker(args):
     rank, nranks = dist.get_rank(), dist.get_world_size()
 
     buf = torch.zeros(args.e // 4, dtype=torch.float32)  # faults the pages in
-    expected_all = None
     if rank == 0:
         print("# gloo_allreduce: torch %s gloo, %d ranks, in place, warmup %d, iters %d"
               % (torch.__version__, nranks, args.w, args.n))

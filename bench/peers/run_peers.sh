@@ -26,6 +26,11 @@
 #                      env PEERS_RETRIES)
 #     --quick          smoke test: -b 4K -e 1M -f 4, 1 repetition, 16 iterations
 #   Extra mpirun arguments: env MPIRUN_EXTRA (e.g. "--bind-to none").
+#   Open MPI runs with its defaults. Note: for large messages its allreduce
+#   mallocs a full-size temporary buffer per call, which glibc maps afresh
+#   each time (page faults); MPIRUN_EXTRA="-x MALLOC_MMAP_THRESHOLD_=1073741824
+#   -x MALLOC_TRIM_THRESHOLD_=4294967296" about doubled its busbw at 64M-256M
+#   on the 2-core development VM. Name such a setting with any figure you publish.
 #
 # Iteration rule (compare.py `iterations`), identical for the three tools:
 # each size moves about BUDGET bytes per repetition, n = BUDGET / size rounded
