@@ -286,7 +286,8 @@ def table(args):
                 if line.strip():
                     out.append("# reference: " + line.strip())
     print("\n".join(out))
-    return 0
+    # A wrong result anywhere fails the run, so the smoke test catches it.
+    return 3 if any(line.startswith("# ! ") for line in notes) else 0
 
 
 def main():

@@ -176,7 +176,7 @@ cohort:   $(tool_command cohort B E W N | tr '\n' ' ')
 Open MPI: $(tool_command mpi B E W N | sed "s|$WORK/||" | tr '\n' ' ')($(mpirun --version 2>/dev/null | head -1))
 gloo:     $(tool_command gloo B E W N | sed "s|$ROOT/||" | tr '\n' ' ')(torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null))"
 "$PY" "$HERE/compare.py" table --results "$RAW" --np "$NP" --memcpy "$RAW/memcpy.txt" \
-  --header "$HEADER" > "$WORK/table.txt"
+  --header "$HEADER" > "$WORK/table.txt" || FAILED=1  # 3: some tool computed a wrong result
 cat "$WORK/table.txt"
 if [[ -n "$OUT" ]]; then
   mkdir -p "$(dirname "$OUT")"
