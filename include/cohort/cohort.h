@@ -14,6 +14,9 @@
 #define COHORT_COHORT_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "cohort/status.h"
@@ -75,6 +78,52 @@ Status Alltoall(const void* send, const size_t* send_counts, void* recv,
 
 // Returns once every rank has entered the barrier.
 Status Barrier();
+
+// ---- Asynchronous named operations (the engine) ----
+//
+// Each operation carries a name; ranks may submit names in different orders
+// and from any thread. A background engine matches them by name across ranks,
+// checks that every rank passed the same dtype, shape (all but the first
+// dimension for allgather), op, root and scale factors, fuses small
+// allreduces, and runs them in the same order everywhere. A mismatch fails
+// that handle on every rank with an error naming the ranks and their values;
+// other operations carry on. A name may not be resubmitted while in flight.
+//
+// The engine starts with the first asynchronous call; from then on the
+// blocking collectives above run through it too (ReduceScatter, Alltoall and
+// AlltoallCounts are not available through it yet and fail). Buffers must
+// stay valid until the handle completes.
+
+using Handle = int64_t;
+using Shape = std::vector<int64_t>;
+// Runs on the engine thread when an operation completes; keep it short.
+using DoneCallback = std::function<void(const Status&)>;
+
+Result<Handle> AllreduceAsync(const std::string& name, const void* send, void* recv,
+                              const Shape& shape, DataType type,
+                              const AllreduceOptions& options = {}, DoneCallback done = nullptr);
+// The tensors are negotiated together and released to execution as one group.
+Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>& names,
+                                                  const std::vector<const void*>& sends,
+                                                  const std::vector<void*>& recvs,
+                                                  const std::vector<Shape>& shapes, DataType type,
+                                                  const AllreduceOptions& options = {});
+Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape,
+                              DataType type, int root, DoneCallback done = nullptr);
+// The result (ranks' tensors concatenated along the first dimension) is held
+// by the engine; fetch it with TakeAllgatherResult after completion.
+Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
+                              DataType type, DoneCallback done = nullptr);
+Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr);
+
+// True once `handle` has completed (successfully or not).
+Result<bool> Poll(Handle handle);
+// Waits for `handle`; `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
+// operation's status (a kTimeout if the wait itself ran out).
+Status Wait(Handle handle, double timeout_seconds = -1);
+Status TakeAllgatherResult(Handle handle, std::vector<unsigned char>* data, Shape* shape);
+// Forgets a completed handle.
+void Release(Handle handle);
 
 }  // namespace cohort
 

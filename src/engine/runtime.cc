@@ -46,6 +46,16 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.small_message_bytes = *small;
   s.chunk_bytes = *chunk;
   s.shm_slot_bytes = (*slot + 4095) / 4096 * 4096;
+  std::optional<std::string> fusion = EnvString(env, "COHORT_FUSION_THRESHOLD");
+  if (fusion) {
+    Result<uint64_t> bytes = ParseByteSize(*fusion);
+    if (!bytes.ok()) return bytes.status().WithContext("COHORT_FUSION_THRESHOLD");
+    s.engine.fusion_threshold_bytes = *bytes;
+  }
+  Result<double> cycle = EnvDouble(env, "COHORT_CYCLE_TIME", s.engine.cycle_time_ms);
+  if (!cycle.ok()) return cycle.status();
+  if (*cycle < 0) return Status::InvalidArgument("COHORT_CYCLE_TIME must not be negative (ms)");
+  s.engine.cycle_time_ms = *cycle;
   return s;
 }
 
@@ -98,7 +108,15 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   return rt;
 }
 
+Engine& Runtime::StartEngine() {
+  std::lock_guard<std::mutex> lock(engine_mu_);  // submitting threads race to start it
+  if (engine_ == nullptr) engine_ = std::make_unique<Engine>(*comm_, settings_.engine);
+  return *engine_;
+}
+
 Runtime::~Runtime() {
+  if (engine_) (void)engine_->Shutdown();
+  engine_.reset();
   comm_.reset();
   if (hosted_store_) {
     // Other ranks may still need the store to learn why a peer failed.

@@ -5,12 +5,14 @@
 #define COHORT_ENGINE_RUNTIME_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cohort/status.h"
 #include "collectives/collectives.h"
 #include "collectives/communicator.h"
 #include "common/env_config.h"
+#include "engine/engine.h"
 #include "rendezvous/launcher_env.h"
 #include "rendezvous/store_server.h"
 
@@ -24,6 +26,7 @@ struct RuntimeSettings {
   size_t small_message_bytes = 64 << 10;  // COHORT_SMALL_MESSAGE_BYTES
   size_t chunk_bytes = 256 << 10;         // COHORT_CHUNK_BYTES
   size_t shm_slot_bytes = 1 << 20;        // COHORT_SHM_SLOT_BYTES
+  EngineOptions engine;                   // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
 };
 
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);
@@ -35,6 +38,18 @@ class Runtime {
   ~Runtime();
 
   Communicator& comm() { return *comm_; }
+  // The engine, started on first use; null before then.
+  Engine* engine() {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    return engine_.get();
+  }
+  Engine& StartEngine();
+  // Names for blocking calls routed through the engine: the same sequence on
+  // every rank because ranks make blocking calls in the same order.
+  std::string NextSyncName(const char* kind) {
+    return std::string("cohort.sync.") + kind + "." + std::to_string(sync_calls_++);
+  }
+  uint64_t NextGroupId() { return ++groups_; }
   const RuntimeSettings& settings() const { return settings_; }
   const JobEnvironment& job() const { return job_; }
 
@@ -45,6 +60,10 @@ class Runtime {
   RuntimeSettings settings_;
   std::unique_ptr<StoreServer> hosted_store_;  // rank 0 under foreign launchers
   std::unique_ptr<Communicator> comm_;
+  std::mutex engine_mu_;
+  std::unique_ptr<Engine> engine_;  // guarded by engine_mu_; destroyed before comm_, which it uses
+  uint64_t sync_calls_ = 0;
+  uint64_t groups_ = 0;
 };
 
 }  // namespace cohort

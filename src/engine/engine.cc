@@ -1,0 +1,236 @@
+// The engine loop: collect, negotiate, execute, complete.
+#include "engine/engine.h"
+
+#include <cstring>
+
+#include "collectives/collectives.h"
+
+namespace cohort {
+
+Engine::Engine(Communicator& comm, EngineOptions options)
+    : comm_(comm), options_(options), table_(comm.size()) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Engine::~Engine() { Shutdown(); }
+
+Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
+  const Announcement& a = request.what;
+  const std::string what = std::string(RequestKindName(a.kind)) + " of tensor '" + a.name + "'";
+  if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
+  if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op))) {
+    return Status::InvalidArgument(what + ": invalid data type or reduce op value");
+  }
+  for (int64_t d : a.shape) {
+    if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
+  }
+  const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather;
+  const bool needs_recv = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kBroadcast;
+  if (a.elements() > 0 && ((needs_send && request.send == nullptr) ||
+                           (needs_recv && request.recv == nullptr))) {
+    return Status::InvalidArgument(what + ": null buffer for " + std::to_string(a.elements()) +
+                                   " elements");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failure_.ok()) return failure_;
+  if (stopped_ || shutdown_requested_) {
+    return Status::NotInitialized(what + ": the engine is shutting down");
+  }
+  if (in_flight_.count(a.name) > 0) {
+    return Status::InvalidArgument(what + ": a tensor named '" + a.name +
+                                   "' is already in flight on rank " +
+                                   std::to_string(comm_.rank()) +
+                                   "; wait for it before submitting the name again");
+  }
+  const int64_t handle = handles_.Create(std::move(callback));
+  request.handle = handle;
+  in_flight_[a.name] = request;
+  queue_.push_back(std::move(request));  // `a` refers into `request`: unusable from here
+  wake_.notify_one();
+  return handle;
+}
+
+Status Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void Engine::Loop() {
+  for (;;) {
+    Status s = Cycle();
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+  }
+}
+
+Status Engine::Cycle() {
+  std::vector<Announcement> mine;
+  bool shutdown = false;
+  {
+    // No fixed sleep: a submission wakes the loop at once; the cycle time
+    // only bounds how long an idle rank waits before joining the next round.
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
+                   [&] { return !queue_.empty() || shutdown_requested_; });
+    for (const Request& r : queue_) mine.push_back(r.what);
+    queue_.clear();
+    shutdown = shutdown_requested_;
+  }
+  std::vector<std::vector<Announcement>> per_rank;
+  bool all_shutdown = false;
+  COHORT_RETURN_IF_ERROR(Exchange(mine, shutdown, &per_rank, &all_shutdown));
+  table_.Apply(per_rank);
+  for (const Response& response : table_.TakeResponses(options_.fusion_threshold_bytes)) {
+    COHORT_RETURN_IF_ERROR(Execute(response));
+  }
+  if (all_shutdown) {
+    // Every rank has stopped submitting: what is still unmatched never will be.
+    for (const auto& [name, missing] : table_.Waiting()) {
+      std::string ranks;
+      for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      Request r = TakePending(name);
+      if (r.handle != 0) {
+        handles_.Complete(r.handle, Status::PeerFailure("tensor '" + name +
+                                                        "' was never submitted by rank(s) " +
+                                                        ranks + " before they shut down"));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+  }
+  return Status::OK();
+}
+
+Status Engine::Exchange(const std::vector<Announcement>& mine, bool shutdown,
+                        std::vector<std::vector<Announcement>>* per_rank, bool* all_shutdown) {
+  const int n = comm_.size();
+  const std::string message = EncodeCycleMessage(mine, shutdown);
+  std::vector<size_t> ones(n, 1), sizes(n);
+  uint64_t my_size = message.size();
+  std::vector<uint64_t> all_sizes(n);
+  COHORT_RETURN_IF_ERROR(
+      RunAllgather(comm_, &my_size, 1, all_sizes.data(), ones.data(), DataType::kInt64));
+  size_t total = 0;
+  for (int r = 0; r < n; ++r) total += sizes[r] = all_sizes[r];
+  std::string all(total, '\0');
+  COHORT_RETURN_IF_ERROR(
+      RunAllgather(comm_, message.data(), message.size(), all.data(), sizes.data(),
+                   DataType::kUInt8));
+  per_rank->assign(n, {});
+  *all_shutdown = true;
+  size_t at = 0;
+  for (int r = 0; r < n; ++r) {
+    bool rank_shutdown = false;
+    if (!DecodeCycleMessage(all.substr(at, sizes[r]), &(*per_rank)[r], &rank_shutdown)) {
+      return comm_.Fail(Status::Internal("malformed negotiation message from rank " +
+                                         std::to_string(r)));
+    }
+    *all_shutdown = *all_shutdown && rank_shutdown;
+    at += sizes[r];
+  }
+  return Status::OK();
+}
+
+Request Engine::TakePending(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(name);
+  if (it == in_flight_.end()) return Request{};
+  Request r = std::move(it->second);
+  in_flight_.erase(it);
+  return r;
+}
+
+Status Engine::Execute(const Response& response) {
+  if (!response.error.ok()) {
+    // Arguments that disagree fail these names on every rank; the engine and
+    // the other tensors carry on.
+    for (const std::string& name : response.names) {
+      Request r = TakePending(name);
+      if (r.handle != 0) handles_.Complete(r.handle, response.error);
+    }
+    return Status::OK();
+  }
+  if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(response);
+  Request r = TakePending(response.names[0]);
+  if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(r, response);
+  const Announcement& a = r.what;
+  Status s = response.kind == RequestKind::kBroadcast
+                 ? RunBroadcast(comm_, r.recv, a.elements(), a.dtype, a.root)
+                 : RunBarrier(comm_);
+  handles_.Complete(r.handle, s);
+  return s;
+}
+
+Status Engine::ExecuteAllreduce(const Response& response) {
+  std::vector<Request> reqs;
+  for (const std::string& name : response.names) reqs.push_back(TakePending(name));
+  const Announcement& a = reqs[0].what;
+  Status s;
+  if (reqs.size() == 1) {
+    s = RunAllreduce(comm_, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
+                     a.postscale);
+  } else {
+    const size_t esize = DataTypeSize(a.dtype);
+    size_t total = 0;
+    for (const Request& r : reqs) total += r.what.elements();
+    unsigned char* buf = fusion_.Reserve(total * esize);
+    size_t at = 0;
+    for (const Request& r : reqs) {
+      const size_t bytes = r.what.elements() * esize;
+      if (bytes > 0) std::memcpy(buf + at, r.send, bytes);
+      at += bytes;
+    }
+    s = RunAllreduce(comm_, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale);
+    at = 0;
+    for (const Request& r : reqs) {
+      const size_t bytes = r.what.elements() * esize;
+      if (s.ok() && bytes > 0) std::memcpy(r.recv, buf + at, bytes);
+      at += bytes;
+    }
+  }
+  for (const Request& r : reqs) handles_.Complete(r.handle, s);
+  return s;
+}
+
+Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
+  const Announcement& a = r.what;
+  const int n = comm_.size();
+  const uint64_t row = a.row_elements();
+  std::vector<size_t> counts(n);
+  int64_t rows = 0;
+  for (int p = 0; p < n; ++p) {
+    counts[p] = static_cast<size_t>(response.rows_per_rank[p]) * row;
+    rows += response.rows_per_rank[p];
+  }
+  std::vector<unsigned char> out(static_cast<size_t>(rows) * row * DataTypeSize(a.dtype));
+  Status s = RunAllgather(comm_, r.send, counts[comm_.rank()], out.data(), counts.data(), a.dtype);
+  std::vector<int64_t> shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
+  shape[0] = rows;
+  handles_.Complete(r.handle, s, std::move(out), std::move(shape));
+  return s;
+}
+
+void Engine::Fail(const Status& status) {
+  std::vector<int64_t> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failure_ = status;
+    stopped_ = true;
+    for (const auto& [name, r] : in_flight_) pending.push_back(r.handle);
+    in_flight_.clear();
+    queue_.clear();
+  }
+  for (int64_t h : pending) handles_.Complete(h, status);
+}
+
+}  // namespace cohort

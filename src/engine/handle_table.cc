@@ -1,0 +1,68 @@
+// Handle bookkeeping.
+#include "engine/handle_table.h"
+
+namespace cohort {
+
+int64_t HandleTable::Create(CompletionCallback callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t h = next_++;
+  states_[h].callback = std::move(callback);
+  return h;
+}
+
+void HandleTable::Complete(int64_t handle, const Status& status, std::vector<unsigned char> output,
+                           std::vector<int64_t> output_shape) {
+  CompletionCallback callback;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(handle);
+    if (it == states_.end() || it->second.done) return;
+    it->second.done = true;
+    it->second.status = status;
+    it->second.output = std::move(output);
+    it->second.output_shape = std::move(output_shape);
+    callback = std::move(it->second.callback);
+  }
+  done_.notify_all();
+  if (callback) callback(status);
+}
+
+Result<bool> HandleTable::Poll(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    return Status::InvalidArgument("unknown handle " + std::to_string(handle));
+  }
+  return it->second.done;
+}
+
+Status HandleTable::Wait(int64_t handle, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    return Status::InvalidArgument("unknown handle " + std::to_string(handle));
+  }
+  if (!done_.wait_until(lock, deadline.at(), [&] { return it->second.done; })) {
+    return Status::Timeout("handle " + std::to_string(handle) + " did not complete in time");
+  }
+  return it->second.status;
+}
+
+Status HandleTable::TakeOutput(int64_t handle, std::vector<unsigned char>* data,
+                               std::vector<int64_t>* shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end() || !it->second.done) {
+    return Status::InvalidArgument("handle " + std::to_string(handle) + " is not complete");
+  }
+  *data = std::move(it->second.output);
+  *shape = std::move(it->second.output_shape);
+  return it->second.status;
+}
+
+void HandleTable::Release(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  states_.erase(handle);
+}
+
+}  // namespace cohort

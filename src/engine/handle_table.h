@@ -1,0 +1,55 @@
+// HandleTable: the state of every submitted operation, shared between the
+// threads that submit and wait and the engine thread that completes them.
+#ifndef COHORT_ENGINE_HANDLE_TABLE_H_
+#define COHORT_ENGINE_HANDLE_TABLE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "cohort/status.h"
+#include "common/deadline.h"
+
+namespace cohort {
+
+using CompletionCallback = std::function<void(const Status&)>;
+
+class HandleTable {
+ public:
+  // A new pending handle; `callback` (may be empty) runs on the engine thread
+  // when the operation completes, after the handle is marked done.
+  int64_t Create(CompletionCallback callback);
+  // Marks `handle` done with `status` (and, for allgather, its output).
+  void Complete(int64_t handle, const Status& status, std::vector<unsigned char> output = {},
+                std::vector<int64_t> output_shape = {});
+
+  // Done yet? Unknown handles are kInvalidArgument.
+  Result<bool> Poll(int64_t handle);
+  // Waits for completion until `deadline`; returns the operation's status.
+  Status Wait(int64_t handle, Deadline deadline);
+  // The allgather result of a completed handle (moved out once).
+  Status TakeOutput(int64_t handle, std::vector<unsigned char>* data, std::vector<int64_t>* shape);
+  // Forgets a completed handle.
+  void Release(int64_t handle);
+
+ private:
+  struct State {
+    bool done = false;
+    Status status;
+    CompletionCallback callback;
+    std::vector<unsigned char> output;
+    std::vector<int64_t> output_shape;
+  };
+
+  std::mutex mu_;
+  std::condition_variable done_;
+  int64_t next_ = 1;
+  std::map<int64_t, State> states_;  // guarded by mu_
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_ENGINE_HANDLE_TABLE_H_

@@ -1,0 +1,187 @@
+// Negotiation: agreement, validation and fusion of named tensor requests.
+#include "engine/negotiation.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace cohort {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// "rank 0: float32; ranks 1, 2: float16" — ranks grouped by the value they passed.
+template <typename F>
+std::string DescribeByRank(const std::vector<Announcement>& by_rank, F value_of) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (int r = 0; r < static_cast<int>(by_rank.size()); ++r) {
+    std::string v = value_of(by_rank[r]);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == v; });
+    if (it == groups.end()) {
+      groups.push_back({v, {r}});
+    } else {
+      it->second.push_back(r);
+    }
+  }
+  std::ostringstream out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out << (g ? "; " : "") << (groups[g].second.size() > 1 ? "ranks " : "rank ");
+    for (size_t i = 0; i < groups[g].second.size(); ++i) {
+      out << (i ? ", " : "") << groups[g].second[i];
+    }
+    out << ": " << groups[g].first;
+  }
+  return out.str();
+}
+
+template <typename F>
+bool AllSame(const std::vector<Announcement>& by_rank, F value_of) {
+  for (const Announcement& a : by_rank) {
+    if (value_of(a) != value_of(by_rank[0])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void NegotiationTable::Apply(const std::vector<std::vector<Announcement>>& per_rank) {
+  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
+    for (const Announcement& a : per_rank[r]) {
+      Entry& e = entries_[a.name];
+      if (e.present.empty()) {
+        e.by_rank.resize(size_);
+        e.present.assign(size_, false);
+        e.order = next_order_++;
+      }
+      // A rank cannot announce a name twice: Enqueue refuses names in flight.
+      e.by_rank[r] = a;
+      e.present[r] = true;
+      if (++e.arrived == size_) Complete(a.name);
+    }
+  }
+}
+
+void NegotiationTable::Complete(const std::string& name) {
+  auto it = entries_.find(name);
+  Ready ready{name, std::move(it->second.by_rank)};
+  entries_.erase(it);
+  const Announcement& first = ready.by_rank[0];
+  if (first.group_id == 0 || first.group_size <= 1) {
+    ready_.push_back(std::move(ready));
+    return;
+  }
+  // A group is released only when all its members are ready everywhere, so
+  // its tensors are negotiated and reduced together.
+  std::vector<Ready>& members = groups_[first.group_id];
+  const uint32_t group_size = first.group_size;
+  members.push_back(std::move(ready));
+  if (members.size() < group_size) return;
+  for (Ready& m : members) ready_.push_back(std::move(m));
+  groups_.erase(first.group_id);
+}
+
+Status NegotiationTable::Validate(const Ready& ready) const {
+  const std::vector<Announcement>& a = ready.by_rank;
+  const std::string what = "tensor '" + ready.name + "'";
+  auto mismatch = [&](const std::string& field, auto value_of) {
+    return Status::Mismatch(what + ": ranks disagree on the " + field + ": " +
+                            DescribeByRank(a, value_of));
+  };
+  auto kind = [](const Announcement& x) { return std::string(RequestKindName(x.kind)); };
+  if (!AllSame(a, kind)) return mismatch("operation", kind);
+  auto dtype = [](const Announcement& x) { return std::string(DataTypeName(x.dtype)); };
+  if (!AllSame(a, dtype)) return mismatch("data type", dtype);
+  const RequestKind k = a[0].kind;
+  if (k == RequestKind::kAllreduce) {
+    auto op = [](const Announcement& x) { return std::string(ReduceOpName(x.op)); };
+    if (!AllSame(a, op)) return mismatch("reduce op", op);
+    auto scales = [](const Announcement& x) {
+      std::ostringstream s;
+      s << "prescale " << x.prescale << ", postscale " << x.postscale;
+      return s.str();
+    };
+    if (!AllSame(a, scales)) return mismatch("scale factors", scales);
+  }
+  if (k == RequestKind::kBroadcast) {
+    auto root = [](const Announcement& x) { return std::to_string(x.root); };
+    if (!AllSame(a, root)) return mismatch("root", root);
+    if (a[0].root < 0 || a[0].root >= size_) {
+      return Status::InvalidArgument(what + ": broadcast root " + std::to_string(a[0].root) +
+                                     " is not a rank of this job");
+    }
+  }
+  if (k == RequestKind::kAllgather) {
+    // All dimensions but the first must agree; the first may differ per rank.
+    auto rank_of = [](const Announcement& x) { return std::to_string(x.shape.size()); };
+    if (!AllSame(a, rank_of)) return mismatch("number of dimensions", rank_of);
+    auto tail = [](const Announcement& x) {
+      std::vector<int64_t> t(x.shape.begin() + (x.shape.empty() ? 0 : 1), x.shape.end());
+      return "[*" + ShapeText(t).substr(1);
+    };
+    if (!AllSame(a, tail)) return mismatch("shape beyond the first dimension", tail);
+  } else if (k != RequestKind::kBarrier) {
+    auto shape = [](const Announcement& x) { return ShapeText(x.shape); };
+    if (!AllSame(a, shape)) return mismatch("shape", shape);
+  }
+  return Status::OK();
+}
+
+std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_bytes) {
+  std::vector<Response> out;
+  uint64_t fused_bytes = 0;
+  while (!ready_.empty()) {
+    Ready ready = std::move(ready_.front());
+    ready_.pop_front();
+    const Announcement& a = ready.by_rank[0];
+    Response r;
+    r.kind = a.kind;
+    r.names = {ready.name};
+    r.error = Validate(ready);
+    if (r.error.ok() && a.kind == RequestKind::kAllgather) {
+      for (const Announcement& x : ready.by_rank) {
+        r.rows_per_rank.push_back(x.shape.empty() ? 1 : x.shape[0]);
+      }
+    }
+    const uint64_t bytes = a.elements() * DataTypeSize(a.dtype);
+    if (r.error.ok() && a.kind == RequestKind::kAllreduce && !out.empty() &&
+        fusion_threshold_bytes > 0) {
+      Response& last = out.back();
+      // Fusable: the previous response is a valid allreduce with identical
+      // dtype, op and scales (remembered in fusion_key), and the sum fits.
+      if (last.error.ok() && last.kind == RequestKind::kAllreduce &&
+          fused_bytes + bytes <= fusion_threshold_bytes && last.rows_per_rank.empty()) {
+        const Announcement& prev = last_fusable_;
+        if (prev.dtype == a.dtype && prev.op == a.op && prev.prescale == a.prescale &&
+            prev.postscale == a.postscale) {
+          last.names.push_back(ready.name);
+          fused_bytes += bytes;
+          continue;
+        }
+      }
+    }
+    fused_bytes = bytes;
+    last_fusable_ = a;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<int>>> NegotiationTable::Waiting() const {
+  std::vector<std::pair<uint64_t, std::pair<std::string, std::vector<int>>>> waiting;
+  for (const auto& [name, e] : entries_) {
+    std::vector<int> missing;
+    for (int r = 0; r < size_; ++r) {
+      if (!e.present[r]) missing.push_back(r);
+    }
+    waiting.push_back({e.order, {name, missing}});
+  }
+  std::sort(waiting.begin(), waiting.end());
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  for (auto& w : waiting) out.push_back(std::move(w.second));
+  return out;
+}
+
+}  // namespace cohort

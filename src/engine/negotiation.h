@@ -1,0 +1,71 @@
+// NegotiationTable: the agreed record of which named tensors each rank has
+// submitted. Every cycle each rank broadcasts its new announcements (an
+// allgather); every rank applies all of them in rank order, so every rank
+// computes the same ready list, the same errors and the same fused responses
+// in the same order, with no coordinator round trip.
+#ifndef COHORT_ENGINE_NEGOTIATION_H_
+#define COHORT_ENGINE_NEGOTIATION_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+#include "engine/request.h"
+
+namespace cohort {
+
+// One unit of work every rank executes in the same order.
+struct Response {
+  RequestKind kind = RequestKind::kAllreduce;
+  std::vector<std::string> names;  // more than one: a fused allreduce
+  Status error;                    // not OK: these names fail on every rank
+  std::vector<int64_t> rows_per_rank;  // allgather: first dimension per rank
+};
+
+class NegotiationTable {
+ public:
+  explicit NegotiationTable(int size) : size_(size) {}
+
+  // Applies one cycle's announcements, indexed by rank.
+  void Apply(const std::vector<std::vector<Announcement>>& per_rank);
+
+  // Takes every ready response in agreed order. Consecutive allreduces with
+  // the same dtype, op and scale factors are fused while their total size
+  // stays within `fusion_threshold_bytes` (0 disables fusion).
+  std::vector<Response> TakeResponses(uint64_t fusion_threshold_bytes);
+
+  // Names submitted by some ranks but not all, with the ranks missing, in
+  // the order they were first submitted.
+  std::vector<std::pair<std::string, std::vector<int>>> Waiting() const;
+  bool empty() const { return entries_.empty() && ready_.empty(); }
+
+ private:
+  struct Entry {
+    std::vector<Announcement> by_rank;  // valid where present[r]
+    std::vector<bool> present;
+    int arrived = 0;
+    uint64_t order = 0;  // first submission, for Waiting()
+  };
+  struct Ready {
+    std::string name;
+    std::vector<Announcement> by_rank;
+  };
+
+  void Complete(const std::string& name);
+  // OK when every rank's announcement agrees with rank 0's.
+  Status Validate(const Ready& ready) const;
+
+  const int size_;
+  uint64_t next_order_ = 0;
+  std::map<std::string, Entry> entries_;
+  std::map<uint64_t, std::vector<Ready>> groups_;  // complete members of unfinished groups
+  std::deque<Ready> ready_;
+  Announcement last_fusable_;  // rank 0's announcement of the last response taken
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_ENGINE_NEGOTIATION_H_

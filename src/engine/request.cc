@@ -1,0 +1,116 @@
+// Request helpers and the negotiation wire format (little-endian, packed):
+//   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
+//   i32 root | f64 prescale | f64 postscale | u32 ndim | ndim x i64 | u64 group_id | u32 group_size }
+#include "engine/request.h"
+
+#include <cstring>
+
+namespace cohort {
+namespace {
+
+template <typename T>
+void Put(std::string* out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  out->append(bytes, sizeof(T));
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (pos_ + sizeof(T) > bytes_.size()) return false;
+    std::memcpy(v, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool GetString(size_t len, std::string* s) {
+    if (pos_ + len > bytes_.size()) return false;
+    s->assign(bytes_, pos_, len);
+    pos_ += len;
+    return true;
+  }
+  bool AtEnd() const { return pos_ == bytes_.size(); }
+
+ private:
+  const std::string& bytes_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+const char* RequestKindName(RequestKind kind) {
+  switch (kind) {
+    case RequestKind::kAllreduce: return "allreduce";
+    case RequestKind::kAllgather: return "allgather";
+    case RequestKind::kBroadcast: return "broadcast";
+    case RequestKind::kBarrier: return "barrier";
+  }
+  return "unknown";
+}
+
+uint64_t Announcement::elements() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+uint64_t Announcement::row_elements() const {
+  uint64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<uint64_t>(shape[i]);
+  return n;
+}
+
+std::string EncodeCycleMessage(const std::vector<Announcement>& announcements, bool shutdown) {
+  std::string out;
+  Put<uint8_t>(&out, shutdown ? 1 : 0);
+  Put<uint32_t>(&out, static_cast<uint32_t>(announcements.size()));
+  for (const Announcement& a : announcements) {
+    Put<uint32_t>(&out, static_cast<uint32_t>(a.name.size()));
+    out += a.name;
+    Put<int32_t>(&out, static_cast<int32_t>(a.kind));
+    Put<int32_t>(&out, static_cast<int32_t>(a.dtype));
+    Put<int32_t>(&out, static_cast<int32_t>(a.op));
+    Put<int32_t>(&out, a.root);
+    Put<double>(&out, a.prescale);
+    Put<double>(&out, a.postscale);
+    Put<uint32_t>(&out, static_cast<uint32_t>(a.shape.size()));
+    for (int64_t d : a.shape) Put<int64_t>(&out, d);
+    Put<uint64_t>(&out, a.group_id);
+    Put<uint32_t>(&out, a.group_size);
+  }
+  return out;
+}
+
+bool DecodeCycleMessage(const std::string& bytes, std::vector<Announcement>* announcements,
+                        bool* shutdown) {
+  Reader in(bytes);
+  uint8_t flag = 0;
+  uint32_t count = 0;
+  if (!in.Get(&flag) || !in.Get(&count)) return false;
+  *shutdown = flag != 0;
+  announcements->clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    Announcement a;
+    uint32_t name_len = 0, ndim = 0;
+    int32_t kind = 0, dtype = 0, op = 0;
+    if (!in.Get(&name_len) || !in.GetString(name_len, &a.name) || !in.Get(&kind) ||
+        !in.Get(&dtype) || !in.Get(&op) || !in.Get(&a.root) || !in.Get(&a.prescale) ||
+        !in.Get(&a.postscale) || !in.Get(&ndim)) {
+      return false;
+    }
+    a.kind = static_cast<RequestKind>(kind);
+    a.dtype = static_cast<DataType>(dtype);
+    a.op = static_cast<ReduceOp>(op);
+    a.shape.resize(ndim);
+    for (int64_t& d : a.shape) {
+      if (!in.Get(&d)) return false;
+    }
+    if (!in.Get(&a.group_id) || !in.Get(&a.group_size)) return false;
+    announcements->push_back(std::move(a));
+  }
+  return in.AtEnd();
+}
+
+}  // namespace cohort

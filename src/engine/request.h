@@ -1,0 +1,51 @@
+// What a rank submits to the engine: one named tensor operation, and the
+// description of it that is announced to the other ranks during negotiation.
+#ifndef COHORT_ENGINE_REQUEST_H_
+#define COHORT_ENGINE_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cohort/types.h"
+
+namespace cohort {
+
+enum class RequestKind : int32_t { kAllreduce = 0, kAllgather, kBroadcast, kBarrier };
+const char* RequestKindName(RequestKind kind);
+
+// The part of a request every rank must agree on (sent during negotiation).
+struct Announcement {
+  std::string name;
+  RequestKind kind = RequestKind::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1;
+  double postscale = 1;
+  std::vector<int64_t> shape;
+  uint64_t group_id = 0;    // 0: not part of a group
+  uint32_t group_size = 0;  // number of tensors in the group
+
+  uint64_t elements() const;
+  // Elements per first-dimension row (1 for scalars).
+  uint64_t row_elements() const;
+};
+
+// A request as the submitting rank holds it: the announcement plus buffers.
+struct Request {
+  Announcement what;
+  int64_t handle = 0;
+  const void* send = nullptr;
+  void* recv = nullptr;  // allreduce output; broadcast buffer (in place)
+};
+
+// Serialisation of one rank's per-cycle message: its new announcements and
+// whether it asked to shut down. Decoding fails on malformed bytes.
+std::string EncodeCycleMessage(const std::vector<Announcement>& announcements, bool shutdown);
+bool DecodeCycleMessage(const std::string& bytes, std::vector<Announcement>* announcements,
+                        bool* shutdown);
+
+}  // namespace cohort
+
+#endif  // COHORT_ENGINE_REQUEST_H_

@@ -1,0 +1,89 @@
+// Multi-process tests of the engine: asynchronous named operations under
+// `cohort run`, over shared memory and forced TCP, with fusion on and off.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/child_process.h"
+
+namespace cohort::testing {
+namespace {
+
+Finished RunEngineJob(int np, const std::string& transport, const std::vector<std::string>& args,
+                      std::map<std::string, std::string> env = {}) {
+  std::vector<std::string> cmd = {"run", "-np", std::to_string(np), "--timeout", "60",
+                                  "--transport", transport, "--", TestBinary("engine_worker")};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return RunCohort(cmd, 120, env);
+}
+
+int CountLines(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (const std::string& line : Lines(text)) n += Contains(line, part) ? 1 : 0;
+  return n;
+}
+
+struct Shape {
+  int np;
+  std::string transport;
+};
+
+class EngineJob : public ::testing::TestWithParam<Shape> {};
+
+// Thousands of tensors in a different random order on every rank: exact.
+TEST_P(EngineJob, RandomOrderThousandsOfTensorsExact) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"random", "3000"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "3000 tensors exact"), GetParam().np);
+}
+
+// Every mismatch errors on every rank, naming the ranks; others carry on.
+TEST_P(EngineJob, MismatchesNameTheRanksAndOthersComplete) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"mismatch"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "ranks disagree on the data type"), GetParam().np) << f.out;
+  EXPECT_EQ(CountLines(f.out, "rank 1: [9]"), GetParam().np) << f.out;
+}
+
+TEST_P(EngineJob, AllgatherWithDifferentFirstDimensions) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"allgather"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "allgather ok"), GetParam().np);
+}
+
+TEST_P(EngineJob, GroupedAllreduce) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"grouped"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+}
+
+TEST_P(EngineJob, BlockingCallsRunThroughTheEngine) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"sync"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+}
+
+TEST_P(EngineJob, UnmatchedNameFailsAtShutdownNamingTheRank) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"unmatched"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "never submitted by rank(s) 1"), GetParam().np - 1) << f.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
+                         ::testing::Values(Shape{2, "auto"}, Shape{3, "auto"}, Shape{2, "tcp"},
+                                           Shape{3, "tcp"}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.np) + "ranks_" + info.param.transport;
+                         });
+
+// Fusion changes how tensors are packed, never the results.
+TEST(EngineFusion, OffAndTinyThresholdGiveTheSameExactResults) {
+  for (const char* threshold : {"0", "4K", "64M"}) {
+    Finished f = RunEngineJob(2, "auto", {"random", "1000"}, {{"COHORT_FUSION_THRESHOLD", threshold}});
+    EXPECT_EQ(f.exit_code, 0) << threshold << "\n" << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "1000 tensors exact"), 2) << threshold;
+  }
+}
+
+}  // namespace
+}  // namespace cohort::testing

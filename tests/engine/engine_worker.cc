@@ -1,0 +1,257 @@
+// Worker program for the engine's multi-process tests (run under
+// `cohort run -np N`). Each mode checks the asynchronous named operations and
+// exits 0 only when every result and every error is what it must be.
+//
+//   engine_worker random [count]  `count` tensors of mixed sizes and dtypes,
+//                                 submitted in a different random order on each
+//                                 rank from two threads; exact sums
+//   engine_worker mismatch        dtype, shape, op, root and duplicate-name
+//                                 errors name the ranks; other tensors complete
+//   engine_worker allgather       ranks contribute different first dimensions
+//   engine_worker grouped         a grouped allreduce
+//   engine_worker sync            blocking calls after the engine started
+//   engine_worker unmatched       a name rank 1 never submits fails at shutdown
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "common/value_convert.h"
+
+namespace cohort {
+namespace {
+
+int g_failures = 0;
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "rank %d: FAILED: %s\n", Rank(), what.c_str());
+    ++g_failures;
+  }
+}
+
+struct Tensor {
+  std::string name;
+  DataType type;
+  std::vector<unsigned char> data;
+  size_t count;
+  Handle handle = 0;
+};
+
+// Tensor i has (i * 37) % 5000 + 1 elements; element j on rank r is
+// (r + i + j) % 7, so the sum over ranks is exact in every type.
+std::vector<Tensor> MakeTensors(int count) {
+  const DataType types[] = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                            DataType::kFloat16, DataType::kBFloat16, DataType::kInt64};
+  std::vector<Tensor> tensors(count);
+  for (int i = 0; i < count; ++i) {
+    Tensor& t = tensors[i];
+    t.name = "grad." + std::to_string(i);
+    t.type = types[i % 6];
+    t.count = static_cast<size_t>((i * 37) % 5000 + 1);
+    t.data.resize(t.count * DataTypeSize(t.type));
+    for (size_t j = 0; j < t.count; ++j) {
+      StoreAs(t.type, static_cast<double>((Rank() + i + j) % 7), &t.data[j * DataTypeSize(t.type)]);
+    }
+  }
+  return tensors;
+}
+
+int RunRandom(int count) {
+  std::vector<Tensor> tensors = MakeTensors(count);
+  std::vector<int> order(count);
+  for (int i = 0; i < count; ++i) order[i] = i;
+  std::mt19937 rng(1234 + Rank());
+  std::shuffle(order.begin(), order.end(), rng);
+  // Two submitting threads, each taking every other tensor of the shuffled order.
+  auto submit = [&](int parity) {
+    for (size_t k = parity; k < order.size(); k += 2) {
+      Tensor& t = tensors[order[k]];
+      Result<Handle> h = AllreduceAsync(t.name, t.data.data(), t.data.data(),
+                                        {static_cast<int64_t>(t.count)}, t.type);
+      Check(h.ok(), "submit " + t.name + ": " + h.status().ToString());
+      if (h.ok()) t.handle = *h;
+    }
+  };
+  std::thread other(submit, 1);
+  submit(0);
+  other.join();
+  const int n = Size();
+  for (int i = 0; i < count; ++i) {
+    Tensor& t = tensors[i];
+    Status s = Wait(t.handle);
+    Check(s.ok(), "wait " + t.name + ": " + s.ToString());
+    Release(t.handle);
+    for (size_t j = 0; j < t.count && s.ok(); ++j) {
+      double want = 0;
+      for (int r = 0; r < n; ++r) want += static_cast<double>((r + i + j) % 7);
+      const double got = LoadAs(t.type, &t.data[j * DataTypeSize(t.type)]);
+      if (got != want) {
+        Check(false, t.name + "[" + std::to_string(j) + "] = " + std::to_string(got) +
+                         ", expected " + std::to_string(want));
+        break;
+      }
+    }
+  }
+  if (g_failures == 0) std::printf("rank %d: %d tensors exact\n", Rank(), count);
+  return g_failures == 0 ? 0 : 1;
+}
+
+// Expects `h` to fail with a kMismatch whose message contains every part.
+void ExpectMismatch(const Result<Handle>& h, const std::vector<std::string>& parts) {
+  if (!h.ok()) return Check(false, "submit failed: " + h.status().ToString());
+  Status s = Wait(*h);
+  std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+  Check(s.code() == Status::Code::kMismatch, "expected a mismatch, got " + s.ToString());
+  for (const std::string& p : parts) {
+    Check(s.message().find(p) != std::string::npos, "message lacks '" + p + "': " + s.message());
+  }
+  Release(*h);
+}
+
+int RunMismatch() {
+  const bool odd = Rank() == 1;
+  std::vector<float> a(8, 1), b(odd ? 9 : 8, 1), c(8, 1), d(8, 1), ok(8, 1);
+  std::vector<uint16_t> a16(8, 0);
+  // dtype: rank 1 sends float16.
+  ExpectMismatch(odd ? AllreduceAsync("a", a16.data(), a16.data(), {8}, DataType::kFloat16)
+                     : AllreduceAsync("a", a.data(), a.data(), {8}, DataType::kFloat32),
+                 {"tensor 'a'", "data type", "rank 1: float16", "float32"});
+  ExpectMismatch(AllreduceAsync("b", b.data(), b.data(), {static_cast<int64_t>(b.size())},
+                                DataType::kFloat32),
+                 {"tensor 'b'", "shape", "rank 1: [9]", "[8]"});
+  ExpectMismatch(AllreduceAsync("c", c.data(), c.data(), {8}, DataType::kFloat32,
+                                AllreduceOptions{odd ? ReduceOp::kMax : ReduceOp::kSum}),
+                 {"tensor 'c'", "reduce op", "rank 1: max"});
+  ExpectMismatch(BroadcastAsync("d", d.data(), {8}, DataType::kFloat32, odd ? 1 : 0),
+                 {"tensor 'd'", "root", "rank 1: 1"});
+  // A name already in flight is refused at once on the submitting rank.
+  Result<Handle> first = AllreduceAsync("ok", ok.data(), ok.data(), {8}, DataType::kFloat32);
+  Result<Handle> again = AllreduceAsync("ok", ok.data(), ok.data(), {8}, DataType::kFloat32);
+  Check(!again.ok() && again.status().message().find("already in flight") != std::string::npos,
+        "duplicate name: " + again.status().ToString());
+  Check(first.ok() && Wait(*first).ok(), "the valid tensor still completes");
+  Check(ok[0] == static_cast<float>(Size()), "the valid tensor is right");
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunAllgather() {
+  const int r = Rank(), n = Size();
+  const int64_t rows = r + 1, cols = 3;
+  std::vector<int32_t> mine(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) mine[i] = static_cast<int32_t>(100 * r + i);
+  Result<Handle> h = AllgatherAsync("gather", mine.data(), {rows, cols}, DataType::kInt32);
+  Check(h.ok() && Wait(*h).ok(), "allgather completes");
+  std::vector<unsigned char> data;
+  Shape shape;
+  Check(TakeAllgatherResult(*h, &data, &shape).ok(), "take result");
+  Release(*h);
+  const int64_t total_rows = static_cast<int64_t>(n) * (n + 1) / 2;
+  Check(shape == Shape({total_rows, cols}), "result shape");
+  std::vector<int32_t> got(data.size() / 4);
+  std::memcpy(got.data(), data.data(), data.size());
+  size_t at = 0;
+  for (int p = 0; p < n; ++p) {
+    for (int64_t i = 0; i < (p + 1) * cols; ++i) {
+      Check(got[at++] == 100 * p + i, "allgather element");
+    }
+  }
+  // All but the first dimension must agree.
+  std::vector<int32_t> bad(r == 0 ? 4 : 3, 0);
+  Result<Handle> wrong = AllgatherAsync("gather.bad", bad.data(), {1, r == 0 ? 4 : 3},
+                                        DataType::kInt32);
+  Check(wrong.ok() && Wait(*wrong).code() == Status::Code::kMismatch, "allgather shape mismatch");
+  if (g_failures == 0) std::printf("rank %d: allgather ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunGrouped() {
+  std::vector<std::vector<double>> bufs(5);
+  std::vector<std::string> names;
+  std::vector<const void*> sends;
+  std::vector<void*> recvs;
+  std::vector<Shape> shapes;
+  for (int i = 0; i < 5; ++i) {
+    bufs[i].assign(10 + i, Rank() + i);
+    names.push_back("group." + std::to_string(i));
+    sends.push_back(bufs[i].data());
+    recvs.push_back(bufs[i].data());
+    shapes.push_back({static_cast<int64_t>(bufs[i].size())});
+  }
+  Result<std::vector<Handle>> hs = GroupedAllreduceAsync(names, sends, recvs, shapes,
+                                                         DataType::kFloat64,
+                                                         AllreduceOptions{ReduceOp::kAverage});
+  Check(hs.ok(), "grouped submit");
+  const int n = Size();
+  for (int i = 0; i < 5 && hs.ok(); ++i) {
+    Check(Wait((*hs)[i]).ok(), "grouped wait");
+    Check(bufs[i].back() == (n - 1) / 2.0 + i, "grouped average");
+  }
+  if (g_failures == 0) std::printf("rank %d: grouped ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunSync() {
+  float x = 1;
+  Result<Handle> h = AllreduceAsync("start", &x, &x, {1}, DataType::kFloat32);
+  Check(h.ok() && Wait(*h).ok(), "engine started");
+  std::vector<int64_t> v(1000, Rank());
+  Check(Allreduce(v.data(), v.data(), v.size(), DataType::kInt64).ok(), "blocking allreduce");
+  Check(v[999] == static_cast<int64_t>(Size()) * (Size() - 1) / 2, "blocking allreduce value");
+  int32_t root_value = Rank() == 0 ? 42 : 0;
+  Check(Broadcast(&root_value, 1, DataType::kInt32, 0).ok() && root_value == 42, "broadcast");
+  Check(Barrier().ok(), "barrier");
+  Result<std::vector<size_t>> counts = AllgatherCounts(Rank() * 2);
+  Check(counts.ok() && (*counts)[Size() - 1] == static_cast<size_t>(2 * (Size() - 1)), "counts");
+  std::vector<size_t> ones(Size(), 1);
+  Check(!ReduceScatter(v.data(), v.data(), ones.data(), DataType::kInt64, ReduceOp::kSum).ok(),
+        "reducescatter refused while the engine runs");
+  if (g_failures == 0) std::printf("rank %d: sync ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunUnmatched() {
+  const int rank = Rank();
+  float x = 1, y = 1;
+  Status lonely_status = Status::Internal("lonely never completed");
+  if (rank != 1) {
+    Result<Handle> h = AllreduceAsync("lonely", &x, &x, {1}, DataType::kFloat32, {},
+                                      [&](const Status& s) { lonely_status = s; });
+    Check(h.ok(), "submit lonely");
+  }
+  Result<Handle> both = AllreduceAsync("both", &y, &y, {1}, DataType::kFloat32);
+  Check(both.ok() && Wait(*both).ok(), "matched tensor completes");
+  Shutdown();  // collective: ends the engine on every rank, completing what is left
+  if (rank != 1) {
+    std::printf("rank %d: %s\n", rank, lonely_status.ToString().c_str());
+    Check(lonely_status.message().find("never submitted by rank(s) 1") != std::string::npos,
+          "the unmatched tensor names the missing rank");
+  }
+  return g_failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace cohort
+
+int main(int argc, char** argv) {
+  using namespace cohort;
+  const std::string mode = argc > 1 ? argv[1] : "random";
+  Status init = Init();
+  if (!init.ok()) {
+    std::fprintf(stderr, "init failed: %s\n", init.ToString().c_str());
+    return 1;
+  }
+  int rc = 2;
+  if (mode == "random") rc = RunRandom(argc > 2 ? std::atoi(argv[2]) : 2000);
+  if (mode == "mismatch") rc = RunMismatch();
+  if (mode == "allgather") rc = RunAllgather();
+  if (mode == "grouped") rc = RunGrouped();
+  if (mode == "sync") rc = RunSync();
+  if (mode == "unmatched") rc = RunUnmatched();
+  Shutdown();
+  return rc;
+}
