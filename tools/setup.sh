@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libgtest-dev                                   # C++ tests
-  libssl-dev                                     # HMAC-SHA256 for job authentication
+  libssl-dev                                     # HMAC-SHA256 for job authentication; dataset object ids
+  libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
 )

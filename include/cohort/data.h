@@ -1,0 +1,183 @@
+// cohort datasets: a chunked, versioned, content-addressed sample store.
+//
+// A dataset is a directory (later: an HTTP or S3 prefix) holding immutable
+// chunk and commit objects plus named refs (branches, tags, HEAD). Every
+// sample has one value per column; values carry their own shape (ragged
+// shapes are fine). The byte-level format is docs/dataset-format.md.
+//
+//   auto w = data::Writer::Create("/data/mnist", {{"image", ColumnKind::kImage},
+//                                                 {"label", ColumnKind::kLabel}});
+//   (*w)->Append({data::Value::Image(png_bytes), data::Value::Label(7)});
+//   (*w)->Commit({"first 60k"});
+//   auto ds = data::Dataset::Open("/data/mnist");  // HEAD; or a branch, tag, commit
+//   Result<data::Sample> s = (*ds)->Get(123);
+//
+// Errors are Status values. A corrupted, truncated or missing chunk is
+// reported with the dataset location, the commit and the chunk id. A commit
+// that lost a race with another writer fails with kMismatch and a message
+// starting "conflict:" (see IsConflict).
+#ifndef COHORT_DATA_H_
+#define COHORT_DATA_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cohort/status.h"
+#include "cohort/types.h"
+
+namespace cohort::data {
+
+// What a column holds. The numeric values are stored in commit objects; never renumber.
+enum class ColumnKind : uint8_t {
+  kArray = 0,  // N-d array of the column's dtype; each sample has its own shape
+  kImage = 1,  // encoded image (JPEG, PNG, ...) kept as bytes: uint8, shape [nbytes]
+  kText = 2,   // UTF-8 text: uint8, shape [nbytes]
+  kLabel = 3,  // one int64 (class label): int64, shape []
+  kJson = 4,   // a JSON document as UTF-8 text: uint8, shape [nbytes]
+};
+const char* ColumnKindName(ColumnKind kind);  // "array", "image", "text", "label", "json"
+
+struct Column {
+  std::string name;
+  ColumnKind kind = ColumnKind::kArray;
+  DataType dtype = DataType::kUInt8;  // only meaningful for kArray; fixed for the other kinds
+};
+using Schema = std::vector<Column>;
+
+// One column's value in one sample: the element type, the shape and the
+// little-endian element bytes (product(shape) * DataTypeSize(dtype) of them).
+struct Value {
+  DataType dtype = DataType::kUInt8;
+  std::vector<uint64_t> shape;
+  std::string bytes;
+
+  static Value Array(DataType dtype, std::vector<uint64_t> shape, const void* data);
+  static Value Image(std::string encoded);
+  static Value Text(std::string text);
+  static Value Json(std::string json);
+  static Value Label(int64_t label);
+
+  // The label of a kLabel value (0 when the value is not 8 bytes).
+  int64_t label() const;
+  bool operator==(const Value&) const = default;
+};
+using Sample = std::vector<Value>;  // one Value per column, in schema order
+
+enum class Compression : uint8_t { kNone = 0, kZstd = 1, kLz4 = 2 };
+const char* CompressionName(Compression c);  // "none", "zstd", "lz4"
+Result<Compression> ParseCompression(const std::string& name);
+
+struct WriterOptions {
+  std::string branch;                  // branch to commit to; empty: the branch HEAD names
+  uint64_t chunk_bytes = 16ull << 20;  // target uncompressed chunk size
+  Compression compression = Compression::kNone;
+  int compression_level = 0;  // 0: the codec's default
+  // Called at each step of Commit() with the step's name ("chunk-written",
+  // "commit-written", "ref-locked", "ref-replaced"). Tests use it to kill a
+  // writer at a chosen point; it may also drive a progress display.
+  std::function<void(std::string_view step)> on_commit_step;
+};
+
+struct CommitRequest {
+  CommitRequest(std::string message = "", std::string author = "", std::string command = "")
+      : message(std::move(message)), author(std::move(author)), command(std::move(command)) {}
+  std::string message;
+  std::string author;   // empty: $USER
+  std::string command;  // optional: the command or transform that produced this commit
+};
+
+struct CommitInfo {
+  std::string id;      // 64 hex digits (SHA-256 of the commit object)
+  std::string parent;  // empty for the first commit
+  std::string message, author, command;
+  int64_t time = 0;  // seconds since the Unix epoch
+  uint64_t num_samples = 0;
+  uint64_t num_chunks = 0;
+  uint64_t stored_bytes = 0;  // sum of the referenced chunk objects' sizes
+  Schema schema;
+};
+
+// A read-only view of one commit. Not thread-safe (it caches the last chunk
+// read); open one per thread.
+class Dataset {
+ public:
+  // `location` is a directory. `ref`: a branch, tag, commit id (or unique
+  // prefix of at least 4 hex digits) or "HEAD", optionally followed by ~N
+  // (N parents back, as in git); empty means HEAD.
+  static Result<std::unique_ptr<Dataset>> Open(const std::string& location,
+                                               const std::string& ref = "");
+  virtual ~Dataset() = default;
+
+  virtual const CommitInfo& commit() const = 0;
+  virtual const Schema& schema() const = 0;
+  virtual uint64_t size() const = 0;
+  // Sample i (0 <= i < size()): binary search over the chunk index, then one
+  // chunk read (verified against its checksum) unless it is the cached one.
+  virtual Result<Sample> Get(uint64_t i) = 0;
+  // The stable id of sample i: assigned at Append, kept across updates; Diff reports ids.
+  virtual Result<uint64_t> SampleId(uint64_t i) = 0;
+};
+
+// Builds the next commit of one branch. Changes are kept in memory (only the
+// chunks they touch) until Commit. Not thread-safe.
+class Writer {
+ public:
+  // A new, empty dataset at `location` (which must not hold one yet) whose
+  // first commit on `options.branch` (default "main") has no samples.
+  static Result<std::unique_ptr<Writer>> Create(const std::string& location, const Schema& schema,
+                                                WriterOptions options = {});
+  // Continues the branch `options.branch` (or HEAD's branch) of an existing dataset.
+  static Result<std::unique_ptr<Writer>> Open(const std::string& location,
+                                              WriterOptions options = {});
+  virtual ~Writer() = default;
+
+  virtual const Schema& schema() const = 0;
+  virtual uint64_t size() const = 0;            // samples in the working state
+  virtual const std::string& base() const = 0;  // commit this writer started from
+  virtual Status Append(const Sample& sample) = 0;
+  virtual Status Update(uint64_t i, const Sample& sample) = 0;  // keeps the sample's id
+  virtual Status Delete(uint64_t i) = 0;                        // later samples move down by one
+  // Writes the new chunks and the commit object, then moves the branch from
+  // base() to the new commit atomically. Fails with a conflict when the
+  // branch no longer points at base(); the writer then stays unchanged.
+  // After success base() is the new commit and the writer can go on.
+  virtual Result<std::string> Commit(const CommitRequest& request) = 0;
+};
+
+// Sample ids (see Dataset::SampleId) that differ between two commits.
+struct DiffResult {
+  std::vector<uint64_t> added, removed, changed;  // each sorted
+};
+
+// History, newest first, following parents from `ref` (empty: HEAD).
+Result<std::vector<CommitInfo>> Log(const std::string& location, const std::string& ref = "");
+// Reads only the chunks the two commits do not share.
+Result<DiffResult> Diff(const std::string& location, const std::string& from,
+                        const std::string& to);
+// Points HEAD at a branch (HEAD follows it) or, for a tag or commit, at that commit (detached).
+Status Checkout(const std::string& location, const std::string& ref);
+// Creates refs/heads/NAME or refs/tags/NAME at `ref`; fails if it exists.
+Status CreateBranch(const std::string& location, const std::string& name, const std::string& ref);
+Status CreateTag(const std::string& location, const std::string& name, const std::string& ref);
+// Resolves a ref to a commit id.
+Result<std::string> ResolveRef(const std::string& location, const std::string& ref);
+
+struct VerifyReport {
+  uint64_t commits = 0, chunks = 0, bytes = 0;
+  std::vector<std::string> problems;  // one line each; empty when all is well
+};
+// Reads every commit reachable from every ref and every chunk they reference,
+// checking each checksum and each object's SHA-256 against its name.
+Result<VerifyReport> Verify(const std::string& location);
+
+// True for the Status a Commit returns when another writer moved the branch.
+bool IsConflict(const Status& status);
+
+}  // namespace cohort::data
+
+#endif  // COHORT_DATA_H_

@@ -1,0 +1,254 @@
+// `cohort data`: inspect, verify, check out and ingest datasets. Parses the
+// command line and calls the public data API (include/cohort/data.h).
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cohort/data.h"
+#include "common/env_config.h"
+#include "data/ingest.h"
+
+namespace cohort::cli {
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "usage: cohort data <command> [-d DATASET] [options] [ARGS...]\n"
+               "\n"
+               "commands:\n"
+               "  info [REF]             commit, schema, sample and chunk counts (default HEAD)\n"
+               "  log [REF]              history from REF (default HEAD), newest first\n"
+               "  diff A B               sample ids added, removed and changed from A to B\n"
+               "  checkout REF           point HEAD at a branch, or detach it at a tag or commit\n"
+               "  verify                 read every chunk of every commit and check every\n"
+               "                         checksum and SHA-256; exit 1 on any problem\n"
+               "  ingest numpy FILE.npy  append each row of FILE.npy as one sample and commit\n"
+               "                         (creates the dataset when it does not exist)\n"
+               "\n"
+               "REF is a branch, a tag, a commit id or a unique prefix of one, or HEAD;\n"
+               "REF~N is the commit N parents back (REF~ = REF~1).\n"
+               "\n"
+               "options:\n"
+               "  -d, --dataset DIR      the dataset (default: the current directory)\n"
+               "  -h, --help             print this help\n"
+               "ingest options:\n"
+               "  --column NAME          column name (default data)\n"
+               "  --branch NAME          branch to commit to (default: HEAD's branch, or main)\n"
+               "  --chunk-size SIZE      target chunk size, e.g. 4M (default 16M)\n"
+               "  --compression C        none, zstd or lz4 (default none)\n"
+               "  -m, --message TEXT     commit message\n"
+               "  --author NAME          commit author (default $USER)\n"
+               "\n"
+               "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n");
+}
+
+int UsageError(const std::string& problem) {
+  std::fprintf(stderr, "cohort data: %s\n\n", problem.c_str());
+  PrintUsage(stderr);
+  return kExitUsage;
+}
+
+int Failure(const Status& status) {
+  std::fprintf(stderr, "cohort data: %s\n", status.ToString().c_str());
+  return kExitFailure;
+}
+
+struct Args {
+  bool help = false;
+  std::string dataset = ".";
+  std::map<std::string, std::string> options;  // "--column" -> "x"
+  std::vector<std::string> positional;         // the command first
+};
+
+// Options may appear anywhere; every option but -h takes a value.
+Result<Args> ParseArgs(int argc, char** argv) {
+  static const std::map<std::string, std::string> kNames = {{"-d", "--dataset"},
+                                                            {"--dataset", "--dataset"},
+                                                            {"--column", "--column"},
+                                                            {"--branch", "--branch"},
+                                                            {"--chunk-size", "--chunk-size"},
+                                                            {"--compression", "--compression"},
+                                                            {"-m", "--message"},
+                                                            {"--message", "--message"},
+                                                            {"--author", "--author"}};
+  Args args;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      args.help = true;
+      continue;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      args.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg, value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) name = arg.substr(0, eq);
+    auto it = kNames.find(name);
+    if (it == kNames.end()) return Status::InvalidArgument("unknown option '" + arg + "'");
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Status::InvalidArgument(name + " needs a value");
+    }
+    if (it->second == "--dataset")
+      args.dataset = value;
+    else
+      args.options[it->second] = value;
+  }
+  return args;
+}
+
+std::string FormatTime(int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm;
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+int Info(const Args& args) {
+  const std::string ref = args.positional.size() > 1 ? args.positional[1] : "";
+  Result<std::unique_ptr<data::Dataset>> ds = data::Dataset::Open(args.dataset, ref);
+  if (!ds.ok()) return Failure(ds.status());
+  const data::CommitInfo& c = (*ds)->commit();
+  std::printf(
+      "dataset   %s\ncommit    %s\nmessage   %s\nsamples   %llu\nchunks    %llu\n"
+      "stored    %llu bytes\ncolumns\n",
+      args.dataset.c_str(), c.id.c_str(), c.message.c_str(),
+      static_cast<unsigned long long>(c.num_samples), static_cast<unsigned long long>(c.num_chunks),
+      static_cast<unsigned long long>(c.stored_bytes));
+  for (const data::Column& col : c.schema) {
+    std::printf("  %-20s %-6s %s\n", col.name.c_str(), data::ColumnKindName(col.kind),
+                col.kind == data::ColumnKind::kArray ? DataTypeName(col.dtype) : "");
+  }
+  return 0;
+}
+
+int LogCommand(const Args& args) {
+  const std::string ref = args.positional.size() > 1 ? args.positional[1] : "";
+  Result<std::vector<data::CommitInfo>> log = data::Log(args.dataset, ref);
+  if (!log.ok()) return Failure(log.status());
+  for (const data::CommitInfo& c : *log) {
+    std::printf("commit %s\nAuthor: %s\nDate:   %s\nSamples: %llu in %llu chunks\n", c.id.c_str(),
+                c.author.c_str(), FormatTime(c.time).c_str(),
+                static_cast<unsigned long long>(c.num_samples),
+                static_cast<unsigned long long>(c.num_chunks));
+    if (!c.command.empty()) std::printf("Command: %s\n", c.command.c_str());
+    std::printf("\n    %s\n\n", c.message.c_str());
+  }
+  return 0;
+}
+
+int DiffCommand(const Args& args) {
+  if (args.positional.size() != 3) return UsageError("diff needs two refs: diff A B");
+  Result<data::DiffResult> diff = data::Diff(args.dataset, args.positional[1], args.positional[2]);
+  if (!diff.ok()) return Failure(diff.status());
+  std::printf("%zu added, %zu removed, %zu changed\n", diff->added.size(), diff->removed.size(),
+              diff->changed.size());
+  for (uint64_t id : diff->added) std::printf("+ %llu\n", static_cast<unsigned long long>(id));
+  for (uint64_t id : diff->removed) std::printf("- %llu\n", static_cast<unsigned long long>(id));
+  for (uint64_t id : diff->changed) std::printf("~ %llu\n", static_cast<unsigned long long>(id));
+  return 0;
+}
+
+int CheckoutCommand(const Args& args) {
+  if (args.positional.size() != 2) return UsageError("checkout needs one ref: checkout REF");
+  Status s = data::Checkout(args.dataset, args.positional[1]);
+  if (!s.ok()) return Failure(s);
+  Result<std::string> id = data::ResolveRef(args.dataset, "HEAD");
+  if (!id.ok()) return Failure(id.status());
+  std::printf("HEAD is now at %s (%s)\n", id->c_str(), args.positional[1].c_str());
+  return 0;
+}
+
+int VerifyCommand(const Args& args) {
+  if (args.positional.size() != 1) return UsageError("verify takes no arguments");
+  Result<data::VerifyReport> report = data::Verify(args.dataset);
+  if (!report.ok()) return Failure(report.status());
+  for (const std::string& problem : report->problems) std::printf("problem: %s\n", problem.c_str());
+  std::printf("%s: %llu commits, %llu chunks, %llu bytes checked, %zu problems\n",
+              report->problems.empty() ? "ok" : "FAILED",
+              static_cast<unsigned long long>(report->commits),
+              static_cast<unsigned long long>(report->chunks),
+              static_cast<unsigned long long>(report->bytes), report->problems.size());
+  return report->problems.empty() ? 0 : kExitFailure;
+}
+
+int IngestCommand(const Args& args, const std::string& command_line) {
+  if (args.positional.size() != 3 || args.positional[1] != "numpy") {
+    return UsageError("ingest needs a kind and a file: ingest numpy FILE.npy");
+  }
+  data::NumpyIngestOptions options;
+  auto get = [&](const char* name) {
+    auto it = args.options.find(name);
+    return it == args.options.end() ? std::string() : it->second;
+  };
+  if (!get("--column").empty()) options.column = get("--column");
+  options.writer.branch = get("--branch");
+  if (!get("--chunk-size").empty()) {
+    Result<uint64_t> size = ParseByteSize(get("--chunk-size"));
+    if (!size.ok() || *size == 0)
+      return UsageError("--chunk-size '" + get("--chunk-size") + "' is not a positive size");
+    options.writer.chunk_bytes = *size;
+  }
+  if (!get("--compression").empty()) {
+    Result<data::Compression> c = data::ParseCompression(get("--compression"));
+    if (!c.ok()) return UsageError(c.status().message());
+    options.writer.compression = *c;
+  }
+  options.message = get("--message");
+  options.author = get("--author");
+  options.command = command_line;
+  Result<data::IngestResult> result = data::IngestNumpy(args.dataset, args.positional[2], options);
+  if (!result.ok()) return Failure(result.status());
+  std::printf("%s %llu samples from %s into %s at commit %s\n",
+              result->created ? "created dataset with" : "appended",
+              static_cast<unsigned long long>(result->samples), args.positional[2].c_str(),
+              args.dataset.c_str(), result->commit.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int DataCommand(int argc, char** argv) {
+  Result<Args> args = ParseArgs(argc, argv);
+  if (!args.ok()) return UsageError(args.status().message());
+  if (args->help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (args->positional.empty()) return UsageError("no command given");
+  const std::string& command = args->positional[0];
+  for (const char* no_options : {"info", "log", "diff", "checkout", "verify"}) {
+    if (command == no_options && !args->options.empty()) {
+      return UsageError("'" + command + "' takes no option other than -d");
+    }
+  }
+  if (command == "info" || command == "log") {
+    if (args->positional.size() > 2) return UsageError(command + " takes at most one ref");
+    return command == "info" ? Info(*args) : LogCommand(*args);
+  }
+  if (command == "diff") return DiffCommand(*args);
+  if (command == "checkout") return CheckoutCommand(*args);
+  if (command == "verify") return VerifyCommand(*args);
+  if (command == "ingest") {
+    std::string line = "cohort data";
+    for (int i = 0; i < argc; ++i) line += std::string(" ") + argv[i];
+    return IngestCommand(*args, line);
+  }
+  return UsageError("unknown command '" + command + "'");
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,23 @@
+// The two hashes of the dataset format: SHA-256 names objects (content
+// addresses, checked by `verify`), XXH3-64 is the per-object checksum checked
+// on every read (fast enough to be free next to the read itself).
+#ifndef COHORT_DATA_HASH_H_
+#define COHORT_DATA_HASH_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cohort::data {
+
+// 64 lowercase hex digits.
+std::string Sha256Hex(std::string_view bytes);
+uint64_t Checksum64(std::string_view bytes);
+// True for 64 lowercase hex digits (an object id).
+bool IsObjectId(std::string_view s);
+// First 12 hex digits: how ids are shown to people.
+inline std::string ShortId(const std::string& id) { return id.substr(0, 12); }
+
+}  // namespace cohort::data
+
+#endif  // COHORT_DATA_HASH_H_

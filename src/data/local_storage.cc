@@ -1,0 +1,260 @@
+// The local-file Storage backend: pread for reads; temp file, fsync, rename
+// and a directory fsync for writes, so a crash leaves whole files only; a
+// flock(2)'d KEY.lock for compare-and-swap (the kernel drops it when the
+// holder dies, so a killed writer never leaves the dataset locked).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "common/deadline.h"
+#include "data/storage.h"
+
+namespace cohort::data {
+
+namespace {
+
+constexpr double kLockWaitSeconds = 30;  // a ref update holds the lock for a few fsyncs
+
+Status Errno(const std::string& what, const std::string& path) {
+  return Status::IoError(what + " " + path + ": " + std::strerror(errno));
+}
+
+// Closes a file descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+bool IsScratchName(const std::string& name) {
+  return name.find(".tmp.") != std::string::npos ||
+         (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0);
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      std::string part = dir.substr(0, i);
+      if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) return Errno("cannot create", part);
+    }
+  }
+  return Status::OK();
+}
+
+Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0 || ::fsync(fd.get()) != 0) return Errno("cannot fsync directory", dir);
+  return Status::OK();
+}
+
+Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot write", path);
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+class LocalStorage : public Storage {
+ public:
+  explicit LocalStorage(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& location() const override { return dir_; }
+
+  Result<std::optional<std::string>> Get(const std::string& path) override {
+    std::string full = Full(path);
+    Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      if (errno == ENOENT) return std::optional<std::string>();
+      return Errno("cannot open", full);
+    }
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", full);
+    Result<std::string> bytes = PreadAll(fd.get(), 0, static_cast<uint64_t>(st.st_size), full);
+    if (!bytes.ok()) return bytes.status();
+    return std::optional<std::string>(std::move(*bytes));
+  }
+
+  Result<std::string> Read(const std::string& path, uint64_t offset, uint64_t len) override {
+    std::string full = Full(path);
+    Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return Errno("cannot open", full);
+    return PreadAll(fd.get(), offset, len, full);
+  }
+
+  Result<bool> Exists(const std::string& path) override {
+    struct stat st;
+    if (::stat(Full(path).c_str(), &st) == 0) return true;
+    if (errno == ENOENT) return false;
+    return Errno("cannot stat", Full(path));
+  }
+
+  Status Put(const std::string& path, std::string_view bytes) override {
+    std::string full = Full(path);
+    std::string dir = full.substr(0, full.rfind('/'));
+    COHORT_RETURN_IF_ERROR(MakeDirs(dir));
+    std::string tmp =
+        full + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter_.fetch_add(1));
+    {
+      Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+      if (fd.get() < 0) return Errno("cannot create", tmp);
+      Status s = WriteAll(fd.get(), bytes, tmp);
+      if (s.ok() && ::fsync(fd.get()) != 0) s = Errno("cannot fsync", tmp);
+      if (!s.ok()) {
+        ::unlink(tmp.c_str());
+        return s;
+      }
+    }
+    if (::rename(tmp.c_str(), full.c_str()) != 0) {
+      Status s = Errno("cannot rename into", full);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    return FsyncDir(dir);
+  }
+
+  Result<std::vector<std::string>> List(const std::string& prefix) override {
+    std::vector<std::string> keys;
+    COHORT_RETURN_IF_ERROR(Walk(prefix, &keys));
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
+                   std::string_view bytes, const std::function<void()>& while_locked) override {
+    std::string lock_path = Full(path) + ".lock";
+    COHORT_RETURN_IF_ERROR(MakeDirs(lock_path.substr(0, lock_path.rfind('/'))));
+    Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    if (lock.get() < 0) return Errno("cannot open lock", lock_path);
+    COHORT_RETURN_IF_ERROR(LockWithDeadline(lock.get(), lock_path));
+    Result<std::optional<std::string>> current = Get(path);
+    if (!current.ok()) return current.status();
+    if (*current != expected) {
+      return ConflictError(path + " changed: expected " + Quote(expected) + ", found " +
+                           Quote(*current));
+    }
+    if (while_locked) while_locked();
+    return Put(path, bytes);  // the lock is released when `lock` closes
+  }
+
+ private:
+  std::string Full(const std::string& path) const { return dir_ + "/" + path; }
+
+  // A key's content for a message: 'text' without the newline, or "none".
+  static std::string Quote(const std::optional<std::string>& content) {
+    if (!content) return "none";
+    std::string q(1, '\'');
+    q.append(*content);
+    while (q.size() > 1 && (q.back() == '\n' || q.back() == ' ')) q.pop_back();
+    q.push_back('\'');
+    return q;
+  }
+
+  // Waits for the lock with a deadline; the holder only renames one file, so
+  // the wait is short unless the disk is stuck.
+  static Status LockWithDeadline(int fd, const std::string& lock_path) {
+    Deadline deadline = Deadline::AfterSeconds(kLockWaitSeconds);
+    long pause_ns = 50'000;
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) return Errno("cannot lock", lock_path);
+      if (deadline.Expired()) {
+        return ConflictError(lock_path + " is held by another writer for more than " +
+                             std::to_string(static_cast<int>(kLockWaitSeconds)) + " s");
+      }
+      struct timespec ts = {0, pause_ns};
+      ::nanosleep(&ts, nullptr);
+      pause_ns = std::min(pause_ns * 2, 10'000'000L);
+    }
+    return Status::OK();
+  }
+
+  static Result<std::string> PreadAll(int fd, uint64_t offset, uint64_t len,
+                                      const std::string& full) {
+    std::string out(len, '\0');
+    size_t done = 0;
+    while (done < len) {
+      ssize_t n = ::pread(fd, out.data() + done, len - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Errno("cannot read", full);
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    out.resize(done);
+    return out;
+  }
+
+  Status Walk(const std::string& rel, std::vector<std::string>* keys) {
+    std::string full = rel.empty() ? dir_ : Full(rel);
+    DIR* d = ::opendir(full.c_str());
+    if (d == nullptr) return errno == ENOENT ? Status::OK() : Errno("cannot list", full);
+    std::vector<std::pair<std::string, bool>> entries;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || IsScratchName(name)) continue;
+      entries.emplace_back(name, e->d_type == DT_DIR);
+    }
+    ::closedir(d);
+    for (const auto& [name, is_dir] : entries) {
+      std::string key = rel.empty() ? name : rel + "/" + name;
+      if (is_dir) {
+        COHORT_RETURN_IF_ERROR(Walk(key, keys));
+      } else {
+        keys->push_back(key);
+      }
+    }
+    return Status::OK();
+  }
+
+  std::string dir_;
+  std::atomic<uint64_t> counter_{0};  // makes temp names unique within the process
+};
+
+}  // namespace
+
+Status ConflictError(const std::string& message) {
+  return Status::Mismatch("conflict: " + message);
+}
+
+Result<std::unique_ptr<Storage>> OpenLocalStorage(const std::string& dir, bool create) {
+  std::string clean = dir;
+  while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+  if (clean.empty()) return Status::InvalidArgument("empty dataset location");
+  if (create) COHORT_RETURN_IF_ERROR(MakeDirs(clean));
+  struct stat st;
+  if (::stat(clean.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::IoError("dataset " + clean + ": no such directory");
+  }
+  return std::unique_ptr<Storage>(new LocalStorage(clean));
+}
+
+Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create) {
+  for (const char* scheme : {"http://", "https://", "s3://"}) {
+    if (location.rfind(scheme, 0) == 0) {
+      return Status::InvalidArgument("dataset " + location + ": " + scheme +
+                                     " storage is not supported yet (local directories only)");
+    }
+  }
+  std::string path = location.rfind("file://", 0) == 0 ? location.substr(7) : location;
+  return OpenLocalStorage(path, create);
+}
+
+}  // namespace cohort::data
