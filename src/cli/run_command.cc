@@ -17,6 +17,32 @@ namespace {
 
 constexpr int kExitUsage = 2;
 
+// Settings that are passed to every worker as they are; the runtime checks
+// their values at init and names the variable in any error.
+struct EnvFlag {
+  const char* flag;
+  const char* variable;
+  const char* help;
+};
+constexpr EnvFlag kEnvFlags[] = {
+    {"--fusion-threshold", "COHORT_FUSION_THRESHOLD", "bytes of small allreduces fused into one (0: off)"},
+    {"--cycle-time", "COHORT_CYCLE_TIME", "ms an idle engine waits before negotiating again"},
+    {"--stall-check-time", "COHORT_STALL_CHECK_TIME", "s before tensors missing on some ranks are reported"},
+    {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME", "s before they fail on every rank (0: never)"},
+    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM", "auto, shm, ring or recursive_doubling"},
+    {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES", "size up to which latency-optimal algorithms run"},
+    {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
+    {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
+    {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
+};
+
+const EnvFlag* FindEnvFlag(const std::string& name) {
+  for (const EnvFlag& f : kEnvFlags) {
+    if (name == f.flag) return &f;
+  }
+  return nullptr;
+}
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
                "usage: cohort run -np N [options] [--] COMMAND [ARGS...]\n"
@@ -35,7 +61,11 @@ void PrintUsage(FILE* out) {
                "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
                "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
                "                       wait may take before it fails (default 300)\n"
-               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n"
+               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n");
+  for (const EnvFlag& f : kEnvFlags) {
+    std::fprintf(out, "  %-20s %s: %s\n", (std::string(f.flag) + " V").c_str(), f.variable, f.help);
+  }
+  std::fprintf(out,
                "  -h, --help           print this help\n"
                "\n"
                "exit status: 0 when every worker exits 0; 127 when COMMAND is not found;\n"
@@ -97,7 +127,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (name == "-np" || name == "--np" || name == "-n" || name == "--timeout-secs" ||
-               name == "--timeout" || name == "--transport") {
+               name == "--timeout" || name == "--transport" || FindEnvFlag(name) != nullptr) {
       if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
       value = argv[++i];
     }
@@ -118,6 +148,8 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
         return Status::InvalidArgument("--transport '" + value + "' is not auto, shm or tcp");
       }
       flags.options.extra_env["COHORT_TRANSPORT"] = value;
+    } else if (const EnvFlag* f = FindEnvFlag(name)) {
+      flags.options.extra_env[f->variable] = value;
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "'");
     }

@@ -2,13 +2,18 @@
 #include "engine/engine.h"
 
 #include <cstring>
+#include <sstream>
 
 #include "collectives/collectives.h"
+#include "common/logging.h"
 
 namespace cohort {
 
 Engine::Engine(Communicator& comm, EngineOptions options)
-    : comm_(comm), options_(options), table_(comm.size()) {
+    : comm_(comm),
+      options_(options),
+      table_(comm.size()),
+      next_stall_report_(Clock::now()) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -74,21 +79,29 @@ void Engine::Loop() {
 }
 
 Status Engine::Cycle() {
-  std::vector<Announcement> mine;
-  bool shutdown = false;
+  CycleMessage mine;
   {
     // No fixed sleep: a submission wakes the loop at once; the cycle time
     // only bounds how long an idle rank waits before joining the next round.
     std::unique_lock<std::mutex> lock(mu_);
     wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
                    [&] { return !queue_.empty() || shutdown_requested_; });
-    for (const Request& r : queue_) mine.push_back(r.what);
+    for (const Request& r : queue_) mine.announcements.push_back(r.what);
     queue_.clear();
-    shutdown = shutdown_requested_;
+    mine.shutdown = shutdown_requested_;
   }
+  InspectStalls(&mine);
+  std::vector<CycleMessage> all;
+  COHORT_RETURN_IF_ERROR(Exchange(mine, &all));
+  // Rank 0 decided on stalls before this cycle's announcements; every rank
+  // applies its decision first, so all tables stay identical.
+  for (const std::string& name : all[0].stalled) FailStalled(name);
   std::vector<std::vector<Announcement>> per_rank;
-  bool all_shutdown = false;
-  COHORT_RETURN_IF_ERROR(Exchange(mine, shutdown, &per_rank, &all_shutdown));
+  bool all_shutdown = true;
+  for (CycleMessage& m : all) {
+    per_rank.push_back(std::move(m.announcements));
+    all_shutdown = all_shutdown && m.shutdown;
+  }
   table_.Apply(per_rank);
   for (const Response& response : table_.TakeResponses(options_.fusion_threshold_bytes)) {
     COHORT_RETURN_IF_ERROR(Execute(response));
@@ -96,13 +109,12 @@ Status Engine::Cycle() {
   if (all_shutdown) {
     // Every rank has stopped submitting: what is still unmatched never will be.
     for (const auto& [name, missing] : table_.Waiting()) {
-      std::string ranks;
-      for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
       Request r = TakePending(name);
       if (r.handle != 0) {
         handles_.Complete(r.handle, Status::PeerFailure("tensor '" + name +
-                                                        "' was never submitted by rank(s) " +
-                                                        ranks + " before they shut down"));
+                                                        "' was never submitted by " +
+                                                        DescribeRanks(missing) +
+                                                        " before they shut down"));
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -111,10 +123,50 @@ Status Engine::Cycle() {
   return Status::OK();
 }
 
-Status Engine::Exchange(const std::vector<Announcement>& mine, bool shutdown,
-                        std::vector<std::vector<Announcement>>* per_rank, bool* all_shutdown) {
+std::string Engine::DescribeRanks(const std::vector<int>& ranks) const {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + comm_.mesh().Describe(r);
+  return out;
+}
+
+void Engine::InspectStalls(CycleMessage* mine) {
+  if (comm_.rank() != 0) return;
+  const Clock::time_point now = Clock::now();
+  if (now >= next_stall_report_) {
+    next_stall_report_ = now + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(options_.stall_check_seconds));
+    for (const auto& [name, missing] : table_.WaitingLongerThan(
+             std::chrono::duration<double>(options_.stall_check_seconds))) {
+      COHORT_LOG(kWarning) << "stall inspector: tensor '" << name << "' has waited more than "
+                           << options_.stall_check_seconds << " s (COHORT_STALL_CHECK_TIME); "
+                           << "not yet submitted by " << DescribeRanks(missing);
+    }
+  }
+  if (options_.stall_shutdown_seconds <= 0) return;
+  for (const auto& [name, missing] : table_.WaitingLongerThan(
+           std::chrono::duration<double>(options_.stall_shutdown_seconds))) {
+    mine->stalled.push_back(name);
+  }
+}
+
+void Engine::FailStalled(const std::string& name) {
+  std::vector<int> missing;
+  for (const auto& [waiting, ranks] : table_.Waiting()) {
+    if (waiting == name) missing = ranks;
+  }
+  table_.Drop(name);
+  Request r = TakePending(name);
+  if (r.handle == 0) return;
+  std::ostringstream message;
+  message << "tensor '" << name << "' stalled: " << DescribeRanks(missing)
+          << " did not submit it within " << options_.stall_shutdown_seconds
+          << " s (COHORT_STALL_SHUTDOWN_TIME)";
+  handles_.Complete(r.handle, Status::Timeout(message.str()));
+}
+
+Status Engine::Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all) {
   const int n = comm_.size();
-  const std::string message = EncodeCycleMessage(mine, shutdown);
+  const std::string message = EncodeCycleMessage(mine);
   std::vector<size_t> ones(n, 1), sizes(n);
   uint64_t my_size = message.size();
   std::vector<uint64_t> all_sizes(n);
@@ -122,20 +174,16 @@ Status Engine::Exchange(const std::vector<Announcement>& mine, bool shutdown,
       RunAllgather(comm_, &my_size, 1, all_sizes.data(), ones.data(), DataType::kInt64));
   size_t total = 0;
   for (int r = 0; r < n; ++r) total += sizes[r] = all_sizes[r];
-  std::string all(total, '\0');
-  COHORT_RETURN_IF_ERROR(
-      RunAllgather(comm_, message.data(), message.size(), all.data(), sizes.data(),
-                   DataType::kUInt8));
-  per_rank->assign(n, {});
-  *all_shutdown = true;
+  std::string bytes(total, '\0');
+  COHORT_RETURN_IF_ERROR(RunAllgather(comm_, message.data(), message.size(), bytes.data(),
+                                      sizes.data(), DataType::kUInt8));
+  all->assign(n, {});
   size_t at = 0;
   for (int r = 0; r < n; ++r) {
-    bool rank_shutdown = false;
-    if (!DecodeCycleMessage(all.substr(at, sizes[r]), &(*per_rank)[r], &rank_shutdown)) {
+    if (!DecodeCycleMessage(bytes.substr(at, sizes[r]), &(*all)[r])) {
       return comm_.Fail(Status::Internal("malformed negotiation message from rank " +
                                          std::to_string(r)));
     }
-    *all_shutdown = *all_shutdown && rank_shutdown;
     at += sizes[r];
   }
   return Status::OK();

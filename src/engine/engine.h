@@ -26,6 +26,8 @@ namespace cohort {
 struct EngineOptions {
   uint64_t fusion_threshold_bytes = 64 << 20;  // COHORT_FUSION_THRESHOLD; 0 disables fusion
   double cycle_time_ms = 1.0;  // COHORT_CYCLE_TIME: longest idle wait between negotiations
+  double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
+  double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)
 };
 
 class Engine {
@@ -47,9 +49,15 @@ class Engine {
  private:
   void Loop();
   Status Cycle();
-  // Exchanges this cycle's announcements; fills `per_rank`.
-  Status Exchange(const std::vector<Announcement>& mine, bool shutdown,
-                  std::vector<std::vector<Announcement>>* per_rank, bool* all_shutdown);
+  // Exchanges this cycle's messages; `all` is indexed by rank.
+  Status Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all);
+  // Rank 0 only: logs tensors some ranks have not submitted for a long time
+  // and, past the shutdown time, declares them stalled in `mine`.
+  void InspectStalls(CycleMessage* mine);
+  // Every rank: fails a name rank 0 declared stalled and forgets it.
+  void FailStalled(const std::string& name);
+  // "rank 1 (host a, pid 7), rank 3 (host b, pid 9)".
+  std::string DescribeRanks(const std::vector<int>& ranks) const;
   Status Execute(const Response& response);
   Status ExecuteAllreduce(const Response& response);
   Status ExecuteAllgather(const Request& request, const Response& response);
@@ -61,6 +69,7 @@ class Engine {
   HandleTable handles_;
   NegotiationTable table_;
   FusionBuffer fusion_;
+  Clock::time_point next_stall_report_;  // rank 0, engine thread only
 
   std::mutex mu_;
   std::condition_variable wake_;

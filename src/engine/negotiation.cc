@@ -55,6 +55,7 @@ void NegotiationTable::Apply(const std::vector<std::vector<Announcement>>& per_r
         e.by_rank.resize(size_);
         e.present.assign(size_, false);
         e.order = next_order_++;
+        e.first_seen = Clock::now();
       }
       // A rank cannot announce a name twice: Enqueue refuses names in flight.
       e.by_rank[r] = a;
@@ -170,8 +171,15 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
 }
 
 std::vector<std::pair<std::string, std::vector<int>>> NegotiationTable::Waiting() const {
+  return WaitingLongerThan(std::chrono::duration<double>(0));
+}
+
+std::vector<std::pair<std::string, std::vector<int>>> NegotiationTable::WaitingLongerThan(
+    std::chrono::duration<double> age) const {
+  const Clock::time_point now = Clock::now();
   std::vector<std::pair<uint64_t, std::pair<std::string, std::vector<int>>>> waiting;
   for (const auto& [name, e] : entries_) {
+    if (now - e.first_seen < age) continue;
     std::vector<int> missing;
     for (int r = 0; r < size_; ++r) {
       if (!e.present[r]) missing.push_back(r);

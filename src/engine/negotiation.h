@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "common/deadline.h"
 #include "engine/request.h"
 
 namespace cohort {
@@ -40,6 +41,11 @@ class NegotiationTable {
   // Names submitted by some ranks but not all, with the ranks missing, in
   // the order they were first submitted.
   std::vector<std::pair<std::string, std::vector<int>>> Waiting() const;
+  // Like Waiting(), only names this rank first saw at least `age` ago.
+  std::vector<std::pair<std::string, std::vector<int>>> WaitingLongerThan(
+      std::chrono::duration<double> age) const;
+  // Forgets a waiting name (it was declared stalled).
+  void Drop(const std::string& name) { entries_.erase(name); }
   bool empty() const { return entries_.empty() && ready_.empty(); }
 
  private:
@@ -48,6 +54,7 @@ class NegotiationTable {
     std::vector<bool> present;
     int arrived = 0;
     uint64_t order = 0;  // first submission, for Waiting()
+    Clock::time_point first_seen;  // on this rank's clock, for the stall inspector
   };
   struct Ready {
     std::string name;

@@ -1,6 +1,7 @@
 // Request helpers and the negotiation wire format (little-endian, packed):
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
 //   i32 root | f64 prescale | f64 postscale | u32 ndim | ndim x i64 | u64 group_id | u32 group_size }
+//   | u32 stalled | stalled x { u32 len | name }
 #include "engine/request.h"
 
 #include <cstring>
@@ -62,11 +63,11 @@ uint64_t Announcement::row_elements() const {
   return n;
 }
 
-std::string EncodeCycleMessage(const std::vector<Announcement>& announcements, bool shutdown) {
+std::string EncodeCycleMessage(const CycleMessage& message) {
   std::string out;
-  Put<uint8_t>(&out, shutdown ? 1 : 0);
-  Put<uint32_t>(&out, static_cast<uint32_t>(announcements.size()));
-  for (const Announcement& a : announcements) {
+  Put<uint8_t>(&out, message.shutdown ? 1 : 0);
+  Put<uint32_t>(&out, static_cast<uint32_t>(message.announcements.size()));
+  for (const Announcement& a : message.announcements) {
     Put<uint32_t>(&out, static_cast<uint32_t>(a.name.size()));
     out += a.name;
     Put<int32_t>(&out, static_cast<int32_t>(a.kind));
@@ -80,16 +81,21 @@ std::string EncodeCycleMessage(const std::vector<Announcement>& announcements, b
     Put<uint64_t>(&out, a.group_id);
     Put<uint32_t>(&out, a.group_size);
   }
+  Put<uint32_t>(&out, static_cast<uint32_t>(message.stalled.size()));
+  for (const std::string& name : message.stalled) {
+    Put<uint32_t>(&out, static_cast<uint32_t>(name.size()));
+    out += name;
+  }
   return out;
 }
 
-bool DecodeCycleMessage(const std::string& bytes, std::vector<Announcement>* announcements,
-                        bool* shutdown) {
+bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
   Reader in(bytes);
   uint8_t flag = 0;
   uint32_t count = 0;
   if (!in.Get(&flag) || !in.Get(&count)) return false;
-  *shutdown = flag != 0;
+  message->shutdown = flag != 0;
+  std::vector<Announcement>* announcements = &message->announcements;
   announcements->clear();
   for (uint32_t i = 0; i < count; ++i) {
     Announcement a;
@@ -109,6 +115,15 @@ bool DecodeCycleMessage(const std::string& bytes, std::vector<Announcement>* ann
     }
     if (!in.Get(&a.group_id) || !in.Get(&a.group_size)) return false;
     announcements->push_back(std::move(a));
+  }
+  uint32_t stalled = 0;
+  if (!in.Get(&stalled)) return false;
+  message->stalled.clear();
+  for (uint32_t i = 0; i < stalled; ++i) {
+    uint32_t len = 0;
+    std::string name;
+    if (!in.Get(&len) || !in.GetString(len, &name)) return false;
+    message->stalled.push_back(std::move(name));
   }
   return in.AtEnd();
 }

@@ -40,11 +40,16 @@ struct Request {
   void* recv = nullptr;  // allreduce output; broadcast buffer (in place)
 };
 
-// Serialisation of one rank's per-cycle message: its new announcements and
-// whether it asked to shut down. Decoding fails on malformed bytes.
-std::string EncodeCycleMessage(const std::vector<Announcement>& announcements, bool shutdown);
-bool DecodeCycleMessage(const std::string& bytes, std::vector<Announcement>* announcements,
-                        bool* shutdown);
+// One rank's per-cycle negotiation message.
+struct CycleMessage {
+  std::vector<Announcement> announcements;  // submitted since the last cycle
+  bool shutdown = false;                    // this rank asked to stop
+  std::vector<std::string> stalled;         // rank 0 only: names to fail as stalled
+};
+
+// Serialisation of a CycleMessage; decoding fails on malformed bytes.
+std::string EncodeCycleMessage(const CycleMessage& message);
+bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message);
 
 }  // namespace cohort
 

@@ -56,6 +56,13 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   if (!cycle.ok()) return cycle.status();
   if (*cycle < 0) return Status::InvalidArgument("COHORT_CYCLE_TIME must not be negative (ms)");
   s.engine.cycle_time_ms = *cycle;
+  Result<double> check = EnvDouble(env, "COHORT_STALL_CHECK_TIME", s.engine.stall_check_seconds);
+  Result<double> stop = EnvDouble(env, "COHORT_STALL_SHUTDOWN_TIME", s.engine.stall_shutdown_seconds);
+  if (!check.ok()) return check.status();
+  if (!stop.ok()) return stop.status();
+  if (*check <= 0) return Status::InvalidArgument("COHORT_STALL_CHECK_TIME must be positive seconds");
+  s.engine.stall_check_seconds = *check;
+  s.engine.stall_shutdown_seconds = *stop;
   return s;
 }
 

@@ -1,10 +1,6 @@
 // Multi-process tests of the collectives: real workers under `cohort run`
 // (or under torchrun-style variables when the test must outlive a dying
 // rank), over shared memory and over forced TCP, with 2, 3 and 4 ranks.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -102,41 +98,11 @@ TEST(CollectivesAlgorithms, TinyChunksAndSlots) {
   EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3);
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Starts `np` workers with torchrun's variables (rank 0 hosts the store), so
-// the test sees each survivor's own exit instead of the launcher stopping it.
 std::vector<std::unique_ptr<ChildProcess>> StartTorchrunStyle(int np, const std::string& transport,
                                                              const std::vector<std::string>& args) {
-  const int store_port = FreePort();
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int r = 0; r < np; ++r) {
-    workers.push_back(std::make_unique<ChildProcess>(
-        [&] {
-          std::vector<std::string> argv = {TestBinary("collectives_worker")};
-          argv.insert(argv.end(), args.begin(), args.end());
-          return argv;
-        }(),
-        std::map<std::string, std::string>{{"RANK", std::to_string(r)},
-                                           {"WORLD_SIZE", std::to_string(np)},
-                                           {"LOCAL_RANK", std::to_string(r)},
-                                           {"MASTER_ADDR", "127.0.0.1"},
-                                           {"MASTER_PORT", std::to_string(store_port - 1)},
-                                           {"COHORT_SECRET", "test-secret"},
-                                           {"COHORT_TIMEOUT", "60"},
-                                           {"COHORT_TRANSPORT", transport}}));
-  }
-  return workers;
+  std::vector<std::string> argv = {TestBinary("collectives_worker")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return StartWithTorchrunVariables(np, argv, {{"COHORT_TRANSPORT", transport}});
 }
 
 // A rank killed mid-allreduce: every survivor fails with an error naming it,

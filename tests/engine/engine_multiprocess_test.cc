@@ -66,7 +66,7 @@ TEST_P(EngineJob, BlockingCallsRunThroughTheEngine) {
 TEST_P(EngineJob, UnmatchedNameFailsAtShutdownNamingTheRank) {
   Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"unmatched"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  EXPECT_EQ(CountLines(f.out, "never submitted by rank(s) 1"), GetParam().np - 1) << f.out;
+  EXPECT_EQ(CountLines(f.out, "never submitted by rank 1 (host"), GetParam().np - 1) << f.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
@@ -75,6 +75,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
                          [](const auto& info) {
                            return std::to_string(info.param.np) + "ranks_" + info.param.transport;
                          });
+
+// The stall inspector reports the missing rank, then fails the tensor on
+// every rank that submitted it.
+TEST(EngineStall, MissingRankIsReportedThenFailed) {
+  Finished f = RunEngineJob(3, "auto", {"stall"},
+                            {{"COHORT_STALL_CHECK_TIME", "0.2"}, {"COHORT_STALL_SHUTDOWN_TIME", "1"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_TRUE(Contains(f.err, "stall inspector: tensor 'late' has waited")) << f.err;
+  EXPECT_TRUE(Contains(f.err, "not yet submitted by rank 1 (host")) << f.err;
+  EXPECT_EQ(CountLines(f.out, "stalled: rank 1 (host"), 2) << f.out;
+}
+
+// A rank killed mid-step: the others' pending operations fail with an error
+// that names it, long before COHORT_TIMEOUT.
+TEST(EngineFailure, KilledRankFailsPendingHandlesOnTheOthers) {
+  auto workers = StartWithTorchrunVariables(3, {TestBinary("engine_worker"), "die"}, {});
+  for (int r = 0; r < 2; ++r) {
+    Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
+    EXPECT_EQ(f.exit_code, 0) << "rank " << r << ": " << f.out << f.err;
+    EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
+    EXPECT_LT(f.seconds, 20);
+  }
+}
 
 // Fusion changes how tensors are packed, never the results.
 TEST(EngineFusion, OffAndTinyThresholdGiveTheSameExactResults) {

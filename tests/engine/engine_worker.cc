@@ -11,6 +11,12 @@
 //   engine_worker grouped         a grouped allreduce
 //   engine_worker sync            blocking calls after the engine started
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
+//   engine_worker stall           a name rank 1 holds back is reported, then
+//                                 failed as stalled (short COHORT_STALL_* times)
+//   engine_worker die             the last rank dies mid-step; the others'
+//                                 pending handles fail naming it
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -228,10 +234,48 @@ int RunUnmatched() {
   Shutdown();  // collective: ends the engine on every rank, completing what is left
   if (rank != 1) {
     std::printf("rank %d: %s\n", rank, lonely_status.ToString().c_str());
-    Check(lonely_status.message().find("never submitted by rank(s) 1") != std::string::npos,
+    Check(lonely_status.message().find("never submitted by rank 1 (host") != std::string::npos,
           "the unmatched tensor names the missing rank");
   }
   return g_failures == 0 ? 0 : 1;
+}
+
+int RunStall() {
+  float a = 1, b = 1;
+  Result<Handle> both = AllreduceAsync("both", &a, &a, {1}, DataType::kFloat32);
+  Check(both.ok() && Wait(*both).ok(), "engine started");
+  if (Rank() != 1) {
+    Result<Handle> late = AllreduceAsync("late", &b, &b, {1}, DataType::kFloat32);
+    Status s = late.ok() ? Wait(*late, 30) : late.status();
+    std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+    Check(s.code() == Status::Code::kTimeout, "stalled tensor times out");
+    Check(s.message().find("stalled: rank 1 (host") != std::string::npos, "names rank 1");
+  }
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunDie() {
+  std::vector<float> big(1 << 18, 1.0f);
+  for (int step = 0;; ++step) {
+    if (Rank() == Size() - 1 && step == 3) raise(SIGKILL);
+    std::vector<Handle> hs;
+    for (int t = 0; t < 8; ++t) {
+      Result<Handle> h = AllreduceAsync("step" + std::to_string(step) + ".t" + std::to_string(t),
+                                        big.data(), big.data(), {1 << 18}, DataType::kFloat32);
+      if (!h.ok()) {
+        std::printf("rank %d: submit: %s\n", Rank(), h.status().ToString().c_str());
+        return h.status().code() == Status::Code::kPeerFailure ? 0 : 1;
+      }
+      hs.push_back(*h);
+    }
+    for (Handle h : hs) {
+      Status s = Wait(h);
+      if (!s.ok()) {
+        std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+        return s.code() == Status::Code::kPeerFailure ? 0 : 1;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -252,6 +296,8 @@ int main(int argc, char** argv) {
   if (mode == "grouped") rc = RunGrouped();
   if (mode == "sync") rc = RunSync();
   if (mode == "unmatched") rc = RunUnmatched();
+  if (mode == "stall") rc = RunStall();
+  if (mode == "die") rc = RunDie();
   Shutdown();
   return rc;
 }

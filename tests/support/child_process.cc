@@ -2,6 +2,8 @@
 #include "support/child_process.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -119,6 +121,40 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds,
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess child(argv, env);
   return child.Finish(Deadline::AfterSeconds(seconds));
+}
+
+namespace {
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
+    int np, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  const int store_port = FreePort();  // torchrun's rule: cohort's store at MASTER_PORT + 1
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int r = 0; r < np; ++r) {
+    std::map<std::string, std::string> vars = {{"RANK", std::to_string(r)},
+                                               {"WORLD_SIZE", std::to_string(np)},
+                                               {"LOCAL_RANK", std::to_string(r)},
+                                               {"MASTER_ADDR", "127.0.0.1"},
+                                               {"MASTER_PORT", std::to_string(store_port - 1)},
+                                               {"COHORT_SECRET", "test-secret"},
+                                               {"COHORT_TIMEOUT", "60"}};
+    for (const auto& [k, v] : env) vars[k] = v;
+    workers.push_back(std::make_unique<ChildProcess>(argv, vars));
+  }
+  return workers;
 }
 
 std::string TestBinary(const std::string& name) { return std::string(COHORT_TEST_BIN_DIR) + "/" + name; }

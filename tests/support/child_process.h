@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ class ChildProcess {
 // Runs `cohort ARGS...` (the built binary) to completion within `seconds`.
 Finished RunCohort(const std::vector<std::string>& args, double seconds = 60,
                    const std::map<std::string, std::string>& env = {});
+
+// Starts `np` copies of `argv` as ranks of one job with torchrun's variables
+// (rank 0 hosts the store), the test secret and a 60 s COHORT_TIMEOUT, plus
+// `env`. Unlike `cohort run`, nothing stops the others when one rank dies,
+// so a test can watch each survivor.
+std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
+    int np, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
 
 // Path of a test worker program built next to the test binary.
 std::string TestBinary(const std::string& name);
