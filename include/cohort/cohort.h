@@ -125,6 +125,13 @@ Status TakeAllgatherResult(Handle handle, std::vector<unsigned char>* data, Shap
 // Forgets a completed handle.
 void Release(Handle handle);
 
+// Writes a Chrome-trace / Perfetto timeline of every tensor's phases
+// (negotiation with the moment each rank was ready, queueing, fusion-buffer
+// copies, the collective) to `path`; "{rank}" in the path is replaced by the
+// rank, otherwise only rank 0 writes. Also started by COHORT_TIMELINE.
+Status StartTimeline(const std::string& path);
+Status StopTimeline();
+
 }  // namespace cohort
 
 #endif  // COHORT_COHORT_H_

@@ -308,6 +308,16 @@ Status TakeAllgatherResult(Handle handle, std::vector<unsigned char>* data, Shap
   return e->handles().TakeOutput(handle, data, shape);
 }
 
+Status StartTimeline(const std::string& path) {
+  if (g_runtime == nullptr) return NotRunning();
+  return g_runtime->StartEngine().StartTimeline(path);
+}
+
+Status StopTimeline() {
+  Engine* e = RunningEngine();
+  return e == nullptr ? Status::OK() : e->StopTimeline();
+}
+
 void Release(Handle handle) {
   Engine* e = RunningEngine();
   if (e != nullptr) e->handles().Release(handle);

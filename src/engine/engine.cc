@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include <cstring>
+#include <utility>
 #include <sstream>
 
 #include "collectives/collectives.h"
@@ -14,7 +15,38 @@ Engine::Engine(Communicator& comm, EngineOptions options)
       options_(options),
       table_(comm.size()),
       next_stall_report_(Clock::now()) {
+  if (!options_.timeline_path.empty()) {
+    Status s = StartTimeline(options_.timeline_path);
+    if (!s.ok()) COHORT_LOG(kWarning) << "COHORT_TIMELINE: " << s.message();
+  }
   thread_ = std::thread([this] { Loop(); });
+}
+
+Status Engine::StartTimeline(const std::string& path) {
+  std::string mine = path;
+  const size_t at = mine.find("{rank}");
+  std::shared_ptr<Timeline> next;
+  if (at != std::string::npos || comm_.rank() == 0) {
+    if (at != std::string::npos) mine.replace(at, 6, std::to_string(comm_.rank()));
+    Result<std::unique_ptr<Timeline>> opened = Timeline::Open(mine, comm_.rank());
+    if (!opened.ok()) return opened.status();
+    next = std::move(opened).value();
+  }
+  std::shared_ptr<Timeline> old;
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    old = std::exchange(timeline_, next);
+  }
+  return old ? old->Close() : Status::OK();
+}
+
+Status Engine::StopTimeline() {
+  std::shared_ptr<Timeline> old;
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    old = std::exchange(timeline_, nullptr);
+  }
+  return old ? old->Close() : Status::OK();
 }
 
 Engine::~Engine() { Shutdown(); }
@@ -90,9 +122,28 @@ Status Engine::Cycle() {
     queue_.clear();
     mine.shutdown = shutdown_requested_;
   }
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    tl_ = timeline_;
+  }
   InspectStalls(&mine);
+  if (tl_) {
+    const Clock::time_point now = Clock::now();
+    for (const Announcement& a : mine.announcements) {
+      tl_->Begin(a.name, std::string("NEGOTIATE_") + RequestKindName(a.kind), now);
+    }
+  }
   std::vector<CycleMessage> all;
   COHORT_RETURN_IF_ERROR(Exchange(mine, &all));
+  if (tl_) {
+    // When each rank's announcement of a tensor arrived here.
+    const Clock::time_point now = Clock::now();
+    for (size_t r = 0; r < all.size(); ++r) {
+      for (const Announcement& a : all[r].announcements) {
+        tl_->Instant(a.name, "rank " + std::to_string(r) + " ready", now);
+      }
+    }
+  }
   // Rank 0 decided on stalls before this cycle's announcements; every rank
   // applies its decision first, so all tables stay identical.
   for (const std::string& name : all[0].stalled) FailStalled(name);
@@ -103,7 +154,18 @@ Status Engine::Cycle() {
     all_shutdown = all_shutdown && m.shutdown;
   }
   table_.Apply(per_rank);
-  for (const Response& response : table_.TakeResponses(options_.fusion_threshold_bytes)) {
+  const std::vector<Response> responses = table_.TakeResponses(options_.fusion_threshold_bytes);
+  const Clock::time_point ready = Clock::now();
+  if (tl_) {
+    for (const Response& response : responses) {
+      for (const std::string& name : response.names) tl_->End(name, ready);  // NEGOTIATE_*
+    }
+  }
+  for (const Response& response : responses) {
+    if (tl_) {
+      const Clock::time_point start = Clock::now();
+      for (const std::string& name : response.names) tl_->Span(name, "QUEUE", ready, start);
+    }
     COHORT_RETURN_IF_ERROR(Execute(response));
   }
   if (all_shutdown) {
@@ -203,6 +265,11 @@ Status Engine::Execute(const Response& response) {
     // Arguments that disagree fail these names on every rank; the engine and
     // the other tensors carry on.
     for (const std::string& name : response.names) {
+      if (tl_) {
+        std::string args = "{\"error\":";
+        AppendJsonString(&args, response.error.message());
+        tl_->Instant(name, "ERROR", Clock::now(), args + "}");
+      }
       Request r = TakePending(name);
       if (r.handle != 0) handles_.Complete(r.handle, response.error);
     }
@@ -212,9 +279,11 @@ Status Engine::Execute(const Response& response) {
   Request r = TakePending(response.names[0]);
   if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(r, response);
   const Announcement& a = r.what;
+  const Clock::time_point start = Clock::now();
   Status s = response.kind == RequestKind::kBroadcast
                  ? RunBroadcast(comm_, r.recv, a.elements(), a.dtype, a.root)
                  : RunBarrier(comm_);
+  if (tl_) tl_->Span(a.name, RequestKindName(a.kind), start, Clock::now());
   handles_.Complete(r.handle, s);
   return s;
 }
@@ -225,9 +294,12 @@ Status Engine::ExecuteAllreduce(const Response& response) {
   const Announcement& a = reqs[0].what;
   Status s;
   if (reqs.size() == 1) {
+    const Clock::time_point start = Clock::now();
     s = RunAllreduce(comm_, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
                      a.postscale);
+    if (tl_) tl_->Span(a.name, "ALLREDUCE", start, Clock::now());
   } else {
+    const Clock::time_point t0 = Clock::now();
     const size_t esize = DataTypeSize(a.dtype);
     size_t total = 0;
     for (const Request& r : reqs) total += r.what.elements();
@@ -238,16 +310,31 @@ Status Engine::ExecuteAllreduce(const Response& response) {
       if (bytes > 0) std::memcpy(buf + at, r.send, bytes);
       at += bytes;
     }
+    const Clock::time_point t1 = Clock::now();
     s = RunAllreduce(comm_, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale);
+    const Clock::time_point t2 = Clock::now();
     at = 0;
     for (const Request& r : reqs) {
       const size_t bytes = r.what.elements() * esize;
       if (s.ok() && bytes > 0) std::memcpy(r.recv, buf + at, bytes);
       at += bytes;
     }
+    if (tl_) RecordFusedSpans(reqs, total * esize, t0, t1, t2, Clock::now());
   }
   for (const Request& r : reqs) handles_.Complete(r.handle, s);
   return s;
+}
+
+void Engine::RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes,
+                              Clock::time_point t0, Clock::time_point t1, Clock::time_point t2,
+                              Clock::time_point t3) {
+  const std::string args = "{\"fused_tensors\":" + std::to_string(reqs.size()) +
+                           ",\"fused_bytes\":" + std::to_string(bytes) + "}";
+  for (const Request& r : reqs) {
+    tl_->Span(r.what.name, "MEMCPY_IN_FUSION_BUFFER", t0, t1);
+    tl_->Span(r.what.name, "ALLREDUCE", t1, t2, args);
+    tl_->Span(r.what.name, "MEMCPY_OUT_FUSION_BUFFER", t2, t3);
+  }
 }
 
 Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
@@ -261,7 +348,9 @@ Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
     rows += response.rows_per_rank[p];
   }
   std::vector<unsigned char> out(static_cast<size_t>(rows) * row * DataTypeSize(a.dtype));
+  const Clock::time_point start = Clock::now();
   Status s = RunAllgather(comm_, r.send, counts[comm_.rank()], out.data(), counts.data(), a.dtype);
+  if (tl_) tl_->Span(a.name, "ALLGATHER", start, Clock::now());
   std::vector<int64_t> shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
   shape[0] = rows;
   handles_.Complete(r.handle, s, std::move(out), std::move(shape));

@@ -20,6 +20,7 @@
 #include "engine/handle_table.h"
 #include "engine/negotiation.h"
 #include "engine/request.h"
+#include "engine/timeline.h"
 
 namespace cohort {
 
@@ -28,6 +29,7 @@ struct EngineOptions {
   double cycle_time_ms = 1.0;  // COHORT_CYCLE_TIME: longest idle wait between negotiations
   double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
   double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)
+  std::string timeline_path;          // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
 };
 
 class Engine {
@@ -40,6 +42,13 @@ class Engine {
   // failed or shut down.
   Result<int64_t> Enqueue(Request request, CompletionCallback callback = nullptr);
   HandleTable& handles() { return handles_; }
+
+  // Starts writing a Chrome-trace timeline of every tensor's phases to
+  // `path` ("{rank}" in it is replaced by the rank; without it only rank 0
+  // writes). Replaces a running timeline.
+  Status StartTimeline(const std::string& path);
+  // Stops and closes the timeline, if one runs.
+  Status StopTimeline();
 
   // Asks every rank's engine to stop and waits for this one to. Collective:
   // the loop ends in the cycle in which all ranks have asked. Requests still
@@ -61,6 +70,8 @@ class Engine {
   Status Execute(const Response& response);
   Status ExecuteAllreduce(const Response& response);
   Status ExecuteAllgather(const Request& request, const Response& response);
+  void RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,
+                        Clock::time_point t1, Clock::time_point t2, Clock::time_point t3);
   void Fail(const Status& status);
   Request TakePending(const std::string& name);
 
@@ -70,6 +81,13 @@ class Engine {
   NegotiationTable table_;
   FusionBuffer fusion_;
   Clock::time_point next_stall_report_;  // rank 0, engine thread only
+
+  // The running timeline. Swapped by user threads; the engine thread takes
+  // one reference per cycle (`tl_`), so a timeline stopped mid-cycle stays
+  // alive (and ignores events) until the cycle ends.
+  std::mutex timeline_mu_;
+  std::shared_ptr<Timeline> timeline_;  // guarded by timeline_mu_
+  std::shared_ptr<Timeline> tl_;        // engine thread: this cycle's timeline, may be null
 
   std::mutex mu_;
   std::condition_variable wake_;

@@ -63,6 +63,7 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   if (*check <= 0) return Status::InvalidArgument("COHORT_STALL_CHECK_TIME must be positive seconds");
   s.engine.stall_check_seconds = *check;
   s.engine.stall_shutdown_seconds = *stop;
+  s.engine.timeline_path = EnvString(env, "COHORT_TIMELINE").value_or("");
   return s;
 }
 

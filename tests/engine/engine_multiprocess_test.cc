@@ -2,11 +2,13 @@
 // `cohort run`, over shared memory and forced TCP, with fusion on and off.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "support/child_process.h"
+#include "support/trace_json.h"
 
 namespace cohort::testing {
 namespace {
@@ -97,6 +99,60 @@ TEST(EngineFailure, KilledRankFailsPendingHandlesOnTheOthers) {
     EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
     EXPECT_LT(f.seconds, 20);
   }
+}
+
+// Names of the events on each tensor's row of a trace.
+std::map<std::string, std::vector<std::string>> EventsByTensor(const std::vector<Json>& events) {
+  std::map<int, std::string> row_name;
+  for (const Json& e : events) {
+    if (e.Str("ph") == "M" && e.Str("name") == "process_name" && e.Find("args") != nullptr) {
+      row_name[static_cast<int>(e.Num("pid"))] = e.Find("args")->Str("name");
+    }
+  }
+  std::map<std::string, std::vector<std::string>> out;
+  for (const Json& e : events) {
+    if (e.Str("ph") == "M") continue;
+    const std::string& tensor = row_name[static_cast<int>(e.Num("pid"))];
+    out[tensor].push_back(e.Str("ph") + ":" + (e.Str("ph") == "E" ? "" : e.Str("name")));
+  }
+  return out;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// A timeline from the environment: every rank's file is valid JSON with
+// negotiation, each rank's ready moment and the collective per tensor.
+TEST(EngineTimeline, FromEnvironmentHasTheExpectedSpans) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/env_trace.{rank}.json";
+  Finished f = RunEngineJob(2, "auto", {"random", "200"}, {{"COHORT_TIMELINE", path}});
+  ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<Json> events = ParseTrace(ReadFile(dir + "/env_trace." + std::to_string(r) + ".json"));
+    auto by_tensor = EventsByTensor(events);
+    ASSERT_TRUE(by_tensor.count("grad.7")) << "rank " << r;
+    const std::vector<std::string>& e = by_tensor["grad.7"];
+    EXPECT_TRUE(Has(e, "B:NEGOTIATE_allreduce")) << r;
+    EXPECT_TRUE(Has(e, "E:")) << r;
+    EXPECT_TRUE(Has(e, "i:rank 0 ready") && Has(e, "i:rank 1 ready")) << r;
+    EXPECT_TRUE(Has(e, "X:QUEUE")) << r;
+    EXPECT_TRUE(Has(e, "X:ALLREDUCE")) << r;
+    int fused = 0;
+    for (auto& [name, ev] : by_tensor) fused += Has(ev, "X:MEMCPY_IN_FUSION_BUFFER") ? 1 : 0;
+    EXPECT_GT(fused, 0) << "small tensors are fused";
+  }
+}
+
+// Started and stopped at run time: only what ran in between is recorded.
+TEST(EngineTimeline, StartAndStopAtRunTime) {
+  const std::string path = ::testing::TempDir() + "/api_trace.json";  // no {rank}: rank 0 only
+  Finished f = RunEngineJob(2, "auto", {"timeline", path});
+  ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+  auto by_tensor = EventsByTensor(ParseTrace(ReadFile(path)));
+  EXPECT_TRUE(by_tensor.count("traced.3"));
+  EXPECT_FALSE(by_tensor.count("untraced.13"));
 }
 
 // Fusion changes how tensors are packed, never the results.

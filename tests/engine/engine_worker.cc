@@ -13,6 +13,8 @@
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
 //   engine_worker stall           a name rank 1 holds back is reported, then
 //                                 failed as stalled (short COHORT_STALL_* times)
+//   engine_worker timeline PATH   StartTimeline(PATH), tensors "traced.*", then
+//                                 StopTimeline and tensors "untraced.*"
 //   engine_worker die             the last rank dies mid-step; the others'
 //                                 pending handles fail naming it
 #include <signal.h>
@@ -254,6 +256,25 @@ int RunStall() {
   return g_failures == 0 ? 0 : 1;
 }
 
+int RunTimeline(const std::string& path) {
+  Check(StartTimeline(path).ok(), "start timeline");
+  std::vector<std::vector<float>> bufs(20, std::vector<float>(100, 1.0f));
+  std::vector<Handle> hs;
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = (i < 10 ? "traced." : "untraced.") + std::to_string(i);
+    if (i == 10) {
+      for (Handle h : hs) Check(Wait(h).ok(), "traced tensors complete");
+      Check(StopTimeline().ok(), "stop timeline");
+    }
+    Result<Handle> h = AllreduceAsync(name, bufs[i].data(), bufs[i].data(), {100},
+                                      DataType::kFloat32);
+    Check(h.ok(), "submit");
+    hs.push_back(*h);
+  }
+  for (Handle h : hs) Check(Wait(h).ok(), "tensors complete");
+  return g_failures == 0 ? 0 : 1;
+}
+
 int RunDie() {
   std::vector<float> big(1 << 18, 1.0f);
   for (int step = 0;; ++step) {
@@ -298,6 +319,7 @@ int main(int argc, char** argv) {
   if (mode == "unmatched") rc = RunUnmatched();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
+  if (mode == "timeline") rc = RunTimeline(argc > 2 ? argv[2] : "timeline.json");
   Shutdown();
   return rc;
 }
