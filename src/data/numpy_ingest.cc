@@ -71,9 +71,17 @@ Result<IngestResult> IngestNumpy(const std::string& location, const std::string&
     return Status::InvalidArgument(file + ": a 0-d array has no rows to ingest");
 
   const std::vector<uint64_t> row_shape(header->shape.begin() + 1, header->shape.end());
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   uint64_t row_bytes = DataTypeSize(header->dtype);
-  for (uint64_t d : row_shape) row_bytes *= d;
+  for (uint64_t d : row_shape) {
+    if (d != 0 && row_bytes > file_size / d)
+      return Status::InvalidArgument(file + ": shape exceeds the file");
+    row_bytes *= d;
+  }
   const uint64_t rows = header->shape[0];
+  if (row_bytes != 0 && rows > file_size / row_bytes) {
+    return Status::InvalidArgument(file + ": header promises more rows than the file holds");
+  }
   const uint64_t expected = header->data_offset + rows * row_bytes;
   if (static_cast<uint64_t>(st.st_size) != expected) {
     return Status::InvalidArgument(file + ": header promises " + std::to_string(expected) +

@@ -54,10 +54,15 @@ Result<std::unique_ptr<Repository>> Repository::Create(const std::string& locati
   COHORT_RETURN_IF_ERROR(CheckRefName(branch));
   Result<std::unique_ptr<Storage>> storage = OpenStorage(location, true);
   if (!storage.ok()) return storage.status();
-  // The format key is created exclusively, so two creators cannot both win.
+  // The format key is created exclusively. When it exists but no ref does, a
+  // creator died before its first commit: finish that creation. Two creators
+  // racing here both reach the first commit, whose ref swap only one wins.
   Status s = (*storage)->ReplaceIf(kFormatKey, std::nullopt, kFormatLine, {});
+  if (!s.ok() && !IsConflict(s)) return s;
   if (!s.ok()) {
-    return IsConflict(s) ? Status::InvalidArgument("dataset " + location + " already exists") : s;
+    Result<std::vector<std::string>> refs = (*storage)->List("refs");
+    if (!refs.ok()) return refs.status();
+    if (!refs->empty()) return Status::InvalidArgument("dataset " + location + " already exists");
   }
   COHORT_RETURN_IF_ERROR(
       (*storage)->Put("HEAD", std::string(kHeadRefPrefix) + "refs/heads/" + branch + "\n"));

@@ -88,6 +88,21 @@ INSTANTIATE_TEST_SUITE_P(Steps, KilledAtStep,
                            return name;
                          });
 
+TEST(DataCrash, CreationInterruptedBeforeTheFirstCommitCanBeRedone) {
+  TempDir dir;
+  std::string loc = dir.Sub("ds");
+  WriterOptions options;
+  options.on_commit_step = [](std::string_view step) {
+    if (step == "commit-written") ::raise(SIGKILL);
+  };
+  ASSERT_EXIT(Writer::Create(loc, FloatSchema(), options), ::testing::KilledBySignal(SIGKILL), "");
+  EXPECT_FALSE(Dataset::Open(loc).ok()) << "no commit yet";
+  auto w = Writer::Create(loc, FloatSchema());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_FALSE(Writer::Create(loc, FloatSchema()).ok()) << "now it exists";
+  ExpectIntact(loc);
+}
+
 // Kills a writer that commits in a tight loop at moments the test does not
 // choose (whatever point of the commit it has reached), several times.
 TEST(DataCrash, WriterKilledAtRandomMomentsLeavesAValidCommit) {
