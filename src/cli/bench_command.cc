@@ -34,6 +34,7 @@ void PrintUsage(FILE* out) {
   std::fprintf(out,
                "usage: cohort run -np N -- cohort bench COLLECTIVE [options]\n"
                "  COLLECTIVE: allreduce, reducescatter, allgather, broadcast, alltoall\n"
+               "  (cohort bench engine --help: a model's gradients through the engine)\n"
                "  -b, --minbytes SIZE   smallest message (default 8; K/M/G suffixes)\n"
                "  -e, --maxbytes SIZE   largest message (default 256M)\n"
                "  -f, --stepfactor F    size multiplier between rows (default 2)\n"
@@ -261,6 +262,7 @@ Status RunBench(const BenchOptions& o) {
 }  // namespace
 
 int BenchCommand(int argc, char** argv) {
+  if (argc >= 1 && std::strcmp(argv[0], "engine") == 0) return EngineBenchCommand(argc - 1, argv + 1);
   if (argc >= 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
     PrintUsage(stdout);
     return 0;

@@ -154,7 +154,7 @@ Status Engine::Cycle() {
     all_shutdown = all_shutdown && m.shutdown;
   }
   table_.Apply(per_rank);
-  const std::vector<Response> responses = table_.TakeResponses(options_.fusion_threshold_bytes);
+  const std::vector<Response> responses = table_.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
   const Clock::time_point ready = Clock::now();
   if (tl_) {
     for (const Response& response : responses) {

@@ -26,6 +26,7 @@ namespace cohort {
 
 struct EngineOptions {
   uint64_t fusion_threshold_bytes = 64 << 20;  // COHORT_FUSION_THRESHOLD; 0 disables fusion
+  uint64_t fusion_max_tensor_bytes = 64 << 10;  // COHORT_FUSION_MAX_TENSOR: larger ones run alone
   double cycle_time_ms = 1.0;  // COHORT_CYCLE_TIME: longest idle wait between negotiations
   double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
   double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)

@@ -130,7 +130,8 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   return Status::OK();
 }
 
-std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_bytes) {
+std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_bytes,
+                                                      uint64_t max_fused_tensor_bytes) {
   std::vector<Response> out;
   uint64_t fused_bytes = 0;
   while (!ready_.empty()) {
@@ -147,8 +148,9 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
       }
     }
     const uint64_t bytes = a.elements() * DataTypeSize(a.dtype);
-    if (r.error.ok() && a.kind == RequestKind::kAllreduce && !out.empty() &&
-        fusion_threshold_bytes > 0) {
+    const bool fusable = r.error.ok() && a.kind == RequestKind::kAllreduce &&
+                         fusion_threshold_bytes > 0 && bytes <= max_fused_tensor_bytes;
+    if (fusable && !out.empty() && last_fusable_ok_) {
       Response& last = out.back();
       // Fusable: the previous response is a valid allreduce with identical
       // dtype, op and scales (remembered in fusion_key), and the sum fits.
@@ -165,6 +167,7 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
     }
     fused_bytes = bytes;
     last_fusable_ = a;
+    last_fusable_ok_ = fusable;
     out.push_back(std::move(r));
   }
   return out;

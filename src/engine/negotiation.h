@@ -34,9 +34,13 @@ class NegotiationTable {
   void Apply(const std::vector<std::vector<Announcement>>& per_rank);
 
   // Takes every ready response in agreed order. Consecutive allreduces with
-  // the same dtype, op and scale factors are fused while their total size
-  // stays within `fusion_threshold_bytes` (0 disables fusion).
-  std::vector<Response> TakeResponses(uint64_t fusion_threshold_bytes);
+  // the same dtype, op and scale factors, each at most `max_fused_tensor_bytes`,
+  // are fused while their total stays within `fusion_threshold_bytes` (0
+  // disables fusion). Larger tensors run alone on their own buffers: on a
+  // CPU, copying them through the fusion buffer costs more than the per-call
+  // latency fusion saves.
+  std::vector<Response> TakeResponses(uint64_t fusion_threshold_bytes,
+                                      uint64_t max_fused_tensor_bytes);
 
   // Names submitted by some ranks but not all, with the ranks missing, in
   // the order they were first submitted.
@@ -71,6 +75,7 @@ class NegotiationTable {
   std::map<uint64_t, std::vector<Ready>> groups_;  // complete members of unfinished groups
   std::deque<Ready> ready_;
   Announcement last_fusable_;  // rank 0's announcement of the last response taken
+  bool last_fusable_ok_ = false;  // whether later tensors may join that response
 };
 
 }  // namespace cohort

@@ -46,11 +46,13 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.small_message_bytes = *small;
   s.chunk_bytes = *chunk;
   s.shm_slot_bytes = (*slot + 4095) / 4096 * 4096;
-  std::optional<std::string> fusion = EnvString(env, "COHORT_FUSION_THRESHOLD");
-  if (fusion) {
-    Result<uint64_t> bytes = ParseByteSize(*fusion);
-    if (!bytes.ok()) return bytes.status().WithContext("COHORT_FUSION_THRESHOLD");
-    s.engine.fusion_threshold_bytes = *bytes;
+  for (auto [name, field] : {std::pair{"COHORT_FUSION_THRESHOLD", &s.engine.fusion_threshold_bytes},
+                              std::pair{"COHORT_FUSION_MAX_TENSOR", &s.engine.fusion_max_tensor_bytes}}) {
+    std::optional<std::string> text = EnvString(env, name);
+    if (!text) continue;
+    Result<uint64_t> bytes = ParseByteSize(*text);
+    if (!bytes.ok()) return bytes.status().WithContext(name);
+    *field = *bytes;
   }
   Result<double> cycle = EnvDouble(env, "COHORT_CYCLE_TIME", s.engine.cycle_time_ms);
   if (!cycle.ok()) return cycle.status();
