@@ -111,8 +111,7 @@ Result<std::string> EncodeChunk(const ChunkBuilder& chunk, Compression c, int le
   object.Raw(std::string_view("\0\0\0", 3));
   object.U64(payload.out().size());
   object.U64(stored->size());
-  std::string covered = object.out() + *stored;  // header fields before the checksum + payload
-  object.U64(Checksum64(covered));
+  object.U64(Checksum64(object.out(), *stored));  // header fields before it + payload
   object.Raw(*stored);
   return std::move(object.out());
 }
@@ -135,8 +134,8 @@ Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
                            std::to_string(kChunkHeaderSize + stored_size) + " bytes, object has " +
                            std::to_string(object.size()));
   }
-  std::string covered = object.substr(0, 24) + object.substr(kChunkHeaderSize);
-  uint64_t actual = Checksum64(covered);
+  const uint64_t actual = Checksum64(std::string_view(object).substr(0, 24),
+                                     std::string_view(object).substr(kChunkHeaderSize));
   if (actual != checksum) {
     return Status::IoError("checksum mismatch (header " + std::to_string(checksum) + ", data " +
                            std::to_string(actual) + "): corrupted");
@@ -144,14 +143,21 @@ Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
   if (compression > static_cast<uint8_t>(Compression::kLz4)) {
     return Status::IoError("unknown compression " + std::to_string(compression));
   }
-  Result<std::string> payload =
-      Decompress(static_cast<Compression>(compression),
-                 std::string_view(object).substr(kChunkHeaderSize), raw_size);
-  if (!payload.ok()) return payload.status();
-
   DecodedChunk chunk;
-  chunk.payload_ = std::move(*payload);
-  ByteReader r(chunk.payload_, "chunk payload");
+  size_t start = 0;  // where the raw payload begins in chunk.payload_
+  if (compression == static_cast<uint8_t>(Compression::kNone)) {
+    // Keep the object itself: no copy of an uncompressed chunk.
+    if (raw_size != stored_size) return Status::IoError("raw and stored sizes differ");
+    chunk.payload_ = std::move(object);
+    start = kChunkHeaderSize;
+  } else {
+    Result<std::string> payload =
+        Decompress(static_cast<Compression>(compression),
+                   std::string_view(object).substr(kChunkHeaderSize), raw_size);
+    if (!payload.ok()) return payload.status();
+    chunk.payload_ = std::move(*payload);
+  }
+  ByteReader r(std::string_view(chunk.payload_).substr(start), "chunk payload");
   uint32_t n = 0;
   COHORT_RETURN_IF_ERROR(r.U32(&n));
   if (uint64_t{n} * 16 + 8 > r.left()) return Status::IoError("sample count overruns the chunk");
@@ -159,7 +165,7 @@ Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
   chunk.offsets_.resize(n + 1);
   for (uint64_t& id : chunk.ids_) COHORT_RETURN_IF_ERROR(r.U64(&id));
   for (uint64_t& off : chunk.offsets_) COHORT_RETURN_IF_ERROR(r.U64(&off));
-  chunk.records_start_ = r.pos();
+  chunk.records_start_ = start + r.pos();
   for (uint32_t i = 0; i < n; ++i) {
     if (chunk.offsets_[i] > chunk.offsets_[i + 1])
       return Status::IoError("offset table not sorted");

@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include <memory>
+
 namespace cohort::data {
 
 std::string Sha256Hex(std::string_view bytes) {
@@ -20,6 +22,16 @@ std::string Sha256Hex(std::string_view bytes) {
 }
 
 uint64_t Checksum64(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+uint64_t Checksum64(std::string_view a, std::string_view b) {
+  // A heap state: its layout is private to the library version installed.
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
+                                                                        XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  XXH3_64bits_update(state.get(), a.data(), a.size());
+  XXH3_64bits_update(state.get(), b.data(), b.size());
+  return XXH3_64bits_digest(state.get());
+}
 
 bool IsObjectId(std::string_view s) {
   if (s.size() != 64) return false;

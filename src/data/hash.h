@@ -13,6 +13,8 @@ namespace cohort::data {
 // 64 lowercase hex digits.
 std::string Sha256Hex(std::string_view bytes);
 uint64_t Checksum64(std::string_view bytes);
+// The checksum of `a` followed by `b`, without joining them.
+uint64_t Checksum64(std::string_view a, std::string_view b);
 // True for 64 lowercase hex digits (an object id).
 bool IsObjectId(std::string_view s);
 // First 12 hex digits: how ids are shown to people.

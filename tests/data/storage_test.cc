@@ -1,0 +1,66 @@
+// The local-file Storage backend: whole-object and ranged reads, atomic
+// puts, listing without scratch files, and compare-and-swap semantics.
+#include <gtest/gtest.h>
+
+#include "data/data_test_util.h"
+#include "data/storage.h"
+
+namespace cohort::data {
+namespace {
+
+using testing::TempDir;
+
+TEST(DataStorage, LocalPutGetReadList) {
+  TempDir dir;
+  auto storage = OpenStorage(dir.Sub("s"), true);
+  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+  Storage& s = **storage;
+  ASSERT_TRUE(s.Put("a/b/c", "hello world").ok());
+  ASSERT_TRUE(s.Put("a/d", "x").ok());
+  ASSERT_TRUE(s.Put("a/d", "replaced").ok());
+  EXPECT_EQ(**s.Get("a/b/c"), "hello world");
+  EXPECT_EQ(**s.Get("a/d"), "replaced");
+  EXPECT_FALSE(s.Get("nope")->has_value());
+  EXPECT_EQ(*s.Read("a/b/c", 6, 5), "world");
+  EXPECT_EQ(*s.Read("a/b/c", 6, 100), "world") << "short at the end";
+  EXPECT_FALSE(s.Read("nope", 0, 1).ok());
+  EXPECT_TRUE(*s.Exists("a/d"));
+  EXPECT_FALSE(*s.Exists("a/e"));
+  testing::WriteFile(dir.Sub("s/a/x.tmp.1.2"), "scratch");
+  ASSERT_TRUE(s.ReplaceIf("a/r", std::nullopt, "1", {}).ok());  // leaves a/r.lock behind
+  EXPECT_EQ(*s.List("a"), std::vector<std::string>({"a/b/c", "a/d", "a/r"}));
+  EXPECT_EQ(*s.List(""), std::vector<std::string>({"a/b/c", "a/d", "a/r"}));
+  EXPECT_TRUE(s.List("missing")->empty());
+}
+
+TEST(DataStorage, ReplaceIfIsCompareAndSwap) {
+  TempDir dir;
+  auto storage = OpenStorage(dir.path(), false);
+  ASSERT_TRUE(storage.ok());
+  Storage& s = **storage;
+  int hooked = 0;
+  ASSERT_TRUE(s.ReplaceIf("ref", std::nullopt, "one", [&] { ++hooked; }).ok());
+  EXPECT_EQ(hooked, 1);
+  Status exists = s.ReplaceIf("ref", std::nullopt, "two", [&] { ++hooked; });
+  EXPECT_TRUE(IsConflict(exists)) << exists.ToString();
+  Status stale = s.ReplaceIf("ref", std::string("zero"), "two", [&] { ++hooked; });
+  EXPECT_TRUE(IsConflict(stale)) << stale.ToString();
+  EXPECT_NE(stale.message().find("'one'"), std::string::npos) << stale.message();
+  EXPECT_EQ(hooked, 1) << "the hook runs only when the comparison succeeded";
+  ASSERT_TRUE(s.ReplaceIf("ref", std::string("one"), "two", {}).ok());
+  EXPECT_EQ(**s.Get("ref"), "two");
+}
+
+TEST(DataStorage, RemoteSchemesAreNotSupportedYet) {
+  for (const char* location : {"s3://bucket/ds", "http://host/ds", "https://host/ds"}) {
+    auto storage = OpenStorage(location, false);
+    ASSERT_FALSE(storage.ok());
+    EXPECT_NE(storage.status().message().find("not supported yet"), std::string::npos);
+  }
+  TempDir dir;
+  EXPECT_FALSE(OpenStorage(dir.Sub("absent"), false).ok());
+  EXPECT_TRUE(OpenStorage("file://" + dir.path(), false).ok());
+}
+
+}  // namespace
+}  // namespace cohort::data
