@@ -41,10 +41,16 @@ int LocalSize();   // number of ranks on this host
 int CrossRank();   // index of this host among the job's hosts
 int CrossSize();   // number of hosts
 
+// Lossy compression of float32 data for transfer: values are rounded to 16
+// bits, reduced in float32 arithmetic and widened back. Other dtypes are sent
+// as they are.
+enum class Compression : int { kNone = 0, kFloat16 = 1, kBFloat16 = 2 };
+
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
   double prescale_factor = 1.0;   // applied to each rank's input before reducing
   double postscale_factor = 1.0;  // applied to the result
+  Compression compression = Compression::kNone;
 };
 
 // recv[i] = op over ranks of (prescale * send[i]), then * postscale.

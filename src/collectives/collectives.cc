@@ -87,7 +87,21 @@ Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name) {
 }
 
 Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
-                    ReduceOp op, double prescale, double postscale, AllreduceAlgorithm algorithm) {
+                    ReduceOp op, double prescale, double postscale, AllreduceAlgorithm algorithm,
+                    Compression compression) {
+  if (compression != Compression::kNone && type == DataType::kFloat32) {
+    const DataType wire =
+        compression == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+    if (count > 0 && (send == nullptr || recv == nullptr)) {
+      return RunAllreduce(comm, send, recv, count, type, op, prescale, postscale, algorithm);
+    }
+    std::vector<uint16_t> packed(std::max<size_t>(count, 1));
+    ConvertFloat32To16(packed.data(), wire, static_cast<const float*>(send), count);
+    COHORT_RETURN_IF_ERROR(RunAllreduce(comm, packed.data(), packed.data(), count, wire, op,
+                                        prescale, postscale, algorithm));
+    Convert16ToFloat32(static_cast<float*>(recv), packed.data(), wire, count);
+    return Status::OK();
+  }
   COHORT_RETURN_IF_ERROR(CheckCommon(comm, "allreduce", static_cast<int>(type)));
   COHORT_RETURN_IF_ERROR(CheckOp(comm, "allreduce", static_cast<int>(op)));
   COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "allreduce", "send buffer", send, count));

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "cohort/cohort.h"
 #include "cohort/types.h"
 #include "collectives/communicator.h"
 
@@ -19,9 +20,11 @@ namespace cohort {
 enum class AllreduceAlgorithm { kAuto, kSharedMemory, kRing, kRecursiveDoubling };
 Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name);
 
+// With `compression`, float32 data travels as float16/bfloat16 (cohort.h).
 Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op, double prescale, double postscale,
-                    AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto);
+                    AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto,
+                    Compression compression = Compression::kNone);
 Status RunReduceScatter(Communicator& comm, const void* send, void* recv,
                         const size_t* recv_counts, DataType type, ReduceOp op);
 Status RunAllgather(Communicator& comm, const void* send, size_t send_count, void* recv,

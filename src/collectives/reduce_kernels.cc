@@ -9,6 +9,8 @@ namespace avx2 {
 void ReduceTwo(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op);
 void Scale(void* dst, const void* src, size_t count, DataType type, double factor);
 void Divide(void* buf, size_t count, DataType type, int divisor);
+void ToHalf(void* dst, DataType dst_type, const float* src, size_t n);
+void FromHalf(float* dst, const void* src, DataType src_type, size_t n);
 }  // namespace avx2
 
 namespace {
@@ -53,6 +55,22 @@ void FinishReduction(void* buf, size_t count, DataType type, ReduceOp op, int nr
     }
   }
   ScaleCopy(buf, buf, count, type, postscale);
+}
+
+void ConvertFloat32To16(void* dst, DataType dst_type, const float* src, size_t count) {
+  if (HasAvx2()) {
+    avx2::ToHalf(dst, dst_type, src, count);
+  } else {
+    generic::ToHalf(dst, dst_type, src, count);
+  }
+}
+
+void Convert16ToFloat32(float* dst, const void* src, DataType src_type, size_t count) {
+  if (HasAvx2()) {
+    avx2::FromHalf(dst, src, src_type, count);
+  } else {
+    generic::FromHalf(dst, src, src_type, count);
+  }
 }
 
 }  // namespace cohort

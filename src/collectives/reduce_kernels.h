@@ -29,6 +29,11 @@ void ScaleCopy(void* dst, const void* src, size_t count, DataType type, double f
 void FinishReduction(void* buf, size_t count, DataType type, ReduceOp op, int nranks,
                      double postscale);
 
+// Converts `count` float32 values to float16 or bfloat16 (round to nearest
+// even), or back. Only those pairs: the compression of float32 gradients.
+void ConvertFloat32To16(void* dst, DataType dst_type, const float* src, size_t count);
+void Convert16ToFloat32(float* dst, const void* src, DataType src_type, size_t count);
+
 }  // namespace cohort
 
 #endif  // COHORT_COLLECTIVES_REDUCE_KERNELS_H_

@@ -136,4 +136,24 @@ void Divide(void* buf, size_t count, DataType type, int divisor) {
   Dispatch<DivideFn>(type, buf, count, divisor);
 }
 
+void ToHalf(void* dst, DataType dst_type, const float* src, size_t n) {
+  if (dst_type == DataType::kFloat16) {
+    Half* d = static_cast<Half*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = Store<Half>(src[i]);
+  } else {
+    BHalf* d = static_cast<BHalf*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = Store<BHalf>(src[i]);
+  }
+}
+
+void FromHalf(float* dst, const void* src, DataType src_type, size_t n) {
+  if (src_type == DataType::kFloat16) {
+    const Half* s = static_cast<const Half*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = Load(s[i]);
+  } else {
+    const BHalf* s = static_cast<const BHalf*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = Load(s[i]);
+  }
+}
+
 }  // namespace cohort::COHORT_KERNEL_NAMESPACE

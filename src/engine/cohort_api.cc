@@ -103,13 +103,15 @@ Status Allreduce(const void* send, void* recv, size_t count, DataType type,
     r.what.op = options.op;
     r.what.prescale = options.prescale_factor;
     r.what.postscale = options.postscale_factor;
+    r.what.compression = static_cast<int32_t>(options.compression);
     r.send = send;
     r.recv = recv;
     return SubmitAndWait(std::move(r));
   }
   return WithComm([&](Communicator& comm) {
     return RunAllreduce(comm, send, recv, count, type, options.op, options.prescale_factor,
-                        options.postscale_factor, g_runtime->settings().allreduce_algorithm);
+                        options.postscale_factor, g_runtime->settings().allreduce_algorithm,
+                        options.compression);
   });
 }
 
@@ -233,6 +235,7 @@ Result<Handle> AllreduceAsync(const std::string& name, const void* send, void* r
   r.what.op = options.op;
   r.what.prescale = options.prescale_factor;
   r.what.postscale = options.postscale_factor;
+  r.what.compression = static_cast<int32_t>(options.compression);
   r.send = send;
   r.recv = recv;
   return Submit(std::move(r), std::move(done));
@@ -256,6 +259,7 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
     r.what.op = options.op;
     r.what.prescale = options.prescale_factor;
     r.what.postscale = options.postscale_factor;
+    r.what.compression = static_cast<int32_t>(options.compression);
     r.what.group_id = group;
     r.what.group_size = static_cast<uint32_t>(names.size());
     r.send = sends[i];

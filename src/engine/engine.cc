@@ -55,8 +55,9 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   const Announcement& a = request.what;
   const std::string what = std::string(RequestKindName(a.kind)) + " of tensor '" + a.name + "'";
   if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
-  if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op))) {
-    return Status::InvalidArgument(what + ": invalid data type or reduce op value");
+  if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op)) ||
+      a.compression < 0 || a.compression > 2) {
+    return Status::InvalidArgument(what + ": invalid data type, reduce op or compression value");
   }
   for (int64_t d : a.shape) {
     if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
@@ -296,7 +297,8 @@ Status Engine::ExecuteAllreduce(const Response& response) {
   if (reqs.size() == 1) {
     const Clock::time_point start = Clock::now();
     s = RunAllreduce(comm_, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
-                     a.postscale);
+                     a.postscale, AllreduceAlgorithm::kAuto,
+                     static_cast<Compression>(a.compression));
     if (tl_) tl_->Span(a.name, "ALLREDUCE", start, Clock::now());
   } else {
     const Clock::time_point t0 = Clock::now();
@@ -311,7 +313,8 @@ Status Engine::ExecuteAllreduce(const Response& response) {
       at += bytes;
     }
     const Clock::time_point t1 = Clock::now();
-    s = RunAllreduce(comm_, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale);
+    s = RunAllreduce(comm_, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale,
+                     AllreduceAlgorithm::kAuto, static_cast<Compression>(a.compression));
     const Clock::time_point t2 = Clock::now();
     at = 0;
     for (const Request& r : reqs) {

@@ -105,6 +105,11 @@ Status NegotiationTable::Validate(const Ready& ready) const {
       return s.str();
     };
     if (!AllSame(a, scales)) return mismatch("scale factors", scales);
+    auto compression = [](const Announcement& x) {
+      static const char* const kNames[] = {"none", "float16", "bfloat16"};
+      return std::string(x.compression >= 0 && x.compression < 3 ? kNames[x.compression] : "?");
+    };
+    if (!AllSame(a, compression)) return mismatch("compression", compression);
   }
   if (k == RequestKind::kBroadcast) {
     auto root = [](const Announcement& x) { return std::to_string(x.root); };
@@ -158,7 +163,7 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
           fused_bytes + bytes <= fusion_threshold_bytes && last.rows_per_rank.empty()) {
         const Announcement& prev = last_fusable_;
         if (prev.dtype == a.dtype && prev.op == a.op && prev.prescale == a.prescale &&
-            prev.postscale == a.postscale) {
+            prev.postscale == a.postscale && prev.compression == a.compression) {
           last.names.push_back(ready.name);
           fused_bytes += bytes;
           continue;

@@ -1,6 +1,6 @@
 // Request helpers and the negotiation wire format (little-endian, packed):
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
-//   i32 root | f64 prescale | f64 postscale | u32 ndim | ndim x i64 | u64 group_id | u32 group_size }
+//   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 | u64 group_id | u32 group_size }
 //   | u32 stalled | stalled x { u32 len | name }
 #include "engine/request.h"
 
@@ -76,6 +76,7 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     Put<int32_t>(&out, a.root);
     Put<double>(&out, a.prescale);
     Put<double>(&out, a.postscale);
+    Put<int32_t>(&out, a.compression);
     Put<uint32_t>(&out, static_cast<uint32_t>(a.shape.size()));
     for (int64_t d : a.shape) Put<int64_t>(&out, d);
     Put<uint64_t>(&out, a.group_id);
@@ -103,7 +104,7 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
     int32_t kind = 0, dtype = 0, op = 0;
     if (!in.Get(&name_len) || !in.GetString(name_len, &a.name) || !in.Get(&kind) ||
         !in.Get(&dtype) || !in.Get(&op) || !in.Get(&a.root) || !in.Get(&a.prescale) ||
-        !in.Get(&a.postscale) || !in.Get(&ndim)) {
+        !in.Get(&a.postscale) || !in.Get(&a.compression) || !in.Get(&ndim)) {
       return false;
     }
     a.kind = static_cast<RequestKind>(kind);

@@ -23,6 +23,7 @@ struct Announcement {
   int32_t root = 0;
   double prescale = 1;
   double postscale = 1;
+  int32_t compression = 0;  // cohort::Compression, allreduce only
   std::vector<int64_t> shape;
   uint64_t group_id = 0;    // 0: not part of a group
   uint32_t group_size = 0;  // number of tensors in the group

@@ -65,6 +65,12 @@ TEST_P(EngineJob, BlockingCallsRunThroughTheEngine) {
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
 }
 
+TEST_P(EngineJob, Float16AndBFloat16Compression) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"compression"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "compression ok"), GetParam().np);
+}
+
 TEST_P(EngineJob, UnmatchedNameFailsAtShutdownNamingTheRank) {
   Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"unmatched"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;

@@ -15,6 +15,8 @@
 //                                 failed as stalled (short COHORT_STALL_* times)
 //   engine_worker timeline PATH   StartTimeline(PATH), tensors "traced.*", then
 //                                 StopTimeline and tensors "untraced.*"
+//   engine_worker compression     float16/bfloat16 compression, blocking and
+//                                 asynchronous, and a compression mismatch
 //   engine_worker die             the last rank dies mid-step; the others'
 //                                 pending handles fail naming it
 #include <signal.h>
@@ -275,6 +277,47 @@ int RunTimeline(const std::string& path) {
   return g_failures == 0 ? 0 : 1;
 }
 
+// 1 + 2^-13 survives float32 but rounds to 1 in float16; 1 + 2^-10 rounds to
+// 1 in bfloat16: a compressed sum shows it, an uncompressed one does not.
+int RunCompression() {
+  const int n = Size();
+  const float fine16 = 1.0f + 1.0f / 8192, fine_bf16 = 1.0f + 1.0f / 1024;
+  auto run_blocking = [&](float value, Compression c) {
+    std::vector<float> v(33, value);
+    Check(Allreduce(v.data(), v.data(), v.size(), DataType::kFloat32,
+                    AllreduceOptions{ReduceOp::kSum, 1, 1, c}).ok(), "blocking compressed allreduce");
+    return v[32];
+  };
+  // Before the engine starts: the collectives' own path.
+  Check(run_blocking(fine16, Compression::kFloat16) == static_cast<float>(n), "fp16 blocking");
+  Check(run_blocking(fine_bf16, Compression::kBFloat16) == static_cast<float>(n), "bf16 blocking");
+  Check(run_blocking(fine16, Compression::kNone) == n * fine16, "uncompressed keeps the bits");
+  // Through the engine, fused and alone.
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(1000, fine16));
+  bufs[3].assign(100000, fine16);  // above COHORT_FUSION_MAX_TENSOR: reduced alone
+  std::vector<Handle> hs;
+  for (int i = 0; i < 4; ++i) {
+    Result<Handle> h = AllreduceAsync("c" + std::to_string(i), bufs[i].data(), bufs[i].data(),
+                                      {static_cast<int64_t>(bufs[i].size())}, DataType::kFloat32,
+                                      AllreduceOptions{ReduceOp::kSum, 1, 1, Compression::kFloat16});
+    Check(h.ok(), "submit compressed");
+    hs.push_back(*h);
+  }
+  for (int i = 0; i < 4; ++i) {
+    Check(Wait(hs[i]).ok(), "compressed completes");
+    Check(bufs[i].back() == static_cast<float>(n), "engine fp16 result");
+  }
+  float x = 1;
+  Result<Handle> mixed = AllreduceAsync(
+      "mixed", &x, &x, {1}, DataType::kFloat32,
+      AllreduceOptions{ReduceOp::kSum, 1, 1, Rank() == 1 ? Compression::kNone : Compression::kBFloat16});
+  Status s = mixed.ok() ? Wait(*mixed) : mixed.status();
+  Check(s.code() == Status::Code::kMismatch && s.message().find("compression") != std::string::npos,
+        "compression mismatch: " + s.ToString());
+  if (g_failures == 0) std::printf("rank %d: compression ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
 int RunDie() {
   std::vector<float> big(1 << 18, 1.0f);
   for (int step = 0;; ++step) {
@@ -319,6 +362,7 @@ int main(int argc, char** argv) {
   if (mode == "unmatched") rc = RunUnmatched();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
+  if (mode == "compression") rc = RunCompression();
   if (mode == "timeline") rc = RunTimeline(argc > 2 ? argv[2] : "timeline.json");
   Shutdown();
   return rc;
