@@ -96,9 +96,8 @@ Status Barrier();
 // other operations carry on. A name may not be resubmitted while in flight.
 //
 // The engine starts with the first asynchronous call; from then on the
-// blocking collectives above run through it too (ReduceScatter, Alltoall and
-// AlltoallCounts are not available through it yet and fail). Buffers must
-// stay valid until the handle completes.
+// blocking collectives above run through it too. Buffers must stay valid
+// until the handle completes.
 
 using Handle = int64_t;
 using Shape = std::vector<int64_t>;
@@ -117,9 +116,23 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
 Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape,
                               DataType type, int root, DoneCallback done = nullptr);
 // The result (ranks' tensors concatenated along the first dimension) is held
-// by the engine; fetch it with TakeAllgatherResult after completion.
+// by the engine; fetch it with TakeResult after completion.
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
                               DataType type, DoneCallback done = nullptr);
+// Reduces `send` over the ranks and gives rank r the rows of block r of the
+// first dimension: `recv_rows[r]` rows when given (equal on every rank),
+// else an even split (the first rows % size ranks get one row more). The
+// block is fetched with TakeResult.
+Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
+                                  DataType type, ReduceOp op,
+                                  const std::vector<int64_t>& recv_rows = {},
+                                  DoneCallback done = nullptr);
+// Sends splits[p] consecutive rows of `send` to rank p (splits has Size()
+// entries summing to shape[0]); the rows received, in rank order, and how
+// many came from each rank are fetched with TakeResult.
+Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Shape& shape,
+                             DataType type, const std::vector<int64_t>& splits,
+                             DoneCallback done = nullptr);
 Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr);
 
 // True once `handle` has completed (successfully or not).
@@ -127,7 +140,13 @@ Result<bool> Poll(Handle handle);
 // Waits for `handle`; `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
 // operation's status (a kTimeout if the wait itself ran out).
 Status Wait(Handle handle, double timeout_seconds = -1);
-Status TakeAllgatherResult(Handle handle, std::vector<unsigned char>* data, Shape* shape);
+// The output of a completed allgather, reduce-scatter or alltoall.
+struct TensorResult {
+  std::vector<unsigned char> data;
+  Shape shape;
+  std::vector<int64_t> received_splits;  // alltoall: rows received from each rank
+};
+Status TakeResult(Handle handle, TensorResult* result);
 // Forgets a completed handle.
 void Release(Handle handle);
 

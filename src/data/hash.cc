@@ -33,6 +33,11 @@ uint64_t Checksum64(std::string_view a, std::string_view b) {
   return XXH3_64bits_digest(state.get());
 }
 
+std::pair<uint64_t, uint64_t> Digest128(std::string_view bytes) {
+  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return {h.low64, h.high64};
+}
+
 bool IsObjectId(std::string_view s) {
   if (s.size() != 64) return false;
   for (char c : s) {

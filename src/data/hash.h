@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cohort::data {
 
@@ -15,6 +16,8 @@ std::string Sha256Hex(std::string_view bytes);
 uint64_t Checksum64(std::string_view bytes);
 // The checksum of `a` followed by `b`, without joining them.
 uint64_t Checksum64(std::string_view a, std::string_view b);
+// XXH3-128 as {low, high}: tells records apart (collisions: 2^-128).
+std::pair<uint64_t, uint64_t> Digest128(std::string_view bytes);
 // True for 64 lowercase hex digits (an object id).
 bool IsObjectId(std::string_view s);
 // First 12 hex digits: how ids are shown to people.

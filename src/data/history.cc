@@ -10,16 +10,18 @@ namespace cohort::data {
 
 namespace {
 
-using RecordsById = std::map<uint64_t, std::string>;
+// A 128-bit digest per sample id: diff compares digests, so its memory is
+// 16 bytes a sample however large the samples are.
+using DigestsById = std::map<uint64_t, std::pair<uint64_t, uint64_t>>;
 
-// Records of the chunks of `commit` whose ids are not in `skip`.
-Status CollectRecords(Repository& repo, const std::string& commit_id, const CommitObject& commit,
-                      const std::set<std::string>& skip, RecordsById* out) {
+// Digests of the records in the chunks of `commit` whose ids are not in `skip`.
+Status CollectDigests(Repository& repo, const std::string& commit_id, const CommitObject& commit,
+                      const std::set<std::string>& skip, DigestsById* out) {
   for (const ChunkRef& ref : commit.chunks) {
     if (skip.count(ref.id)) continue;
     Result<DecodedChunk> chunk = repo.LoadChunk(commit_id, ref);
     if (!chunk.ok()) return chunk.status();
-    for (size_t i = 0; i < chunk->size(); ++i) (*out)[chunk->id(i)] = std::string(chunk->record(i));
+    for (size_t i = 0; i < chunk->size(); ++i) (*out)[chunk->id(i)] = Digest128(chunk->record(i));
   }
   return Status::OK();
 }
@@ -105,19 +107,19 @@ Result<DiffResult> Diff(const std::string& location, const std::string& from,
   // A chunk both commits reference holds the same samples in both (sample ids
   // are unique within a commit), so only the other chunks are read.
   std::set<std::string> a_chunks = ChunkIds(*a), b_chunks = ChunkIds(*b);
-  RecordsById a_only, b_only;
-  COHORT_RETURN_IF_ERROR(CollectRecords(**repo, *a_id, *a, b_chunks, &a_only));
-  COHORT_RETURN_IF_ERROR(CollectRecords(**repo, *b_id, *b, a_chunks, &b_only));
+  DigestsById a_only, b_only;
+  COHORT_RETURN_IF_ERROR(CollectDigests(**repo, *a_id, *a, b_chunks, &a_only));
+  COHORT_RETURN_IF_ERROR(CollectDigests(**repo, *b_id, *b, a_chunks, &b_only));
   DiffResult diff;
-  for (const auto& [id, record] : a_only) {
+  for (const auto& [id, digest] : a_only) {
     auto it = b_only.find(id);
     if (it == b_only.end()) {
       diff.removed.push_back(id);
-    } else if (it->second != record) {
+    } else if (it->second != digest) {
       diff.changed.push_back(id);
     }
   }
-  for (const auto& [id, record] : b_only) {
+  for (const auto& [id, digest] : b_only) {
     if (!a_only.count(id)) diff.added.push_back(id);
   }
   return diff;

@@ -29,11 +29,6 @@ Engine* RunningEngine() {
   return rt == nullptr ? nullptr : rt->engine();
 }
 
-Status EngineNotYet(const char* what) {
-  return Status::InvalidArgument(std::string(what) +
-                                 " is not available once the asynchronous engine runs (yet)");
-}
-
 Deadline WaitDeadline(double timeout_seconds) {
   if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
   return Deadline::AfterSeconds(timeout_seconds);
@@ -52,6 +47,35 @@ Status SubmitAndWait(Request request) {
   Status s = Wait(*h);
   Release(*h);
   return s;
+}
+
+// Like SubmitAndWait, for operations that produce a new tensor.
+Result<TensorResult> SubmitWaitAndTake(Request request) {
+  Result<Handle> h = Submit(std::move(request), nullptr);
+  if (!h.ok()) return h.status();
+  TensorResult result;
+  Status s = Wait(*h);
+  if (s.ok()) s = TakeResult(*h, &result);
+  Release(*h);
+  if (!s.ok()) return s;
+  return result;
+}
+
+// Copies an engine result into a caller's buffer after checking its size.
+Status CopyResult(const TensorResult& result, void* recv, size_t expected_elements,
+                  DataType type, const char* what) {
+  if (result.data.size() != expected_elements * DataTypeSize(type)) {
+    return Status::Mismatch(std::string(what) + ": the ranks' counts give " +
+                            std::to_string(result.data.size() / DataTypeSize(type)) +
+                            " elements here, but the receive counts add up to " +
+                            std::to_string(expected_elements));
+  }
+  if (!result.data.empty()) std::memcpy(recv, result.data.data(), result.data.size());
+  return Status::OK();
+}
+
+std::vector<int64_t> ToRows(const size_t* counts, int n) {
+  return std::vector<int64_t>(counts, counts + n);
 }
 
 Announcement Describe(const std::string& name, RequestKind kind, const Shape& shape,
@@ -117,7 +141,21 @@ Status Allreduce(const void* send, void* recv, size_t count, DataType type,
 
 Status ReduceScatter(const void* send, void* recv, const size_t* recv_counts, DataType type,
                      ReduceOp op) {
-  if (RunningEngine() != nullptr) return EngineNotYet("ReduceScatter");
+  if (RunningEngine() != nullptr) {
+    if (recv_counts == nullptr) return Status::InvalidArgument("reducescatter: recv_counts is null");
+    Request r;
+    const std::vector<int64_t> rows = ToRows(recv_counts, Size());
+    int64_t total = 0;
+    for (int64_t x : rows) total += x;
+    r.what = Describe(g_runtime->NextSyncName("reducescatter"), RequestKind::kReduceScatter,
+                      {total}, type);
+    r.what.op = op;
+    r.what.splits = rows;
+    r.send = send;
+    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    if (!result.ok()) return result.status();
+    return CopyResult(*result, recv, recv_counts[Rank()], type, "reducescatter");
+  }
   return WithComm([&](Communicator& comm) {
     return RunReduceScatter(comm, send, recv, recv_counts, type, op);
   });
@@ -127,16 +165,14 @@ Result<std::vector<size_t>> AllgatherCounts(size_t my_count) {
   std::vector<size_t> counts(std::max(Size(), 0));
   if (RunningEngine() != nullptr) {
     uint64_t mine = my_count;
-    Result<Handle> h = AllgatherAsync(g_runtime->NextSyncName("allgather_counts"), &mine, {1},
-                                      DataType::kInt64);
-    if (!h.ok()) return h.status();
-    std::vector<unsigned char> data;
-    Shape shape;
-    Status s = Wait(*h);
-    if (s.ok()) s = TakeAllgatherResult(*h, &data, &shape);
-    Release(*h);
-    if (!s.ok()) return s;
-    std::memcpy(counts.data(), data.data(), counts.size() * sizeof(uint64_t));
+    Request r;
+    r.what = Describe(g_runtime->NextSyncName("allgather_counts"), RequestKind::kAllgather, {1},
+                      DataType::kInt64);
+    r.send = &mine;
+    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    if (!result.ok()) return result.status();
+    COHORT_RETURN_IF_ERROR(CopyResult(*result, counts.data(), counts.size(), DataType::kInt64,
+                                      "allgather counts"));
     return counts;
   }
   Status s = WithComm([&](Communicator& comm) {
@@ -155,25 +191,16 @@ Result<std::vector<size_t>> AllgatherCounts(size_t my_count) {
 Status Allgather(const void* send, size_t send_count, void* recv, const size_t* recv_counts,
                  DataType type) {
   if (RunningEngine() != nullptr) {
-    Result<Handle> h = AllgatherAsync(g_runtime->NextSyncName("allgather"), send,
-                                      {static_cast<int64_t>(send_count)}, type);
-    if (!h.ok()) return h.status();
-    std::vector<unsigned char> data;
-    Shape shape;
-    Status s = Wait(*h);
-    if (s.ok()) s = TakeAllgatherResult(*h, &data, &shape);
-    Release(*h);
-    if (!s.ok()) return s;
+    if (recv_counts == nullptr) return Status::InvalidArgument("allgather: recv_counts is null");
+    Request r;
+    r.what = Describe(g_runtime->NextSyncName("allgather"), RequestKind::kAllgather,
+                      {static_cast<int64_t>(send_count)}, type);
+    r.send = send;
+    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    if (!result.ok()) return result.status();
     size_t expected = 0;
-    for (int r = 0; r < Size(); ++r) expected += recv_counts[r];
-    if (data.size() != expected * DataTypeSize(type)) {
-      return Status::Mismatch("allgather: the ranks contributed " +
-                              std::to_string(data.size() / DataTypeSize(type)) +
-                              " elements in all, but recv_counts add up to " +
-                              std::to_string(expected));
-    }
-    if (!data.empty()) std::memcpy(recv, data.data(), data.size());
-    return Status::OK();
+    for (int p = 0; p < Size(); ++p) expected += recv_counts[p];
+    return CopyResult(*result, recv, expected, type, "allgather");
   }
   return WithComm([&](Communicator& comm) {
     return RunAllgather(comm, send, send_count, recv, recv_counts, type);
@@ -193,8 +220,21 @@ Status Broadcast(void* buf, size_t count, DataType type, int root) {
 }
 
 Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
-  if (RunningEngine() != nullptr) return EngineNotYet("AlltoallCounts");
   std::vector<size_t> counts(std::max(Size(), 0));
+  if (RunningEngine() != nullptr) {
+    if (send_counts == nullptr) return Status::InvalidArgument("alltoall counts: send_counts is null");
+    std::vector<uint64_t> out(send_counts, send_counts + Size());
+    Request r;
+    r.what = Describe(g_runtime->NextSyncName("alltoall_counts"), RequestKind::kAlltoall,
+                      {static_cast<int64_t>(Size())}, DataType::kInt64);
+    r.what.splits.assign(Size(), 1);
+    r.send = out.data();
+    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    if (!result.ok()) return result.status();
+    COHORT_RETURN_IF_ERROR(CopyResult(*result, counts.data(), counts.size(), DataType::kInt64,
+                                      "alltoall counts"));
+    return counts;
+  }
   Status s = WithComm([&](Communicator& comm) {
     if (send_counts == nullptr) {
       return comm.Fail(Status::InvalidArgument("alltoall counts: send_counts is null"));
@@ -212,7 +252,25 @@ Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
 
 Status Alltoall(const void* send, const size_t* send_counts, void* recv,
                 const size_t* recv_counts, DataType type) {
-  if (RunningEngine() != nullptr) return EngineNotYet("Alltoall");
+  if (RunningEngine() != nullptr) {
+    if (send_counts == nullptr || recv_counts == nullptr) {
+      return Status::InvalidArgument("alltoall: send_counts and recv_counts are required");
+    }
+    Request r;
+    const std::vector<int64_t> splits = ToRows(send_counts, Size());
+    int64_t total = 0;
+    size_t expected = 0;
+    for (int p = 0; p < Size(); ++p) {
+      total += splits[p];
+      expected += recv_counts[p];
+    }
+    r.what = Describe(g_runtime->NextSyncName("alltoall"), RequestKind::kAlltoall, {total}, type);
+    r.what.splits = splits;
+    r.send = send;
+    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    if (!result.ok()) return result.status();
+    return CopyResult(*result, recv, expected, type, "alltoall");
+  }
   return WithComm([&](Communicator& comm) {
     return RunAlltoall(comm, send, send_counts, recv, recv_counts, type);
   });
@@ -306,10 +364,30 @@ Status Wait(Handle handle, double timeout_seconds) {
   return e->handles().Wait(handle, WaitDeadline(timeout_seconds));
 }
 
-Status TakeAllgatherResult(Handle handle, std::vector<unsigned char>* data, Shape* shape) {
+Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
+                                  DataType type, ReduceOp op, const std::vector<int64_t>& recv_rows,
+                                  DoneCallback done) {
+  Request r;
+  r.what = Describe(name, RequestKind::kReduceScatter, shape, type);
+  r.what.op = op;
+  r.what.splits = recv_rows;
+  r.send = send;
+  return Submit(std::move(r), std::move(done));
+}
+
+Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Shape& shape,
+                             DataType type, const std::vector<int64_t>& splits, DoneCallback done) {
+  Request r;
+  r.what = Describe(name, RequestKind::kAlltoall, shape, type);
+  r.what.splits = splits;
+  r.send = send;
+  return Submit(std::move(r), std::move(done));
+}
+
+Status TakeResult(Handle handle, TensorResult* result) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
-  return e->handles().TakeOutput(handle, data, shape);
+  return e->handles().TakeOutput(handle, result);
 }
 
 Status StartTimeline(const std::string& path) {

@@ -10,6 +10,41 @@
 
 namespace cohort {
 
+namespace {
+
+// Local checks of the rows-per-rank argument of reduce-scatter and alltoall.
+Status CheckSplits(const Announcement& a, int size) {
+  const bool alltoall = a.kind == RequestKind::kAlltoall;
+  if (!alltoall && a.kind != RequestKind::kReduceScatter) return Status::OK();
+  if (a.shape.empty()) return Status::InvalidArgument("needs at least one dimension");
+  if (a.splits.empty() && !alltoall) return Status::OK();  // even split
+  if (static_cast<int>(a.splits.size()) != size) {
+    return Status::InvalidArgument("has " + std::to_string(a.splits.size()) +
+                                   " splits for " + std::to_string(size) + " ranks");
+  }
+  int64_t sum = 0;
+  for (int64_t rows : a.splits) {
+    if (rows < 0) return Status::InvalidArgument("has a negative split");
+    sum += rows;
+  }
+  if (sum != a.shape[0]) {
+    return Status::InvalidArgument("splits add up to " + std::to_string(sum) +
+                                   " rows but the first dimension is " +
+                                   std::to_string(a.shape[0]));
+  }
+  return Status::OK();
+}
+
+// Rows rank r receives in a reduce-scatter.
+std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
+  if (!a.splits.empty()) return a.splits;
+  std::vector<int64_t> rows(size, a.shape[0] / size);
+  for (int r = 0; r < a.shape[0] % size; ++r) ++rows[r];
+  return rows;
+}
+
+}  // namespace
+
 Engine::Engine(Communicator& comm, EngineOptions options)
     : comm_(comm),
       options_(options),
@@ -62,7 +97,10 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   for (int64_t d : a.shape) {
     if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
   }
-  const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather;
+  COHORT_RETURN_IF_ERROR(CheckSplits(a, comm_.size()).WithContext(what));
+  const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather ||
+                          a.kind == RequestKind::kReduceScatter ||
+                          a.kind == RequestKind::kAlltoall;
   const bool needs_recv = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kBroadcast;
   if (a.elements() > 0 && ((needs_send && request.send == nullptr) ||
                            (needs_recv && request.recv == nullptr))) {
@@ -279,6 +317,8 @@ Status Engine::Execute(const Response& response) {
   if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(response);
   Request r = TakePending(response.names[0]);
   if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(r, response);
+  if (response.kind == RequestKind::kReduceScatter) return ExecuteReduceScatter(r);
+  if (response.kind == RequestKind::kAlltoall) return ExecuteAlltoall(r, response);
   const Announcement& a = r.what;
   const Clock::time_point start = Clock::now();
   Status s = response.kind == RequestKind::kBroadcast
@@ -354,9 +394,53 @@ Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
   const Clock::time_point start = Clock::now();
   Status s = RunAllgather(comm_, r.send, counts[comm_.rank()], out.data(), counts.data(), a.dtype);
   if (tl_) tl_->Span(a.name, "ALLGATHER", start, Clock::now());
-  std::vector<int64_t> shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
-  shape[0] = rows;
-  handles_.Complete(r.handle, s, std::move(out), std::move(shape));
+  TensorResult result;
+  result.data = std::move(out);
+  result.shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
+  result.shape[0] = rows;
+  handles_.Complete(r.handle, s, std::move(result));
+  return s;
+}
+
+Status Engine::ExecuteReduceScatter(const Request& r) {
+  const Announcement& a = r.what;
+  const int n = comm_.size();
+  const std::vector<int64_t> rows = ScatterRows(a, n);
+  std::vector<size_t> counts(n);
+  for (int p = 0; p < n; ++p) counts[p] = static_cast<size_t>(rows[p]) * a.row_elements();
+  TensorResult result;
+  result.data.resize(counts[comm_.rank()] * DataTypeSize(a.dtype));
+  result.shape = a.shape;
+  result.shape[0] = rows[comm_.rank()];
+  const Clock::time_point start = Clock::now();
+  Status s = RunReduceScatter(comm_, r.send, result.data.data(), counts.data(), a.dtype, a.op);
+  if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
+  handles_.Complete(r.handle, s, std::move(result));
+  return s;
+}
+
+Status Engine::ExecuteAlltoall(const Request& r, const Response& response) {
+  const Announcement& a = r.what;
+  const int n = comm_.size(), me = comm_.rank();
+  const uint64_t row = a.row_elements();
+  std::vector<size_t> send_counts(n), recv_counts(n);
+  TensorResult result;
+  int64_t rows = 0;
+  for (int p = 0; p < n; ++p) {
+    send_counts[p] = static_cast<size_t>(a.splits[p]) * row;
+    const int64_t from_p = response.splits_by_rank[p][me];
+    recv_counts[p] = static_cast<size_t>(from_p) * row;
+    result.received_splits.push_back(from_p);
+    rows += from_p;
+  }
+  result.data.resize(static_cast<size_t>(rows) * row * DataTypeSize(a.dtype));
+  result.shape = a.shape;
+  result.shape[0] = rows;
+  const Clock::time_point start = Clock::now();
+  Status s = RunAlltoall(comm_, r.send, send_counts.data(), result.data.data(), recv_counts.data(),
+                         a.dtype);
+  if (tl_) tl_->Span(a.name, "ALLTOALL", start, Clock::now());
+  handles_.Complete(r.handle, s, std::move(result));
   return s;
 }
 

@@ -71,6 +71,8 @@ class Engine {
   Status Execute(const Response& response);
   Status ExecuteAllreduce(const Response& response);
   Status ExecuteAllgather(const Request& request, const Response& response);
+  Status ExecuteReduceScatter(const Request& request);
+  Status ExecuteAlltoall(const Request& request, const Response& response);
   void RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,
                         Clock::time_point t1, Clock::time_point t2, Clock::time_point t3);
   void Fail(const Status& status);

@@ -10,8 +10,7 @@ int64_t HandleTable::Create(CompletionCallback callback) {
   return h;
 }
 
-void HandleTable::Complete(int64_t handle, const Status& status, std::vector<unsigned char> output,
-                           std::vector<int64_t> output_shape) {
+void HandleTable::Complete(int64_t handle, const Status& status, TensorResult output) {
   CompletionCallback callback;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -20,7 +19,6 @@ void HandleTable::Complete(int64_t handle, const Status& status, std::vector<uns
     it->second.done = true;
     it->second.status = status;
     it->second.output = std::move(output);
-    it->second.output_shape = std::move(output_shape);
     callback = std::move(it->second.callback);
   }
   done_.notify_all();
@@ -48,15 +46,13 @@ Status HandleTable::Wait(int64_t handle, Deadline deadline) {
   return it->second.status;
 }
 
-Status HandleTable::TakeOutput(int64_t handle, std::vector<unsigned char>* data,
-                               std::vector<int64_t>* shape) {
+Status HandleTable::TakeOutput(int64_t handle, TensorResult* output) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end() || !it->second.done) {
     return Status::InvalidArgument("handle " + std::to_string(handle) + " is not complete");
   }
-  *data = std::move(it->second.output);
-  *shape = std::move(it->second.output_shape);
+  *output = std::move(it->second.output);
   return it->second.status;
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "cohort/cohort.h"
 #include "cohort/status.h"
 #include "common/deadline.h"
 
@@ -22,16 +23,16 @@ class HandleTable {
   // A new pending handle; `callback` (may be empty) runs on the engine thread
   // when the operation completes, after the handle is marked done.
   int64_t Create(CompletionCallback callback);
-  // Marks `handle` done with `status` (and, for allgather, its output).
-  void Complete(int64_t handle, const Status& status, std::vector<unsigned char> output = {},
-                std::vector<int64_t> output_shape = {});
+  // Marks `handle` done with `status` and, for operations that produce a
+  // new tensor (allgather, reduce-scatter, alltoall), its output.
+  void Complete(int64_t handle, const Status& status, TensorResult output = {});
 
   // Done yet? Unknown handles are kInvalidArgument.
   Result<bool> Poll(int64_t handle);
   // Waits for completion until `deadline`; returns the operation's status.
   Status Wait(int64_t handle, Deadline deadline);
-  // The allgather result of a completed handle (moved out once).
-  Status TakeOutput(int64_t handle, std::vector<unsigned char>* data, std::vector<int64_t>* shape);
+  // The output of a completed handle (moved out once).
+  Status TakeOutput(int64_t handle, TensorResult* output);
   // Forgets a completed handle.
   void Release(int64_t handle);
 
@@ -40,8 +41,7 @@ class HandleTable {
     bool done = false;
     Status status;
     CompletionCallback callback;
-    std::vector<unsigned char> output;
-    std::vector<int64_t> output_shape;
+    TensorResult output;
   };
 
   std::mutex mu_;

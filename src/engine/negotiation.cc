@@ -96,7 +96,11 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   auto dtype = [](const Announcement& x) { return std::string(DataTypeName(x.dtype)); };
   if (!AllSame(a, dtype)) return mismatch("data type", dtype);
   const RequestKind k = a[0].kind;
-  if (k == RequestKind::kAllreduce) {
+  if (k == RequestKind::kReduceScatter) {
+    auto splits = [](const Announcement& x) { return ShapeText(x.splits); };
+    if (!AllSame(a, splits)) return mismatch("rows per rank", splits);
+  }
+  if (k == RequestKind::kAllreduce || k == RequestKind::kReduceScatter) {
     auto op = [](const Announcement& x) { return std::string(ReduceOpName(x.op)); };
     if (!AllSame(a, op)) return mismatch("reduce op", op);
     auto scales = [](const Announcement& x) {
@@ -119,7 +123,7 @@ Status NegotiationTable::Validate(const Ready& ready) const {
                                      " is not a rank of this job");
     }
   }
-  if (k == RequestKind::kAllgather) {
+  if (k == RequestKind::kAllgather || k == RequestKind::kAlltoall) {
     // All dimensions but the first must agree; the first may differ per rank.
     auto rank_of = [](const Announcement& x) { return std::to_string(x.shape.size()); };
     if (!AllSame(a, rank_of)) return mismatch("number of dimensions", rank_of);
@@ -151,6 +155,9 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
       for (const Announcement& x : ready.by_rank) {
         r.rows_per_rank.push_back(x.shape.empty() ? 1 : x.shape[0]);
       }
+    }
+    if (r.error.ok() && a.kind == RequestKind::kAlltoall) {
+      for (const Announcement& x : ready.by_rank) r.splits_by_rank.push_back(x.splits);
     }
     const uint64_t bytes = a.elements() * DataTypeSize(a.dtype);
     const bool fusable = r.error.ok() && a.kind == RequestKind::kAllreduce &&

@@ -24,6 +24,7 @@ struct Response {
   std::vector<std::string> names;  // more than one: a fused allreduce
   Status error;                    // not OK: these names fail on every rank
   std::vector<int64_t> rows_per_rank;  // allgather: first dimension per rank
+  std::vector<std::vector<int64_t>> splits_by_rank;  // alltoall: each rank's splits
 };
 
 class NegotiationTable {

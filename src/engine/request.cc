@@ -1,6 +1,7 @@
 // Request helpers and the negotiation wire format (little-endian, packed):
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
-//   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 | u64 group_id | u32 group_size }
+//   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 |
+//   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size }
 //   | u32 stalled | stalled x { u32 len | name }
 #include "engine/request.h"
 
@@ -47,6 +48,8 @@ const char* RequestKindName(RequestKind kind) {
     case RequestKind::kAllgather: return "allgather";
     case RequestKind::kBroadcast: return "broadcast";
     case RequestKind::kBarrier: return "barrier";
+    case RequestKind::kReduceScatter: return "reducescatter";
+    case RequestKind::kAlltoall: return "alltoall";
   }
   return "unknown";
 }
@@ -79,6 +82,8 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     Put<int32_t>(&out, a.compression);
     Put<uint32_t>(&out, static_cast<uint32_t>(a.shape.size()));
     for (int64_t d : a.shape) Put<int64_t>(&out, d);
+    Put<uint32_t>(&out, static_cast<uint32_t>(a.splits.size()));
+    for (int64_t d : a.splits) Put<int64_t>(&out, d);
     Put<uint64_t>(&out, a.group_id);
     Put<uint32_t>(&out, a.group_size);
   }
@@ -110,8 +115,15 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
     a.kind = static_cast<RequestKind>(kind);
     a.dtype = static_cast<DataType>(dtype);
     a.op = static_cast<ReduceOp>(op);
+    if (ndim > bytes.size()) return false;
     a.shape.resize(ndim);
     for (int64_t& d : a.shape) {
+      if (!in.Get(&d)) return false;
+    }
+    uint32_t nsplits = 0;
+    if (!in.Get(&nsplits) || nsplits > bytes.size()) return false;
+    a.splits.resize(nsplits);
+    for (int64_t& d : a.splits) {
       if (!in.Get(&d)) return false;
     }
     if (!in.Get(&a.group_id) || !in.Get(&a.group_size)) return false;

@@ -11,7 +11,14 @@
 
 namespace cohort {
 
-enum class RequestKind : int32_t { kAllreduce = 0, kAllgather, kBroadcast, kBarrier };
+enum class RequestKind : int32_t {
+  kAllreduce = 0,
+  kAllgather,
+  kBroadcast,
+  kBarrier,
+  kReduceScatter,
+  kAlltoall,
+};
 const char* RequestKindName(RequestKind kind);
 
 // The part of a request every rank must agree on (sent during negotiation).
@@ -25,6 +32,9 @@ struct Announcement {
   double postscale = 1;
   int32_t compression = 0;  // cohort::Compression, allreduce only
   std::vector<int64_t> shape;
+  // Rows per rank: alltoall, rows sent to each rank; reduce-scatter, rows
+  // each rank receives (empty: an even split).
+  std::vector<int64_t> splits;
   uint64_t group_id = 0;    // 0: not part of a group
   uint32_t group_size = 0;  // number of tensors in the group
 

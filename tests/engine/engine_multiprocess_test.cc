@@ -60,6 +60,12 @@ TEST_P(EngineJob, GroupedAllreduce) {
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
 }
 
+TEST_P(EngineJob, ReduceScatterAndAlltoallWithSplits) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"scatter"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "scatter ok"), GetParam().np);
+}
+
 TEST_P(EngineJob, BlockingCallsRunThroughTheEngine) {
   Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"sync"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;

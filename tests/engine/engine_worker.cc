@@ -10,6 +10,7 @@
 //   engine_worker allgather       ranks contribute different first dimensions
 //   engine_worker grouped         a grouped allreduce
 //   engine_worker sync            blocking calls after the engine started
+//   engine_worker scatter         reduce-scatter and alltoall with splits
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
 //   engine_worker stall           a name rank 1 holds back is reported, then
 //                                 failed as stalled (short COHORT_STALL_* times)
@@ -156,10 +157,11 @@ int RunAllgather() {
   for (int64_t i = 0; i < rows * cols; ++i) mine[i] = static_cast<int32_t>(100 * r + i);
   Result<Handle> h = AllgatherAsync("gather", mine.data(), {rows, cols}, DataType::kInt32);
   Check(h.ok() && Wait(*h).ok(), "allgather completes");
-  std::vector<unsigned char> data;
-  Shape shape;
-  Check(TakeAllgatherResult(*h, &data, &shape).ok(), "take result");
+  TensorResult result;
+  Check(TakeResult(*h, &result).ok(), "take result");
   Release(*h);
+  const std::vector<unsigned char>& data = result.data;
+  const Shape& shape = result.shape;
   const int64_t total_rows = static_cast<int64_t>(n) * (n + 1) / 2;
   Check(shape == Shape({total_rows, cols}), "result shape");
   std::vector<int32_t> got(data.size() / 4);
@@ -217,10 +219,81 @@ int RunSync() {
   Check(Barrier().ok(), "barrier");
   Result<std::vector<size_t>> counts = AllgatherCounts(Rank() * 2);
   Check(counts.ok() && (*counts)[Size() - 1] == static_cast<size_t>(2 * (Size() - 1)), "counts");
-  std::vector<size_t> ones(Size(), 1);
-  Check(!ReduceScatter(v.data(), v.data(), ones.data(), DataType::kInt64, ReduceOp::kSum).ok(),
-        "reducescatter refused while the engine runs");
+  // Reduce-scatter, alltoall and its counts run through the engine too.
+  const int n = Size(), me = Rank();
+  std::vector<int64_t> parts(n);
+  for (int p = 0; p < n; ++p) parts[p] = 10 * me + p;
+  std::vector<size_t> ones(n, 1);
+  int64_t mine = -1;
+  Check(ReduceScatter(parts.data(), &mine, ones.data(), DataType::kInt64, ReduceOp::kSum).ok(),
+        "blocking reducescatter");
+  Check(mine == 10 * static_cast<int64_t>(n) * (n - 1) / 2 + static_cast<int64_t>(n) * me,
+        "reducescatter value");
+  std::vector<size_t> send_counts(n), expected(n);
+  for (int p = 0; p < n; ++p) send_counts[p] = static_cast<size_t>(p + me + 1);
+  Result<std::vector<size_t>> recv_counts = AlltoallCounts(send_counts.data());
+  Check(recv_counts.ok(), "alltoall counts");
+  size_t send_total = 0, recv_total = 0;
+  for (int p = 0; p < n; ++p) {
+    send_total += send_counts[p];
+    recv_total += (*recv_counts)[p];
+    Check((*recv_counts)[p] == static_cast<size_t>(me + p + 1), "alltoall count value");
+  }
+  std::vector<int32_t> out(send_total, me), in(recv_total, -1);
+  Check(Alltoall(out.data(), send_counts.data(), in.data(), recv_counts->data(),
+                 DataType::kInt32).ok(), "blocking alltoall");
+  Check(in.back() == n - 1 && in.front() == 0, "alltoall values come from each rank in order");
   if (g_failures == 0) std::printf("rank %d: sync ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunScatter() {
+  const int n = Size(), me = Rank();
+  // Reduce-scatter with an even split of 2n+1 rows of 3: rank 0 gets 3 rows.
+  const int64_t rows = 2 * n + 1, cols = 3;
+  std::vector<float> x(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) x[i] = static_cast<float>(i + me);
+  Result<Handle> h = ReduceScatterAsync("rs", x.data(), {rows, cols}, DataType::kFloat32,
+                                        ReduceOp::kSum);
+  TensorResult rs;
+  Check(h.ok() && Wait(*h).ok() && TakeResult(*h, &rs).ok(), "reducescatter completes");
+  const int64_t my_rows = rows / n + (me < rows % n ? 1 : 0);
+  int64_t first_row = 0;
+  for (int p = 0; p < me; ++p) first_row += rows / n + (p < rows % n ? 1 : 0);
+  Check(rs.shape == Shape({my_rows, cols}), "reducescatter shape");
+  std::vector<float> got(rs.data.size() / 4);
+  std::memcpy(got.data(), rs.data.data(), rs.data.size());
+  for (int64_t i = 0; i < my_rows * cols; ++i) {
+    const int64_t e = first_row * cols + i;
+    Check(got[i] == static_cast<float>(n * e + n * (n - 1) / 2), "reducescatter value");
+  }
+  // Alltoall: rank me sends p + 1 rows of 2 to rank p, each row [me, p].
+  std::vector<int64_t> splits(n);
+  std::vector<int32_t> send;
+  for (int p = 0; p < n; ++p) {
+    splits[p] = p + 1;
+    for (int k = 0; k <= p; ++k) {
+      send.push_back(me);
+      send.push_back(p);
+    }
+  }
+  const int64_t sent_rows = static_cast<int64_t>(send.size() / 2);
+  Result<Handle> a = AlltoallAsync("a2a", send.data(), {sent_rows, 2}, DataType::kInt32, splits);
+  TensorResult at;
+  Check(a.ok() && Wait(*a).ok() && TakeResult(*a, &at).ok(), "alltoall completes");
+  Check(at.received_splits == std::vector<int64_t>(n, me + 1), "received splits");
+  Check(at.shape == Shape({static_cast<int64_t>(n) * (me + 1), 2}), "alltoall shape");
+  std::vector<int32_t> recv(at.data.size() / 4);
+  std::memcpy(recv.data(), at.data.data(), at.data.size());
+  for (size_t row = 0; row < recv.size() / 2; ++row) {
+    Check(recv[2 * row] == static_cast<int32_t>(row / (me + 1)) && recv[2 * row + 1] == me,
+          "alltoall row");
+  }
+  // Local argument errors come back at once.
+  Result<Handle> bad = AlltoallAsync("bad", send.data(), {sent_rows, 2}, DataType::kInt32, {1});
+  Check(!bad.ok() && bad.status().message().find("splits for") != std::string::npos,
+        "wrong number of splits: " + bad.status().ToString());
+  if (g_failures == 0) std::printf("rank %d: scatter ok\n", Rank());
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -360,6 +433,7 @@ int main(int argc, char** argv) {
   if (mode == "grouped") rc = RunGrouped();
   if (mode == "sync") rc = RunSync();
   if (mode == "unmatched") rc = RunUnmatched();
+  if (mode == "scatter") rc = RunScatter();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
   if (mode == "compression") rc = RunCompression();
