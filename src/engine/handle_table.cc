@@ -20,8 +20,10 @@ void HandleTable::Complete(int64_t handle, const Status& status, TensorResult ou
     it->second.status = status;
     it->second.output = std::move(output);
     callback = std::move(it->second.callback);
+    // Notified under the lock: a waiter may Release (destroy) the state as
+    // soon as it sees `done`.
+    it->second.done_cv->notify_all();
   }
-  done_.notify_all();
   if (callback) callback(status);
 }
 
@@ -40,7 +42,7 @@ Status HandleTable::Wait(int64_t handle, Deadline deadline) {
   if (it == states_.end()) {
     return Status::InvalidArgument("unknown handle " + std::to_string(handle));
   }
-  if (!done_.wait_until(lock, deadline.at(), [&] { return it->second.done; })) {
+  if (!it->second.done_cv->wait_until(lock, deadline.at(), [&] { return it->second.done; })) {
     return Status::Timeout("handle " + std::to_string(handle) + " did not complete in time");
   }
   return it->second.status;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -38,6 +39,10 @@ class HandleTable {
 
  private:
   struct State {
+    // One per handle, so a completion wakes only the threads waiting for
+    // that handle (a training loop waits on one of ~160 handles at a time;
+    // waking it for every completion steals CPU from the engine thread).
+    std::unique_ptr<std::condition_variable> done_cv = std::make_unique<std::condition_variable>();
     bool done = false;
     Status status;
     CompletionCallback callback;
@@ -45,7 +50,6 @@ class HandleTable {
   };
 
   std::mutex mu_;
-  std::condition_variable done_;
   int64_t next_ = 1;
   std::map<int64_t, State> states_;  // guarded by mu_
 };
