@@ -45,26 +45,18 @@ Status CreateRef(const std::string& location, const std::string& ns, const std::
   return s;
 }
 
-// Checks one chunk object completely: present, named by its SHA-256, the
-// size the commit says, checksum, and every record decodes under the schema.
+// Checks one chunk object completely: present, the size the commit says,
+// named by its SHA-256, checksum, and every record decodes under the schema.
 std::string VerifyChunk(Repository& repo, const std::string& commit_id, const CommitObject& commit,
                         const ChunkRef& ref) {
-  std::string context = repo.ChunkContext(commit_id, ref.id) + ": ";
-  Result<std::optional<std::string>> bytes =
-      repo.storage().Get(Repository::ObjectKey("chunks", ref.id));
-  if (!bytes.ok()) return context + bytes.status().ToString();
-  if (!*bytes) return context + "chunk object is missing";
-  if (Sha256Hex(**bytes) != ref.id) {
-    return context + "chunk is corrupted (SHA-256 of its " + std::to_string((*bytes)->size()) +
-           " bytes differs from its name)";
-  }
-  Result<DecodedChunk> chunk = repo.LoadChunk(commit_id, ref);
+  Result<DecodedChunk> chunk = repo.LoadChunk(commit_id, ref, /*check_name=*/true);
   if (!chunk.ok()) return chunk.status().message();
   for (size_t i = 0; i < chunk->size(); ++i) {
     Result<Sample> sample = DecodeRecord(commit.schema, chunk->record(i));
-    if (!sample.ok())
-      return context + "sample id " + std::to_string(chunk->id(i)) + ": " +
-             sample.status().message();
+    if (!sample.ok()) {
+      return repo.ChunkContext(commit_id, ref.id) + ": sample id " + std::to_string(chunk->id(i)) +
+             ": " + sample.status().message();
+    }
   }
   return "";
 }

@@ -4,13 +4,13 @@
 // holder dies, so a killed writer never leaves the dataset locked).
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -112,12 +112,13 @@ class LocalStorage : public Storage {
     std::string full = Full(path);
     std::string dir = full.substr(0, full.rfind('/'));
     COHORT_RETURN_IF_ERROR(MakeDirs(dir));
-    std::string tmp =
-        full + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter_.fetch_add(1));
+    // mkostemp gives a name no other writer (thread or process) can share.
+    std::string tmp = full + ".tmp.XXXXXX";
     {
-      Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+      Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
       if (fd.get() < 0) return Errno("cannot create", tmp);
-      Status s = WriteAll(fd.get(), bytes, tmp);
+      Status s = ::fchmod(fd.get(), 0644) == 0 ? WriteAll(fd.get(), bytes, tmp)
+                                               : Errno("cannot chmod", tmp);
       if (s.ok() && ::fsync(fd.get()) != 0) s = Errno("cannot fsync", tmp);
       if (!s.ok()) {
         ::unlink(tmp.c_str());
@@ -225,7 +226,6 @@ class LocalStorage : public Storage {
   }
 
   std::string dir_;
-  std::atomic<uint64_t> counter_{0};  // makes temp names unique within the process
 };
 
 }  // namespace

@@ -191,7 +191,8 @@ std::string Repository::ChunkContext(const std::string& commit_id,
   return "dataset " + location() + ", commit " + commit_id + ", chunk " + chunk_id;
 }
 
-Result<DecodedChunk> Repository::LoadChunk(const std::string& commit_id, const ChunkRef& ref) {
+Result<DecodedChunk> Repository::LoadChunk(const std::string& commit_id, const ChunkRef& ref,
+                                           bool check_name) {
   std::string context = ChunkContext(commit_id, ref.id);
   Result<std::optional<std::string>> bytes = storage_->Get(ObjectKey("chunks", ref.id));
   if (!bytes.ok()) return bytes.status().WithContext(context);
@@ -200,6 +201,10 @@ Result<DecodedChunk> Repository::LoadChunk(const std::string& commit_id, const C
     return Status::IoError(context + ": chunk is truncated or resized: commit says " +
                            std::to_string(ref.stored_size) + " bytes, object has " +
                            std::to_string((*bytes)->size()));
+  }
+  if (check_name && Sha256Hex(**bytes) != ref.id) {
+    return Status::IoError(context +
+                           ": chunk is corrupted (the SHA-256 of its bytes differs from its name)");
   }
   Result<DecodedChunk> chunk = DecodedChunk::Decode(std::move(**bytes));
   if (!chunk.ok()) return chunk.status().WithContext(context);

@@ -39,8 +39,10 @@ class Repository {
   Status SetHead(const std::string& content);
 
   Result<CommitObject> LoadCommit(const std::string& id);
-  // The chunk `ref` of commit `commit_id`, checksum verified.
-  Result<DecodedChunk> LoadChunk(const std::string& commit_id, const ChunkRef& ref);
+  // The chunk `ref` of commit `commit_id`: size and checksum verified, and
+  // with `check_name` also its SHA-256 against its id (what verify does).
+  Result<DecodedChunk> LoadChunk(const std::string& commit_id, const ChunkRef& ref,
+                                 bool check_name = false);
   // Stores an object under its SHA-256 (skipped when present); returns the id.
   Result<std::string> PutObject(const std::string& kind, const std::string& bytes);
   Result<std::vector<std::string>> ListRefs();  // "refs/heads/main", "refs/tags/v1", ...
