@@ -10,6 +10,7 @@
 #include "data/chunk.h"
 #include "data/commit_object.h"
 #include "data/data_test_util.h"
+#include "data/repository.h"
 
 namespace cohort::data {
 namespace {
@@ -111,6 +112,42 @@ INSTANTIATE_TEST_SUITE_P(Compressions, RoundTrip,
                          ::testing::Values(Compression::kNone, Compression::kZstd,
                                            Compression::kLz4),
                          [](const auto& info) { return std::string(CompressionName(info.param)); });
+
+// Chunks close at the target size (overshooting by at most one sample), and
+// compression shrinks compressible chunks.
+TEST(DataFormat, ChunksMeetTheTargetSizeAndCompress) {
+  TempDir dir;
+  constexpr uint64_t kTarget = 64 << 10, kSampleBytes = 1000;
+  uint64_t stored[3] = {0, 0, 0};
+  for (Compression c : {Compression::kNone, Compression::kZstd, Compression::kLz4}) {
+    const std::string loc = dir.Sub(CompressionName(c));
+    WriterOptions options;
+    options.chunk_bytes = kTarget;
+    options.compression = c;
+    auto w = Writer::Create(loc, {{"t", ColumnKind::kText}}, options);
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_TRUE(
+          (*w)->Append({Value::Text(std::string(kSampleBytes, static_cast<char>('a' + i % 26)))})
+              .ok());
+    }
+    auto id = (*w)->Commit({"text"});
+    ASSERT_TRUE(id.ok());
+    auto repo = Repository::Open(loc);
+    ASSERT_TRUE(repo.ok());
+    auto commit = (*repo)->LoadCommit(*id);
+    ASSERT_TRUE(commit.ok());
+    const uint64_t record = kSampleBytes + 9;  // ndim byte + one dimension
+    const uint64_t per_chunk = (kTarget + record - 1) / record;
+    ASSERT_EQ(commit->chunks.size(), (1000 + per_chunk - 1) / per_chunk);
+    for (size_t k = 0; k + 1 < commit->chunks.size(); ++k)
+      EXPECT_EQ(commit->chunks[k].num_samples, per_chunk);
+    stored[static_cast<int>(c)] = CommitInfoOf(*id, *commit).stored_bytes;
+  }
+  EXPECT_GT(stored[0], 1000 * kSampleBytes);
+  EXPECT_LT(stored[1] * 20, stored[0]) << "zstd";
+  EXPECT_LT(stored[2] * 20, stored[0]) << "lz4";
+}
 
 TEST(DataFormat, OutOfRangeAndBadValuesAreErrors) {
   TempDir dir;
