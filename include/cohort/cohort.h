@@ -135,6 +135,15 @@ Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Sh
                              DoneCallback done = nullptr);
 Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr);
 
+// For a rank that has run out of data (uneven inputs): until every rank has
+// joined, this rank takes part in the other ranks' allreduces with the op's
+// identity (0 for sum and average, 1 for product, the type's extreme for min
+// and max; average still divides by Size()). Other operations fail while
+// ranks are joined. Completes when all ranks have joined; Join() returns the
+// last rank to join.
+Result<Handle> JoinAsync(DoneCallback done = nullptr);
+Result<int> Join();
+
 // True once `handle` has completed (successfully or not).
 Result<bool> Poll(Handle handle);
 // Waits for `handle`; `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
@@ -145,6 +154,7 @@ struct TensorResult {
   std::vector<unsigned char> data;
   Shape shape;
   std::vector<int64_t> received_splits;  // alltoall: rows received from each rank
+  int64_t last_joined_rank = -1;         // join: the last rank to join
 };
 Status TakeResult(Handle handle, TensorResult* result);
 // Forgets a completed handle.

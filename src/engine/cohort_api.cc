@@ -352,6 +352,20 @@ Result<Handle> BarrierAsync(const std::string& name, DoneCallback done) {
   return Submit(std::move(r), std::move(done));
 }
 
+Result<Handle> JoinAsync(DoneCallback done) {
+  Request r;
+  r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
+  return Submit(std::move(r), std::move(done));
+}
+
+Result<int> Join() {
+  Request r;
+  r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
+  Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+  if (!result.ok()) return result.status();
+  return static_cast<int>(result->last_joined_rank);
+}
+
 Result<bool> Poll(Handle handle) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();

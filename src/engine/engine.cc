@@ -2,11 +2,13 @@
 #include "engine/engine.h"
 
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <sstream>
 
 #include "collectives/collectives.h"
 #include "common/logging.h"
+#include "common/value_convert.h"
 
 namespace cohort {
 
@@ -33,6 +35,20 @@ Status CheckSplits(const Announcement& a, int size) {
                                    std::to_string(a.shape[0]));
   }
   return Status::OK();
+}
+
+// A tensor of `a`'s shape filled with the identity of its reduce op.
+std::vector<unsigned char> IdentityBuffer(const Announcement& a) {
+  const size_t esize = DataTypeSize(a.dtype);
+  std::vector<unsigned char> buf(std::max<uint64_t>(a.elements(), 1) * esize, 0);
+  if (a.op == ReduceOp::kSum || a.op == ReduceOp::kAverage) return buf;  // zeros
+  const double value = a.op == ReduceOp::kProduct ? 1.0
+                       : a.op == ReduceOp::kMin   ? std::numeric_limits<double>::infinity()
+                                                  : -std::numeric_limits<double>::infinity();
+  unsigned char one[8];
+  StoreAs(a.dtype, value, one);  // saturates to the type's extreme for integers
+  for (size_t i = 0; i < a.elements(); ++i) std::memcpy(&buf[i * esize], one, esize);
+  return buf;
 }
 
 // Rows rank r receives in a reduce-scatter.
@@ -315,6 +331,13 @@ Status Engine::Execute(const Response& response) {
     return Status::OK();
   }
   if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(response);
+  if (response.kind == RequestKind::kJoin) {
+    Request r = TakePending(kJoinName);
+    TensorResult result;
+    result.last_joined_rank = response.last_joined_rank;
+    if (r.handle != 0) handles_.Complete(r.handle, Status::OK(), std::move(result));
+    return Status::OK();
+  }
   Request r = TakePending(response.names[0]);
   if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(r, response);
   if (response.kind == RequestKind::kReduceScatter) return ExecuteReduceScatter(r);
@@ -331,7 +354,16 @@ Status Engine::Execute(const Response& response) {
 
 Status Engine::ExecuteAllreduce(const Response& response) {
   std::vector<Request> reqs;
-  for (const std::string& name : response.names) reqs.push_back(TakePending(name));
+  std::vector<std::vector<unsigned char>> identity;  // buffers this rank takes part with after joining
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    Request r = TakePending(response.names[i]);
+    if (r.handle == 0) {  // joined: contribute the op's identity, discard the result
+      r.what = response.what[i];
+      identity.push_back(IdentityBuffer(r.what));
+      r.send = r.recv = identity.back().data();
+    }
+    reqs.push_back(std::move(r));
+  }
   const Announcement& a = reqs[0].what;
   Status s;
   if (reqs.size() == 1) {
@@ -364,7 +396,9 @@ Status Engine::ExecuteAllreduce(const Response& response) {
     }
     if (tl_) RecordFusedSpans(reqs, total * esize, t0, t1, t2, Clock::now());
   }
-  for (const Request& r : reqs) handles_.Complete(r.handle, s);
+  for (const Request& r : reqs) {
+    if (r.handle != 0) handles_.Complete(r.handle, s);
+  }
   return s;
 }
 

@@ -47,9 +47,41 @@ bool AllSame(const std::vector<Announcement>& by_rank, F value_of) {
 
 }  // namespace
 
+bool NegotiationTable::IsComplete(const Entry& e) const {
+  for (int r = 0; r < size_; ++r) {
+    if (!e.present[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+void NegotiationTable::ApplyJoin(int rank) {
+  joined_[rank] = true;
+  last_joined_ = rank;
+  // Names that only this rank (and other joined ones) were missing are ready now.
+  std::vector<std::pair<uint64_t, std::string>> now_complete;
+  for (const auto& [name, e] : entries_) {
+    if (IsComplete(e)) now_complete.push_back({e.order, name});
+  }
+  std::sort(now_complete.begin(), now_complete.end());
+  for (const auto& [order, name] : now_complete) Complete(name);
+  if (std::find(joined_.begin(), joined_.end(), false) != joined_.end()) return;
+  // Everyone has joined: the join completes everywhere and the next epoch starts.
+  Ready join{kJoinName, std::vector<Announcement>(size_), {}, last_joined_};
+  for (Announcement& a : join.by_rank) {
+    a.name = kJoinName;
+    a.kind = RequestKind::kJoin;
+  }
+  ready_.push_back(std::move(join));
+  joined_.assign(size_, false);
+}
+
 void NegotiationTable::Apply(const std::vector<std::vector<Announcement>>& per_rank) {
   for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
     for (const Announcement& a : per_rank[r]) {
+      if (a.kind == RequestKind::kJoin) {
+        ApplyJoin(r);
+        continue;
+      }
       Entry& e = entries_[a.name];
       if (e.present.empty()) {
         e.by_rank.resize(size_);
@@ -60,14 +92,23 @@ void NegotiationTable::Apply(const std::vector<std::vector<Announcement>>& per_r
       // A rank cannot announce a name twice: Enqueue refuses names in flight.
       e.by_rank[r] = a;
       e.present[r] = true;
-      if (++e.arrived == size_) Complete(a.name);
+      ++e.arrived;
+      if (IsComplete(e)) Complete(a.name);
     }
   }
 }
 
 void NegotiationTable::Complete(const std::string& name) {
   auto it = entries_.find(name);
-  Ready ready{name, std::move(it->second.by_rank)};
+  Entry& e = it->second;
+  Ready ready{name, std::move(e.by_rank), {}, -1};
+  const int submitter = static_cast<int>(std::find(e.present.begin(), e.present.end(), true) -
+                                         e.present.begin());
+  for (int r = 0; r < size_; ++r) {
+    if (e.present[r]) continue;
+    ready.by_rank[r] = ready.by_rank[submitter];  // a joined rank stands in with the same shape
+    ready.joined.push_back(r);
+  }
   entries_.erase(it);
   const Announcement& first = ready.by_rank[0];
   if (first.group_id == 0 || first.group_size <= 1) {
@@ -96,6 +137,12 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   auto dtype = [](const Announcement& x) { return std::string(DataTypeName(x.dtype)); };
   if (!AllSame(a, dtype)) return mismatch("data type", dtype);
   const RequestKind k = a[0].kind;
+  if (!ready.joined.empty() && k != RequestKind::kAllreduce) {
+    std::string ranks;
+    for (int r : ready.joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return Status::InvalidArgument(what + " (" + RequestKindName(k) + "): rank(s) " + ranks +
+                                   " have joined; only allreduce runs while ranks are joined");
+  }
   if (k == RequestKind::kReduceScatter) {
     auto splits = [](const Announcement& x) { return ShapeText(x.splits); };
     if (!AllSame(a, splits)) return mismatch("rows per rank", splits);
@@ -150,7 +197,9 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
     Response r;
     r.kind = a.kind;
     r.names = {ready.name};
-    r.error = Validate(ready);
+    r.what = {a};
+    r.last_joined_rank = ready.last_joined_rank;
+    r.error = a.kind == RequestKind::kJoin ? Status::OK() : Validate(ready);
     if (r.error.ok() && a.kind == RequestKind::kAllgather) {
       for (const Announcement& x : ready.by_rank) {
         r.rows_per_rank.push_back(x.shape.empty() ? 1 : x.shape[0]);
@@ -172,6 +221,7 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
         if (prev.dtype == a.dtype && prev.op == a.op && prev.prescale == a.prescale &&
             prev.postscale == a.postscale && prev.compression == a.compression) {
           last.names.push_back(ready.name);
+          last.what.push_back(a);
           fused_bytes += bytes;
           continue;
         }

@@ -25,11 +25,15 @@ struct Response {
   Status error;                    // not OK: these names fail on every rank
   std::vector<int64_t> rows_per_rank;  // allgather: first dimension per rank
   std::vector<std::vector<int64_t>> splits_by_rank;  // alltoall: each rank's splits
+  // Per name, the announcement of a rank that submitted it: what a joined
+  // rank, which did not, needs to take part.
+  std::vector<Announcement> what;
+  int last_joined_rank = -1;  // join: the last rank to join
 };
 
 class NegotiationTable {
  public:
-  explicit NegotiationTable(int size) : size_(size) {}
+  explicit NegotiationTable(int size) : size_(size), joined_(size, false) {}
 
   // Applies one cycle's announcements, indexed by rank.
   void Apply(const std::vector<std::vector<Announcement>>& per_rank);
@@ -63,14 +67,20 @@ class NegotiationTable {
   };
   struct Ready {
     std::string name;
-    std::vector<Announcement> by_rank;
+    std::vector<Announcement> by_rank;  // for joined ranks: a copy of a submitter's
+    std::vector<int> joined;            // ranks that took part only because they joined
+    int last_joined_rank = -1;          // the join response itself
   };
+  bool IsComplete(const Entry& e) const;
+  void ApplyJoin(int rank);
 
   void Complete(const std::string& name);
   // OK when every rank's announcement agrees with rank 0's.
   Status Validate(const Ready& ready) const;
 
   const int size_;
+  std::vector<bool> joined_;  // ranks that joined and wait for the others to join
+  int last_joined_ = -1;
   uint64_t next_order_ = 0;
   std::map<std::string, Entry> entries_;
   std::map<uint64_t, std::vector<Ready>> groups_;  // complete members of unfinished groups

@@ -50,6 +50,7 @@ const char* RequestKindName(RequestKind kind) {
     case RequestKind::kBarrier: return "barrier";
     case RequestKind::kReduceScatter: return "reducescatter";
     case RequestKind::kAlltoall: return "alltoall";
+    case RequestKind::kJoin: return "join";
   }
   return "unknown";
 }

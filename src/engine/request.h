@@ -18,7 +18,11 @@ enum class RequestKind : int32_t {
   kBarrier,
   kReduceScatter,
   kAlltoall,
+  kJoin,  // this rank has no more data: it joins the others' allreduces with identity values
 };
+
+// The name every rank's join request carries.
+inline constexpr const char* kJoinName = "cohort.join";
 const char* RequestKindName(RequestKind kind);
 
 // The part of a request every rank must agree on (sent during negotiation).

@@ -66,6 +66,13 @@ TEST_P(EngineJob, ReduceScatterAndAlltoallWithSplits) {
   EXPECT_EQ(CountLines(f.out, "scatter ok"), GetParam().np);
 }
 
+// Uneven step counts: joined ranks contribute the op's identity.
+TEST_P(EngineJob, JoinWithUnevenStepCounts) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"join"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "join ok"), GetParam().np);
+}
+
 TEST_P(EngineJob, BlockingCallsRunThroughTheEngine) {
   Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"sync"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;

@@ -11,6 +11,9 @@
 //   engine_worker grouped         a grouped allreduce
 //   engine_worker sync            blocking calls after the engine started
 //   engine_worker scatter         reduce-scatter and alltoall with splits
+//   engine_worker join            uneven step counts: rank r runs 3(r+1) steps,
+//                                 then joins; sums and mins see only the active
+//                                 ranks; Join returns the last rank
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
 //   engine_worker stall           a name rank 1 holds back is reported, then
 //                                 failed as stalled (short COHORT_STALL_* times)
@@ -297,6 +300,33 @@ int RunScatter() {
   return g_failures == 0 ? 0 : 1;
 }
 
+int RunJoin() {
+  const int n = Size(), me = Rank();
+  const int steps = 3 * (me + 1);
+  for (int k = 0; k < steps; ++k) {
+    std::vector<float> ones(100, 1.0f);
+    float mine = static_cast<float>(me + 1);
+    Result<Handle> sum = AllreduceAsync("sum." + std::to_string(k), ones.data(), ones.data(), {100},
+                                        DataType::kFloat32);
+    Result<Handle> min = AllreduceAsync("min." + std::to_string(k), &mine, &mine, {1},
+                                        DataType::kFloat32, AllreduceOptions{ReduceOp::kMin});
+    Check(sum.ok() && min.ok() && Wait(*sum).ok() && Wait(*min).ok(), "step completes");
+    const int active = n - k / 3;  // ranks r with 3(r+1) > k
+    Check(ones[99] == static_cast<float>(active), "step " + std::to_string(k) + " sum over " +
+                                                      std::to_string(active) + " active ranks");
+    Check(mine == static_cast<float>(k / 3 + 1), "step " + std::to_string(k) + " min");
+  }
+  Result<int> last = Join();
+  Check(last.ok() && *last == n - 1, "join returns the last rank: " +
+                                         (last.ok() ? std::to_string(*last) : last.status().ToString()));
+  // After everyone joined, normal operation resumes.
+  float x = 1;
+  Result<Handle> after = AllreduceAsync("after", &x, &x, {1}, DataType::kFloat32);
+  Check(after.ok() && Wait(*after).ok() && x == static_cast<float>(n), "allreduce after join");
+  if (g_failures == 0) std::printf("rank %d: join ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
 int RunUnmatched() {
   const int rank = Rank();
   float x = 1, y = 1;
@@ -434,6 +464,7 @@ int main(int argc, char** argv) {
   if (mode == "sync") rc = RunSync();
   if (mode == "unmatched") rc = RunUnmatched();
   if (mode == "scatter") rc = RunScatter();
+  if (mode == "join") rc = RunJoin();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
   if (mode == "compression") rc = RunCompression();
