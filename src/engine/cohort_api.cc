@@ -88,6 +88,42 @@ Announcement Describe(const std::string& name, RequestKind kind, const Shape& sh
   return a;
 }
 
+Request AllreduceRequest(const std::string& name, const void* send, void* recv,
+                         const Shape& shape, DataType type, const AllreduceOptions& options) {
+  Request r;
+  r.what = Describe(name, RequestKind::kAllreduce, shape, type);
+  r.what.op = options.op;
+  r.what.prescale = options.prescale_factor;
+  r.what.postscale = options.postscale_factor;
+  r.what.compression = static_cast<int32_t>(options.compression);
+  r.send = send;
+  r.recv = recv;
+  return r;
+}
+
+Request BroadcastRequest(const std::string& name, void* buf, const Shape& shape, DataType type,
+                         int root) {
+  Request r;
+  r.what = Describe(name, RequestKind::kBroadcast, shape, type);
+  r.what.root = root;
+  r.recv = buf;
+  return r;
+}
+
+Request AllgatherRequest(const std::string& name, const void* send, const Shape& shape,
+                         DataType type) {
+  Request r;
+  r.what = Describe(name, RequestKind::kAllgather, shape, type);
+  r.send = send;
+  return r;
+}
+
+Request JoinRequest() {
+  Request r;
+  r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
+  return r;
+}
+
 int MeshValue(int Mesh::*field) {
   Runtime* rt = g_runtime.get();
   return rt == nullptr ? -1 : rt->comm().mesh().*field;
@@ -121,16 +157,8 @@ int CrossSize() { return MeshValue(&Mesh::cross_size); }
 Status Allreduce(const void* send, void* recv, size_t count, DataType type,
                  const AllreduceOptions& options) {
   if (RunningEngine() != nullptr) {
-    Request r;
-    r.what = Describe(g_runtime->NextSyncName("allreduce"), RequestKind::kAllreduce,
-                      {static_cast<int64_t>(count)}, type);
-    r.what.op = options.op;
-    r.what.prescale = options.prescale_factor;
-    r.what.postscale = options.postscale_factor;
-    r.what.compression = static_cast<int32_t>(options.compression);
-    r.send = send;
-    r.recv = recv;
-    return SubmitAndWait(std::move(r));
+    return SubmitAndWait(AllreduceRequest(g_runtime->NextSyncName("allreduce"), send, recv,
+                                          {static_cast<int64_t>(count)}, type, options));
   }
   return WithComm([&](Communicator& comm) {
     return RunAllreduce(comm, send, recv, count, type, options.op, options.prescale_factor,
@@ -165,11 +193,8 @@ Result<std::vector<size_t>> AllgatherCounts(size_t my_count) {
   std::vector<size_t> counts(std::max(Size(), 0));
   if (RunningEngine() != nullptr) {
     uint64_t mine = my_count;
-    Request r;
-    r.what = Describe(g_runtime->NextSyncName("allgather_counts"), RequestKind::kAllgather, {1},
-                      DataType::kInt64);
-    r.send = &mine;
-    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    Result<TensorResult> result = SubmitWaitAndTake(
+        AllgatherRequest(g_runtime->NextSyncName("allgather_counts"), &mine, {1}, DataType::kInt64));
     if (!result.ok()) return result.status();
     COHORT_RETURN_IF_ERROR(CopyResult(*result, counts.data(), counts.size(), DataType::kInt64,
                                       "allgather counts"));
@@ -192,11 +217,8 @@ Status Allgather(const void* send, size_t send_count, void* recv, const size_t* 
                  DataType type) {
   if (RunningEngine() != nullptr) {
     if (recv_counts == nullptr) return Status::InvalidArgument("allgather: recv_counts is null");
-    Request r;
-    r.what = Describe(g_runtime->NextSyncName("allgather"), RequestKind::kAllgather,
-                      {static_cast<int64_t>(send_count)}, type);
-    r.send = send;
-    Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+    Result<TensorResult> result = SubmitWaitAndTake(AllgatherRequest(
+        g_runtime->NextSyncName("allgather"), send, {static_cast<int64_t>(send_count)}, type));
     if (!result.ok()) return result.status();
     size_t expected = 0;
     for (int p = 0; p < Size(); ++p) expected += recv_counts[p];
@@ -209,12 +231,8 @@ Status Allgather(const void* send, size_t send_count, void* recv, const size_t* 
 
 Status Broadcast(void* buf, size_t count, DataType type, int root) {
   if (RunningEngine() != nullptr) {
-    Request r;
-    r.what = Describe(g_runtime->NextSyncName("broadcast"), RequestKind::kBroadcast,
-                      {static_cast<int64_t>(count)}, type);
-    r.what.root = root;
-    r.recv = buf;
-    return SubmitAndWait(std::move(r));
+    return SubmitAndWait(BroadcastRequest(g_runtime->NextSyncName("broadcast"), buf,
+                                          {static_cast<int64_t>(count)}, type, root));
   }
   return WithComm([&](Communicator& comm) { return RunBroadcast(comm, buf, count, type, root); });
 }
@@ -288,15 +306,7 @@ Status Barrier() {
 Result<Handle> AllreduceAsync(const std::string& name, const void* send, void* recv,
                               const Shape& shape, DataType type, const AllreduceOptions& options,
                               DoneCallback done) {
-  Request r;
-  r.what = Describe(name, RequestKind::kAllreduce, shape, type);
-  r.what.op = options.op;
-  r.what.prescale = options.prescale_factor;
-  r.what.postscale = options.postscale_factor;
-  r.what.compression = static_cast<int32_t>(options.compression);
-  r.send = send;
-  r.recv = recv;
-  return Submit(std::move(r), std::move(done));
+  return Submit(AllreduceRequest(name, send, recv, shape, type, options), std::move(done));
 }
 
 Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>& names,
@@ -312,16 +322,9 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
   const uint64_t group = g_runtime->NextGroupId();
   std::vector<Handle> handles;
   for (size_t i = 0; i < names.size(); ++i) {
-    Request r;
-    r.what = Describe(names[i], RequestKind::kAllreduce, shapes[i], type);
-    r.what.op = options.op;
-    r.what.prescale = options.prescale_factor;
-    r.what.postscale = options.postscale_factor;
-    r.what.compression = static_cast<int32_t>(options.compression);
+    Request r = AllreduceRequest(names[i], sends[i], recvs[i], shapes[i], type, options);
     r.what.group_id = group;
     r.what.group_size = static_cast<uint32_t>(names.size());
-    r.send = sends[i];
-    r.recv = recvs[i];
     Result<Handle> h = Submit(std::move(r), nullptr);
     if (!h.ok()) return h.status();
     handles.push_back(*h);
@@ -331,19 +334,12 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
 
 Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape,
                               DataType type, int root, DoneCallback done) {
-  Request r;
-  r.what = Describe(name, RequestKind::kBroadcast, shape, type);
-  r.what.root = root;
-  r.recv = buf;
-  return Submit(std::move(r), std::move(done));
+  return Submit(BroadcastRequest(name, buf, shape, type, root), std::move(done));
 }
 
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
                               DataType type, DoneCallback done) {
-  Request r;
-  r.what = Describe(name, RequestKind::kAllgather, shape, type);
-  r.send = send;
-  return Submit(std::move(r), std::move(done));
+  return Submit(AllgatherRequest(name, send, shape, type), std::move(done));
 }
 
 Result<Handle> BarrierAsync(const std::string& name, DoneCallback done) {
@@ -352,16 +348,10 @@ Result<Handle> BarrierAsync(const std::string& name, DoneCallback done) {
   return Submit(std::move(r), std::move(done));
 }
 
-Result<Handle> JoinAsync(DoneCallback done) {
-  Request r;
-  r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
-  return Submit(std::move(r), std::move(done));
-}
+Result<Handle> JoinAsync(DoneCallback done) { return Submit(JoinRequest(), std::move(done)); }
 
 Result<int> Join() {
-  Request r;
-  r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
-  Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+  Result<TensorResult> result = SubmitWaitAndTake(JoinRequest());
   if (!result.ok()) return result.status();
   return static_cast<int>(result->last_joined_rank);
 }
