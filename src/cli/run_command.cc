@@ -27,6 +27,7 @@ struct EnvFlag {
 constexpr EnvFlag kEnvFlags[] = {
     {"--fusion-threshold", "COHORT_FUSION_THRESHOLD", "bytes of small allreduces fused into one (0: off)"},
     {"--fusion-max-tensor", "COHORT_FUSION_MAX_TENSOR", "largest tensor copied into the fusion buffer"},
+    {"--cache-capacity", "COHORT_CACHE_CAPACITY", "response-cache slots for repeated steps (0: off)"},
     {"--cycle-time", "COHORT_CYCLE_TIME", "ms an idle engine waits before negotiating again"},
     {"--stall-check-time", "COHORT_STALL_CHECK_TIME", "s before tensors missing on some ranks are reported"},
     {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME", "s before they fail on every rank (0: never)"},

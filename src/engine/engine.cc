@@ -65,6 +65,7 @@ Engine::Engine(Communicator& comm, EngineOptions options)
     : comm_(comm),
       options_(options),
       table_(comm.size()),
+      cache_(options.cache_capacity),
       next_stall_report_(Clock::now()) {
   if (!options_.timeline_path.empty()) {
     Status s = StartTimeline(options_.timeline_path);
@@ -173,7 +174,7 @@ Status Engine::Cycle() {
     std::unique_lock<std::mutex> lock(mu_);
     wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
                    [&] { return !queue_.empty() || shutdown_requested_; });
-    for (const Request& r : queue_) mine.announcements.push_back(r.what);
+    Announce(queue_, &mine);
     queue_.clear();
     mine.shutdown = shutdown_requested_;
   }
@@ -190,6 +191,9 @@ Status Engine::Cycle() {
   }
   std::vector<CycleMessage> all;
   COHORT_RETURN_IF_ERROR(Exchange(mine, &all));
+  for (size_t r = 0; r < all.size(); ++r) {
+    COHORT_RETURN_IF_ERROR(Expand(static_cast<int>(r), &all[r]));
+  }
   if (tl_) {
     // When each rank's announcement of a tensor arrived here.
     const Clock::time_point now = Clock::now();
@@ -209,7 +213,16 @@ Status Engine::Cycle() {
     all_shutdown = all_shutdown && m.shutdown;
   }
   table_.Apply(per_rank);
-  const std::vector<Response> responses = table_.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
+  const std::vector<Response> responses =
+      table_.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
+  // Every rank caches the same successful announcements in the same order.
+  for (const Response& response : responses) {
+    if (!response.error.ok() || response.kind == RequestKind::kAllgather ||
+        response.kind == RequestKind::kAlltoall || response.kind == RequestKind::kJoin) {
+      continue;  // per-rank shapes or splits differ: nothing to share
+    }
+    for (const Announcement& a : response.what) cache_.Insert(a);
+  }
   const Clock::time_point ready = Clock::now();
   if (tl_) {
     for (const Response& response : responses) {
@@ -236,6 +249,40 @@ Status Engine::Cycle() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
+  }
+  return Status::OK();
+}
+
+void Engine::Announce(const std::vector<Request>& queued, CycleMessage* mine) const {
+  size_t hits = 0;
+  for (const Request& r : queued) {
+    const int slot = cache_.Find(r.what);
+    if (slot < 0) {
+      mine->announcements.push_back(r.what);
+      continue;
+    }
+    if (mine->cached.empty()) mine->cached.assign((cache_.capacity() + 7) / 8, 0);
+    mine->cached[slot / 8] |= static_cast<uint8_t>(1u << (slot % 8));
+    ++hits;
+  }
+  if (hits > 0) {
+    COHORT_LOG(kDebug) << "rank " << comm_.rank() << ": " << hits << " of " << queued.size()
+                       << " announcements from the response cache";
+  }
+}
+
+Status Engine::Expand(int rank, CycleMessage* message) const {
+  for (size_t byte = 0; byte < message->cached.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      if (!(message->cached[byte] & (1u << bit))) continue;
+      const Announcement* a = cache_.At(byte * 8 + bit);
+      if (a == nullptr) {
+        return comm_.Fail(Status::Internal("rank " + std::to_string(rank) +
+                                           " announced empty response-cache slot " +
+                                           std::to_string(byte * 8 + bit)));
+      }
+      message->announcements.push_back(*a);
+    }
   }
   return Status::OK();
 }

@@ -20,6 +20,7 @@
 #include "engine/handle_table.h"
 #include "engine/negotiation.h"
 #include "engine/request.h"
+#include "engine/response_cache.h"
 #include "engine/timeline.h"
 
 namespace cohort {
@@ -31,6 +32,7 @@ struct EngineOptions {
   double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
   double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)
   std::string timeline_path;          // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
+  size_t cache_capacity = 1024;       // COHORT_CACHE_CAPACITY: response-cache slots (0: off)
 };
 
 class Engine {
@@ -59,6 +61,10 @@ class Engine {
  private:
   void Loop();
   Status Cycle();
+  // This cycle's announcements: full ones, and cache hits as bits.
+  void Announce(const std::vector<Request>& queued, CycleMessage* mine) const;
+  // A rank's announcements: its full ones, then its cached ones in slot order.
+  Status Expand(int rank, CycleMessage* message) const;
   // Exchanges this cycle's messages; `all` is indexed by rank.
   Status Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all);
   // Rank 0 only: logs tensors some ranks have not submitted for a long time
@@ -83,6 +89,7 @@ class Engine {
   HandleTable handles_;
   NegotiationTable table_;
   FusionBuffer fusion_;
+  ResponseCache cache_;  // engine thread only
   Clock::time_point next_stall_report_;  // rank 0, engine thread only
 
   // The running timeline. Swapped by user threads; the engine thread takes

@@ -2,7 +2,7 @@
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
 //   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 |
 //   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size }
-//   | u32 stalled | stalled x { u32 len | name }
+//   | u32 stalled | stalled x { u32 len | name } | u32 cached_bytes | cached bit vector
 #include "engine/request.h"
 
 #include <cstring>
@@ -93,6 +93,8 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     Put<uint32_t>(&out, static_cast<uint32_t>(name.size()));
     out += name;
   }
+  Put<uint32_t>(&out, static_cast<uint32_t>(message.cached.size()));
+  out.append(reinterpret_cast<const char*>(message.cached.data()), message.cached.size());
   return out;
 }
 
@@ -139,6 +141,10 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
     if (!in.Get(&len) || !in.GetString(len, &name)) return false;
     message->stalled.push_back(std::move(name));
   }
+  uint32_t cached = 0;
+  std::string bits;
+  if (!in.Get(&cached) || !in.GetString(cached, &bits)) return false;
+  message->cached.assign(bits.begin(), bits.end());
   return in.AtEnd();
 }
 

@@ -60,6 +60,7 @@ struct CycleMessage {
   std::vector<Announcement> announcements;  // submitted since the last cycle
   bool shutdown = false;                    // this rank asked to stop
   std::vector<std::string> stalled;         // rank 0 only: names to fail as stalled
+  std::vector<uint8_t> cached;              // bit i: the announcement in response-cache slot i
 };
 
 // Serialisation of a CycleMessage; decoding fails on malformed bytes.

@@ -66,6 +66,10 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.engine.stall_check_seconds = *check;
   s.engine.stall_shutdown_seconds = *stop;
   s.engine.timeline_path = EnvString(env, "COHORT_TIMELINE").value_or("");
+  Result<int64_t> cache = EnvInt(env, "COHORT_CACHE_CAPACITY", static_cast<int64_t>(s.engine.cache_capacity));
+  if (!cache.ok()) return cache.status();
+  if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
+  s.engine.cache_capacity = static_cast<size_t>(*cache);
   return s;
 }
 

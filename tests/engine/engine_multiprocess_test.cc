@@ -174,6 +174,19 @@ TEST(EngineTimeline, StartAndStopAtRunTime) {
   EXPECT_FALSE(by_tensor.count("untraced.13"));
 }
 
+// Repeated steps hit the response cache; changed shapes and new names miss it
+// or evict; results stay exact with the cache large, tiny and off.
+TEST(EngineCache, StaysCorrectWhenTheNamesChange) {
+  for (const std::string capacity : {"1024", "7", "0"}) {
+    Finished f = RunEngineJob(3, "auto", {"steps"},
+                              {{"COHORT_CACHE_CAPACITY", capacity}, {"COHORT_LOG_LEVEL", "debug"}});
+    EXPECT_EQ(f.exit_code, 0) << capacity << "\n" << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "steps ok"), 3) << capacity;
+    // The repeated steps really are announced from the cache (and never with it off).
+    EXPECT_EQ(Contains(f.err, "announcements from the response cache"), capacity != "0") << f.err;
+  }
+}
+
 // Fusion changes how tensors are packed, never the results.
 TEST(EngineFusion, OffAndTinyThresholdGiveTheSameExactResults) {
   for (const char* threshold : {"0", "4K", "64M"}) {

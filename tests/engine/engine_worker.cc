@@ -11,6 +11,8 @@
 //   engine_worker grouped         a grouped allreduce
 //   engine_worker sync            blocking calls after the engine started
 //   engine_worker scatter         reduce-scatter and alltoall with splits
+//   engine_worker steps           repeated steps over the same names (response
+//                                 cache hits), then changed shapes and names
 //   engine_worker join            uneven step counts: rank r runs 3(r+1) steps,
 //                                 then joins; sums and mins see only the active
 //                                 ranks; Join returns the last rank
@@ -259,6 +261,38 @@ int RunSync() {
   return g_failures == 0 ? 0 : 1;
 }
 
+// Step s submits tensors "w.i" (i < 40, plus "extra.i" from step 4 on), in a
+// rank-dependent order; from step 3 on, w.0..w.9 change length. Every sum exact.
+int RunSteps() {
+  const int n = Size(), me = Rank();
+  for (int step = 0; step < 6; ++step) {
+    std::vector<std::string> names;
+    for (int i = 0; i < 40; ++i) names.push_back("w." + std::to_string(i));
+    if (step >= 4) {
+      for (int i = 0; i < 10; ++i) names.push_back("extra." + std::to_string(i));
+    }
+    std::mt19937 rng(step * 100 + me);
+    std::shuffle(names.begin(), names.end(), rng);
+    std::vector<std::vector<int32_t>> bufs(names.size());
+    std::vector<Handle> hs;
+    for (size_t k = 0; k < names.size(); ++k) {
+      const bool grown = step >= 3 && names[k].size() == 3 && names[k][0] == 'w';  // w.0 .. w.9
+      bufs[k].assign(grown ? 64 : 32, me + step);
+      Result<Handle> h = AllreduceAsync(names[k], bufs[k].data(), bufs[k].data(),
+                                        {static_cast<int64_t>(bufs[k].size())}, DataType::kInt32);
+      Check(h.ok(), "submit " + names[k]);
+      if (h.ok()) hs.push_back(*h);
+    }
+    for (Handle h : hs) Check(Wait(h).ok(), "step completes");
+    const int32_t want = n * (n - 1) / 2 + n * step;
+    for (size_t k = 0; k < names.size(); ++k) {
+      Check(bufs[k].back() == want, "step " + std::to_string(step) + " " + names[k]);
+    }
+  }
+  if (g_failures == 0) std::printf("rank %d: steps ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
 int RunScatter() {
   const int n = Size(), me = Rank();
   // Reduce-scatter with an even split of 2n+1 rows of 3: rank 0 gets 3 rows.
@@ -473,6 +507,7 @@ int main(int argc, char** argv) {
   if (mode == "sync") rc = RunSync();
   if (mode == "unmatched") rc = RunUnmatched();
   if (mode == "scatter") rc = RunScatter();
+  if (mode == "steps") rc = RunSteps();
   if (mode == "join") rc = RunJoin();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
