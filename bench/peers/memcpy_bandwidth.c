@@ -21,26 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "size_arg.h"
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int parse_size(const char* text, size_t* out) {
-  char* end = NULL;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno != 0 || end == text) return -1;
-  switch (toupper((unsigned char)*end)) {
-    case 'G': value <<= 30; end++; break;
-    case 'M': value <<= 20; end++; break;
-    case 'K': value <<= 10; end++; break;
-    default: break;
-  }
-  if (*end != '\0' || value == 0) return -1;
-  *out = (size_t)value;
-  return 0;
 }
 
 static int compare_doubles(const void* a, const void* b) {
@@ -55,7 +41,7 @@ int main(int argc, char** argv) {
   while ((opt = getopt(argc, argv, "s:r:h")) != -1) {
     switch (opt) {
       case 's':
-        if (parse_size(optarg, &bytes) != 0) goto usage;
+        if (parse_size(optarg, &bytes) != 0 || bytes == 0) goto usage;
         break;
       case 'r':
         reps = strtol(optarg, NULL, 10);

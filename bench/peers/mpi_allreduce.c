@@ -33,22 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Parses "4096", "4K", "64M", "1G" (binary multiples, as nccl-tests). */
-static int parse_size(const char* text, size_t* out) {
-  char* end = NULL;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno != 0 || end == text) return -1;
-  switch (toupper((unsigned char)*end)) {
-    case 'G': value <<= 30; end++; break;
-    case 'M': value <<= 20; end++; break;
-    case 'K': value <<= 10; end++; break;
-    default: break;
-  }
-  if (*end != '\0') return -1;
-  *out = (size_t)value;
-  return 0;
-}
+#include "size_arg.h"
 
 static int parse_int(const char* text, long* out) {
   char* end = NULL;

@@ -44,6 +44,16 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds = 30) {
   return testing::RunCohort(args, seconds);
 }
 
+// Waits until ranks 0, 1 and 2 have printed "ready N".
+bool WaitForThreeReady(ChildProcess& launcher) {
+  return launcher.WaitFor(
+      [&] {
+        return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
+               Contains(launcher.out(), "ready 2");
+      },
+      Deadline::AfterSeconds(20));
+}
+
 std::vector<std::string> CohortArgv(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {COHORT_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -251,13 +261,7 @@ TEST(LocalLauncher, KilledWorkerAndSigkillEscalation) {
   // once the 2 s grace period is over.
   ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c",
                      "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
-  ASSERT_TRUE(launcher.WaitFor(
-      [&] {
-        return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
-               Contains(launcher.out(), "ready 2");
-      },
-      Deadline::AfterSeconds(20)))
-      << launcher.out();
+  ASSERT_TRUE(WaitForThreeReady(launcher)) << launcher.out();
   std::smatch match;
   ASSERT_TRUE(std::regex_search(launcher.out(), match, std::regex(R"(\[0\] ready 0 (\d+))")));
   ASSERT_EQ(::kill(std::stoi(match[1]), SIGKILL), 0);
@@ -285,13 +289,7 @@ void CheckForwarding(int sig, const std::string& trap_name, bool to_group) {
       "; echo ready $COHORT_RANK; while [ $n = 0 ]; do sleep 0.1; done; sleep 0.5;"
       "echo got $n $COHORT_RANK";
   ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c", script}), {}, to_group);
-  ASSERT_TRUE(launcher.WaitFor(
-      [&] {
-        return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1") &&
-               Contains(launcher.out(), "ready 2");
-      },
-      Deadline::AfterSeconds(20)))
-      << launcher.out();
+  ASSERT_TRUE(WaitForThreeReady(launcher)) << launcher.out();
   ASSERT_EQ(::kill(to_group ? -launcher.pid() : launcher.pid(), sig), 0);
   Finished run = launcher.Finish(Deadline::AfterSeconds(20));
   EXPECT_EQ(run.exit_code, 128 + sig) << run.err;
