@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_values.h"
 #include "cohort/cohort.h"
 #include "collectives/reduce_kernels.h"
 #include "common/env_config.h"
@@ -62,25 +63,23 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
     }
     if (i + 1 >= argc) return Status::InvalidArgument("flag " + flag + " needs a value");
     const std::string value = argv[++i];
-    auto as_int = [&](int* out) -> Status {
-      char* end = nullptr;
-      long v = std::strtol(value.c_str(), &end, 10);
-      if (*end != '\0' || v < 0) return Status::InvalidArgument(flag + " " + value + ": not a count");
-      *out = static_cast<int>(v);
-      return Status::OK();
-    };
     if (flag == "-b" || flag == "--minbytes" || flag == "-e" || flag == "--maxbytes") {
       Result<uint64_t> bytes = ParseByteSize(value);
       if (!bytes.ok()) return bytes.status().WithContext(flag);
       (flag == "-b" || flag == "--minbytes" ? o->min_bytes : o->max_bytes) = *bytes;
     } else if (flag == "-f" || flag == "--stepfactor") {
-      o->factor = std::atof(value.c_str());
-      if (o->factor <= 1) return Status::InvalidArgument(flag + " must be greater than 1");
+      Result<double> factor = ParseNonNegativeNumber(flag, value);
+      if (!factor.ok()) return factor.status();
+      if (*factor <= 1) return Status::InvalidArgument(flag + " must be greater than 1");
+      o->factor = *factor;
     } else if (flag == "-w" || flag == "--warmup") {
-      COHORT_RETURN_IF_ERROR(as_int(&o->warmup));
+      Result<int> warmup = ParseNonNegativeInt(flag, value);
+      if (!warmup.ok()) return warmup.status();
+      o->warmup = *warmup;
     } else if (flag == "-n" || flag == "--iters") {
-      COHORT_RETURN_IF_ERROR(as_int(&o->iters));
-      if (o->iters == 0) return Status::InvalidArgument("-n must be at least 1");
+      Result<int> iters = ParsePositiveInt(flag, value);
+      if (!iters.ok()) return iters.status();
+      o->iters = *iters;
     } else if (flag == "-d" || flag == "--datatype") {
       Result<DataType> t = ParseDataType(value);
       if (!t.ok()) return t.status();

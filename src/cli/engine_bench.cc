@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_values.h"
 #include "cli/model_shapes.h"
 #include "cohort/cohort.h"
 
@@ -54,11 +55,17 @@ Status ParseArgs(int argc, char** argv, EngineBenchOptions* o) {
     if (flag == "--model") {
       o->model = value;
     } else if (flag == "--steps" || flag == "-n") {
-      o->steps = std::max(1, std::atoi(value.c_str()));
+      Result<int> steps = ParsePositiveInt(flag, value);
+      if (!steps.ok()) return steps.status();
+      o->steps = *steps;
     } else if (flag == "--warmup" || flag == "-w") {
-      o->warmup = std::max(0, std::atoi(value.c_str()));
+      Result<int> warmup = ParseNonNegativeInt(flag, value);
+      if (!warmup.ok()) return warmup.status();
+      o->warmup = *warmup;
     } else if (flag == "--delay-us") {
-      o->delay_us = std::atof(value.c_str());
+      Result<double> delay = ParseNonNegativeNumber(flag, value);
+      if (!delay.ok()) return delay.status();
+      o->delay_us = *delay;
     } else {
       return Status::InvalidArgument("unknown flag " + flag);
     }

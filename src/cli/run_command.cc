@@ -1,13 +1,11 @@
 // `cohort run`: parses the command line and hands the job to
 // launch/local_launcher, which does the work.
-#include <cerrno>
-#include <climits>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_values.h"
 #include "cohort/status.h"
 #include "launch/local_launcher.h"
 
@@ -78,26 +76,6 @@ int UsageError(const std::string& problem) {
   std::fprintf(stderr, "cohort run: %s\n\n", problem.c_str());
   PrintUsage(stderr);
   return kExitUsage;
-}
-
-Result<int> ParsePositiveInt(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > INT_MAX) {
-    return Status::InvalidArgument(flag + " '" + text + "' is not a positive integer");
-  }
-  return static_cast<int>(value);
-}
-
-Result<double> ParsePositiveSeconds(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value <= 0) {
-    return Status::InvalidArgument(flag + " '" + text + "' is not a positive number of seconds");
-  }
-  return value;
 }
 
 struct RunFlags {
