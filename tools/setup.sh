@@ -13,6 +13,7 @@ PACKAGES=(
   libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
+  python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
 )
 
 missing=()
@@ -28,6 +29,10 @@ fi
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$jobs"
+# Makes `/usr/bin/python3 -c "import cohort"` find python/ (and through it the
+# extension modules in build/python).
+site=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/python" > "$site/cohort.pth"
 if [[ "${1:-}" == "--asan" ]]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON > /dev/null
   cmake --build build-asan -j"$jobs"

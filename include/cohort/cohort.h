@@ -36,10 +36,10 @@ bool IsInitialized();
 // Where this process sits in the job; -1 when not initialized.
 int Rank();
 int Size();
-int LocalRank();   // index among the ranks on this host
-int LocalSize();   // number of ranks on this host
-int CrossRank();   // index of this host among the job's hosts
-int CrossSize();   // number of hosts
+int LocalRank();  // index among the ranks on this host
+int LocalSize();  // number of ranks on this host
+int CrossRank();  // index of this host among the job's hosts
+int CrossSize();  // number of hosts
 
 // Lossy compression of float32 data for transfer: values are rounded to 16
 // bits, reduced in float32 arithmetic and widened back. Other dtypes are sent
@@ -51,6 +51,7 @@ struct AllreduceOptions {
   double prescale_factor = 1.0;   // applied to each rank's input before reducing
   double postscale_factor = 1.0;  // applied to the result
   Compression compression = Compression::kNone;
+  int process_set = 0;  // asynchronous calls only: the set of ranks taking part (see below)
 };
 
 // recv[i] = op over ranks of (prescale * send[i]), then * postscale.
@@ -79,17 +80,42 @@ Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts);
 // Rank r sends send_counts[p] elements to rank p, taken consecutively from
 // `send` in rank order; receives recv_counts[p] from rank p into `recv` in rank
 // order.
-Status Alltoall(const void* send, const size_t* send_counts, void* recv,
-                const size_t* recv_counts, DataType type);
+Status Alltoall(const void* send, const size_t* send_counts, void* recv, const size_t* recv_counts,
+                DataType type);
 
 // Returns once every rank has entered the barrier.
 Status Barrier();
 
+// ---- Process sets ----
+//
+// A process set is a subset of the job's ranks that runs asynchronous
+// collectives among themselves, with its own negotiation: only its members
+// submit, and ranks, roots, splits and recv_rows in those calls are
+// positions within the set (0 .. set size - 1). Set 0 is every rank. Sets are
+// created and removed by every rank of the job together; collectives in
+// disjoint sets run at the same time, and a rank that belongs to several sets
+// runs their collectives one after another.
+
+inline constexpr int kGlobalProcessSet = 0;
+// Collective over every rank of the job, each passing the same ranks (any
+// order, no repeats). Returns the new set's id, the same on every rank.
+// Starts the engine.
+Result<int> AddProcessSet(const std::vector<int>& ranks);
+// Collective over every rank of the job. The set must have nothing in flight.
+Status RemoveProcessSet(int process_set);
+// The set's members in ascending order.
+Result<std::vector<int>> ProcessSetRanks(int process_set);
+// This rank's position in the set, or -1 when it is not a member.
+Result<int> ProcessSetRank(int process_set);
+// Ids of every set that exists, 0 first.
+std::vector<int> ProcessSetIds();
+
 // ---- Asynchronous named operations (the engine) ----
 //
 // Each operation carries a name; ranks may submit names in different orders
-// and from any thread. A background engine matches them by name across ranks,
-// checks that every rank passed the same dtype, shape (all but the first
+// and from any thread. The trailing `process_set` (AllreduceOptions::
+// process_set for allreduce) picks the ranks taking part; see above. A background engine matches
+// them by name across ranks, checks that every rank passed the same dtype, shape (all but the first
 // dimension for allgather), op, root and scale factors, fuses small
 // allreduces, and runs them in the same order everywhere. A mismatch fails
 // that handle on every rank with an error naming the ranks and their values;
@@ -113,12 +139,14 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
                                                   const std::vector<void*>& recvs,
                                                   const std::vector<Shape>& shapes, DataType type,
                                                   const AllreduceOptions& options = {});
-Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape,
-                              DataType type, int root, DoneCallback done = nullptr);
+Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape, DataType type,
+                              int root, DoneCallback done = nullptr,
+                              int process_set = kGlobalProcessSet);
 // The result (ranks' tensors concatenated along the first dimension) is held
 // by the engine; fetch it with TakeResult after completion.
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
-                              DataType type, DoneCallback done = nullptr);
+                              DataType type, DoneCallback done = nullptr,
+                              int process_set = kGlobalProcessSet);
 // Reduces `send` over the ranks and gives rank r the rows of block r of the
 // first dimension: `recv_rows[r]` rows when given (equal on every rank),
 // else an even split (the first rows % size ranks get one row more). The
@@ -126,14 +154,15 @@ Result<Handle> AllgatherAsync(const std::string& name, const void* send, const S
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
                                   DataType type, ReduceOp op,
                                   const std::vector<int64_t>& recv_rows = {},
-                                  DoneCallback done = nullptr);
+                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet);
 // Sends splits[p] consecutive rows of `send` to rank p (splits has Size()
 // entries summing to shape[0]); the rows received, in rank order, and how
 // many came from each rank are fetched with TakeResult.
 Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Shape& shape,
                              DataType type, const std::vector<int64_t>& splits,
-                             DoneCallback done = nullptr);
-Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr);
+                             DoneCallback done = nullptr, int process_set = kGlobalProcessSet);
+Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr,
+                            int process_set = kGlobalProcessSet);
 
 // For a rank that has run out of data (uneven inputs): until every rank has
 // joined, this rank takes part in the other ranks' allreduces with the op's

@@ -62,8 +62,8 @@ Result<TensorResult> SubmitWaitAndTake(Request request) {
 }
 
 // Copies an engine result into a caller's buffer after checking its size.
-Status CopyResult(const TensorResult& result, void* recv, size_t expected_elements,
-                  DataType type, const char* what) {
+Status CopyResult(const TensorResult& result, void* recv, size_t expected_elements, DataType type,
+                  const char* what) {
   if (result.data.size() != expected_elements * DataTypeSize(type)) {
     return Status::Mismatch(std::string(what) + ": the ranks' counts give " +
                             std::to_string(result.data.size() / DataTypeSize(type)) +
@@ -88,14 +88,15 @@ Announcement Describe(const std::string& name, RequestKind kind, const Shape& sh
   return a;
 }
 
-Request AllreduceRequest(const std::string& name, const void* send, void* recv,
-                         const Shape& shape, DataType type, const AllreduceOptions& options) {
+Request AllreduceRequest(const std::string& name, const void* send, void* recv, const Shape& shape,
+                         DataType type, const AllreduceOptions& options) {
   Request r;
   r.what = Describe(name, RequestKind::kAllreduce, shape, type);
   r.what.op = options.op;
   r.what.prescale = options.prescale_factor;
   r.what.postscale = options.postscale_factor;
   r.what.compression = static_cast<int32_t>(options.compression);
+  r.process_set = options.process_set;
   r.send = send;
   r.recv = recv;
   return r;
@@ -170,7 +171,8 @@ Status Allreduce(const void* send, void* recv, size_t count, DataType type,
 Status ReduceScatter(const void* send, void* recv, const size_t* recv_counts, DataType type,
                      ReduceOp op) {
   if (RunningEngine() != nullptr) {
-    if (recv_counts == nullptr) return Status::InvalidArgument("reducescatter: recv_counts is null");
+    if (recv_counts == nullptr)
+      return Status::InvalidArgument("reducescatter: recv_counts is null");
     Request r;
     const std::vector<int64_t> rows = ToRows(recv_counts, Size());
     int64_t total = 0;
@@ -193,19 +195,18 @@ Result<std::vector<size_t>> AllgatherCounts(size_t my_count) {
   std::vector<size_t> counts(std::max(Size(), 0));
   if (RunningEngine() != nullptr) {
     uint64_t mine = my_count;
-    Result<TensorResult> result = SubmitWaitAndTake(
-        AllgatherRequest(g_runtime->NextSyncName("allgather_counts"), &mine, {1}, DataType::kInt64));
+    Result<TensorResult> result = SubmitWaitAndTake(AllgatherRequest(
+        g_runtime->NextSyncName("allgather_counts"), &mine, {1}, DataType::kInt64));
     if (!result.ok()) return result.status();
-    COHORT_RETURN_IF_ERROR(CopyResult(*result, counts.data(), counts.size(), DataType::kInt64,
-                                      "allgather counts"));
+    COHORT_RETURN_IF_ERROR(
+        CopyResult(*result, counts.data(), counts.size(), DataType::kInt64, "allgather counts"));
     return counts;
   }
   Status s = WithComm([&](Communicator& comm) {
     std::vector<size_t> ones(comm.size(), 1);
     uint64_t mine = my_count;
     std::vector<uint64_t> all(comm.size());
-    COHORT_RETURN_IF_ERROR(
-        RunAllgather(comm, &mine, 1, all.data(), ones.data(), DataType::kInt64));
+    COHORT_RETURN_IF_ERROR(RunAllgather(comm, &mine, 1, all.data(), ones.data(), DataType::kInt64));
     for (int r = 0; r < comm.size(); ++r) counts[r] = all[r];
     return Status::OK();
   });
@@ -240,7 +241,8 @@ Status Broadcast(void* buf, size_t count, DataType type, int root) {
 Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
   std::vector<size_t> counts(std::max(Size(), 0));
   if (RunningEngine() != nullptr) {
-    if (send_counts == nullptr) return Status::InvalidArgument("alltoall counts: send_counts is null");
+    if (send_counts == nullptr)
+      return Status::InvalidArgument("alltoall counts: send_counts is null");
     std::vector<uint64_t> out(send_counts, send_counts + Size());
     Request r;
     r.what = Describe(g_runtime->NextSyncName("alltoall_counts"), RequestKind::kAlltoall,
@@ -249,8 +251,8 @@ Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
     r.send = out.data();
     Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
     if (!result.ok()) return result.status();
-    COHORT_RETURN_IF_ERROR(CopyResult(*result, counts.data(), counts.size(), DataType::kInt64,
-                                      "alltoall counts"));
+    COHORT_RETURN_IF_ERROR(
+        CopyResult(*result, counts.data(), counts.size(), DataType::kInt64, "alltoall counts"));
     return counts;
   }
   Status s = WithComm([&](Communicator& comm) {
@@ -259,8 +261,8 @@ Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
     }
     std::vector<size_t> ones(comm.size(), 1);
     std::vector<uint64_t> out(send_counts, send_counts + comm.size()), in(comm.size());
-    COHORT_RETURN_IF_ERROR(RunAlltoall(comm, out.data(), ones.data(), in.data(), ones.data(),
-                                       DataType::kInt64));
+    COHORT_RETURN_IF_ERROR(
+        RunAlltoall(comm, out.data(), ones.data(), in.data(), ones.data(), DataType::kInt64));
     for (int r = 0; r < comm.size(); ++r) counts[r] = in[r];
     return Status::OK();
   });
@@ -268,8 +270,8 @@ Result<std::vector<size_t>> AlltoallCounts(const size_t* send_counts) {
   return counts;
 }
 
-Status Alltoall(const void* send, const size_t* send_counts, void* recv,
-                const size_t* recv_counts, DataType type) {
+Status Alltoall(const void* send, const size_t* send_counts, void* recv, const size_t* recv_counts,
+                DataType type) {
   if (RunningEngine() != nullptr) {
     if (send_counts == nullptr || recv_counts == nullptr) {
       return Status::InvalidArgument("alltoall: send_counts and recv_counts are required");
@@ -297,7 +299,8 @@ Status Alltoall(const void* send, const size_t* send_counts, void* recv,
 Status Barrier() {
   if (RunningEngine() != nullptr) {
     Request r;
-    r.what = Describe(g_runtime->NextSyncName("barrier"), RequestKind::kBarrier, {}, DataType::kUInt8);
+    r.what =
+        Describe(g_runtime->NextSyncName("barrier"), RequestKind::kBarrier, {}, DataType::kUInt8);
     return SubmitAndWait(std::move(r));
   }
   return WithComm([&](Communicator& comm) { return RunBarrier(comm); });
@@ -317,7 +320,8 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
   if (g_runtime == nullptr) return NotRunning();
   if (sends.size() != names.size() || recvs.size() != names.size() ||
       shapes.size() != names.size()) {
-    return Status::InvalidArgument("grouped allreduce: names, sends, recvs and shapes differ in length");
+    return Status::InvalidArgument(
+        "grouped allreduce: names, sends, recvs and shapes differ in length");
   }
   const uint64_t group = g_runtime->NextGroupId();
   std::vector<Handle> handles;
@@ -332,21 +336,55 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
   return handles;
 }
 
-Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape,
-                              DataType type, int root, DoneCallback done) {
-  return Submit(BroadcastRequest(name, buf, shape, type, root), std::move(done));
+Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape, DataType type,
+                              int root, DoneCallback done, int process_set) {
+  Request r = BroadcastRequest(name, buf, shape, type, root);
+  r.process_set = process_set;
+  return Submit(std::move(r), std::move(done));
 }
 
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
-                              DataType type, DoneCallback done) {
-  return Submit(AllgatherRequest(name, send, shape, type), std::move(done));
-}
-
-Result<Handle> BarrierAsync(const std::string& name, DoneCallback done) {
-  Request r;
-  r.what = Describe(name, RequestKind::kBarrier, {}, DataType::kUInt8);
+                              DataType type, DoneCallback done, int process_set) {
+  Request r = AllgatherRequest(name, send, shape, type);
+  r.process_set = process_set;
   return Submit(std::move(r), std::move(done));
 }
+
+Result<Handle> BarrierAsync(const std::string& name, DoneCallback done, int process_set) {
+  Request r;
+  r.what = Describe(name, RequestKind::kBarrier, {}, DataType::kUInt8);
+  r.process_set = process_set;
+  return Submit(std::move(r), std::move(done));
+}
+
+Result<int> AddProcessSet(const std::vector<int>&) {
+  if (g_runtime == nullptr) return NotRunning();
+  return Status::InvalidArgument("process sets: not available yet");
+}
+
+Status RemoveProcessSet(int process_set) {
+  if (g_runtime == nullptr) return NotRunning();
+  return Status::InvalidArgument("process set " + std::to_string(process_set) + " does not exist");
+}
+
+Result<std::vector<int>> ProcessSetRanks(int process_set) {
+  if (g_runtime == nullptr) return NotRunning();
+  if (process_set != kGlobalProcessSet) {
+    return Status::InvalidArgument("process set " + std::to_string(process_set) +
+                                   " does not exist");
+  }
+  std::vector<int> all(Size());
+  for (int r = 0; r < Size(); ++r) all[r] = r;
+  return all;
+}
+
+Result<int> ProcessSetRank(int process_set) {
+  Result<std::vector<int>> ranks = ProcessSetRanks(process_set);
+  if (!ranks.ok()) return ranks.status();
+  return Rank();
+}
+
+std::vector<int> ProcessSetIds() { return {kGlobalProcessSet}; }
 
 Result<Handle> JoinAsync(DoneCallback done) { return Submit(JoinRequest(), std::move(done)); }
 
@@ -370,8 +408,9 @@ Status Wait(Handle handle, double timeout_seconds) {
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
                                   DataType type, ReduceOp op, const std::vector<int64_t>& recv_rows,
-                                  DoneCallback done) {
+                                  DoneCallback done, int process_set) {
   Request r;
+  r.process_set = process_set;
   r.what = Describe(name, RequestKind::kReduceScatter, shape, type);
   r.what.op = op;
   r.what.splits = recv_rows;
@@ -380,8 +419,10 @@ Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, con
 }
 
 Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Shape& shape,
-                             DataType type, const std::vector<int64_t>& splits, DoneCallback done) {
+                             DataType type, const std::vector<int64_t>& splits, DoneCallback done,
+                             int process_set) {
   Request r;
+  r.process_set = process_set;
   r.what = Describe(name, RequestKind::kAlltoall, shape, type);
   r.what.splits = splits;
   r.send = send;

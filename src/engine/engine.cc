@@ -3,8 +3,8 @@
 
 #include <cstring>
 #include <limits>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include "collectives/collectives.h"
 #include "common/logging.h"
@@ -21,8 +21,8 @@ Status CheckSplits(const Announcement& a, int size) {
   if (a.shape.empty()) return Status::InvalidArgument("needs at least one dimension");
   if (a.splits.empty() && !alltoall) return Status::OK();  // even split
   if (static_cast<int>(a.splits.size()) != size) {
-    return Status::InvalidArgument("has " + std::to_string(a.splits.size()) +
-                                   " splits for " + std::to_string(size) + " ranks");
+    return Status::InvalidArgument("has " + std::to_string(a.splits.size()) + " splits for " +
+                                   std::to_string(size) + " ranks");
   }
   int64_t sum = 0;
   for (int64_t rows : a.splits) {
@@ -107,6 +107,10 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   const Announcement& a = request.what;
   const std::string what = std::string(RequestKindName(a.kind)) + " of tensor '" + a.name + "'";
   if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
+  if (request.process_set != kGlobalProcessSet) {
+    return Status::InvalidArgument(what + ": process set " + std::to_string(request.process_set) +
+                                   " does not exist");
+  }
   if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op)) ||
       a.compression < 0 || a.compression > 2) {
     return Status::InvalidArgument(what + ": invalid data type, reduce op or compression value");
@@ -116,11 +120,10 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   }
   COHORT_RETURN_IF_ERROR(CheckSplits(a, comm_.size()).WithContext(what));
   const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather ||
-                          a.kind == RequestKind::kReduceScatter ||
-                          a.kind == RequestKind::kAlltoall;
+                          a.kind == RequestKind::kReduceScatter || a.kind == RequestKind::kAlltoall;
   const bool needs_recv = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kBroadcast;
-  if (a.elements() > 0 && ((needs_send && request.send == nullptr) ||
-                           (needs_recv && request.recv == nullptr))) {
+  if (a.elements() > 0 &&
+      ((needs_send && request.send == nullptr) || (needs_recv && request.recv == nullptr))) {
     return Status::InvalidArgument(what + ": null buffer for " + std::to_string(a.elements()) +
                                    " elements");
   }
@@ -130,10 +133,9 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
     return Status::NotInitialized(what + ": the engine is shutting down");
   }
   if (in_flight_.count(a.name) > 0) {
-    return Status::InvalidArgument(what + ": a tensor named '" + a.name +
-                                   "' is already in flight on rank " +
-                                   std::to_string(comm_.rank()) +
-                                   "; wait for it before submitting the name again");
+    return Status::InvalidArgument(
+        what + ": a tensor named '" + a.name + "' is already in flight on rank " +
+        std::to_string(comm_.rank()) + "; wait for it before submitting the name again");
   }
   const int64_t handle = handles_.Create(std::move(callback));
   request.handle = handle;
@@ -241,10 +243,9 @@ Status Engine::Cycle() {
     for (const auto& [name, missing] : table_.Waiting()) {
       Request r = TakePending(name);
       if (r.handle != 0) {
-        handles_.Complete(r.handle, Status::PeerFailure("tensor '" + name +
-                                                        "' was never submitted by " +
-                                                        DescribeRanks(missing) +
-                                                        " before they shut down"));
+        handles_.Complete(r.handle,
+                          Status::PeerFailure("tensor '" + name + "' was never submitted by " +
+                                              DescribeRanks(missing) + " before they shut down"));
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -299,16 +300,16 @@ void Engine::InspectStalls(CycleMessage* mine) {
   if (now >= next_stall_report_) {
     next_stall_report_ = now + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(options_.stall_check_seconds));
-    for (const auto& [name, missing] : table_.WaitingLongerThan(
-             std::chrono::duration<double>(options_.stall_check_seconds))) {
+    for (const auto& [name, missing] :
+         table_.WaitingLongerThan(std::chrono::duration<double>(options_.stall_check_seconds))) {
       COHORT_LOG(kWarning) << "stall inspector: tensor '" << name << "' has waited more than "
                            << options_.stall_check_seconds << " s (COHORT_STALL_CHECK_TIME); "
                            << "not yet submitted by " << DescribeRanks(missing);
     }
   }
   if (options_.stall_shutdown_seconds <= 0) return;
-  for (const auto& [name, missing] : table_.WaitingLongerThan(
-           std::chrono::duration<double>(options_.stall_shutdown_seconds))) {
+  for (const auto& [name, missing] :
+       table_.WaitingLongerThan(std::chrono::duration<double>(options_.stall_shutdown_seconds))) {
     mine->stalled.push_back(name);
   }
 }
@@ -345,8 +346,8 @@ Status Engine::Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all
   size_t at = 0;
   for (int r = 0; r < n; ++r) {
     if (!DecodeCycleMessage(bytes.substr(at, sizes[r]), &(*all)[r])) {
-      return comm_.Fail(Status::Internal("malformed negotiation message from rank " +
-                                         std::to_string(r)));
+      return comm_.Fail(
+          Status::Internal("malformed negotiation message from rank " + std::to_string(r)));
     }
     at += sizes[r];
   }
@@ -401,7 +402,8 @@ Status Engine::Execute(const Response& response) {
 
 Status Engine::ExecuteAllreduce(const Response& response) {
   std::vector<Request> reqs;
-  std::vector<std::vector<unsigned char>> identity;  // buffers this rank takes part with after joining
+  std::vector<std::vector<unsigned char>>
+      identity;  // buffers this rank takes part with after joining
   for (size_t i = 0; i < response.names.size(); ++i) {
     Request r = TakePending(response.names[i]);
     if (r.handle == 0) {  // joined: contribute the op's identity, discard the result
@@ -449,9 +451,8 @@ Status Engine::ExecuteAllreduce(const Response& response) {
   return s;
 }
 
-void Engine::RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes,
-                              Clock::time_point t0, Clock::time_point t1, Clock::time_point t2,
-                              Clock::time_point t3) {
+void Engine::RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,
+                              Clock::time_point t1, Clock::time_point t2, Clock::time_point t3) {
   const std::string args = "{\"fused_tensors\":" + std::to_string(reqs.size()) +
                            ",\"fused_bytes\":" + std::to_string(bytes) + "}";
   for (const Request& r : reqs) {

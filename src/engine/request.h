@@ -51,6 +51,7 @@ struct Announcement {
 struct Request {
   Announcement what;
   int64_t handle = 0;
+  int process_set = 0;  // the set of ranks taking part (cohort::kGlobalProcessSet: all)
   const void* send = nullptr;
   void* recv = nullptr;  // allreduce output; broadcast buffer (in place)
 };
