@@ -18,15 +18,27 @@ Communicator::Communicator(Mesh mesh, std::unique_ptr<StoreClient> store,
                            CommunicatorOptions options)
     : mesh_(std::move(mesh)), store_(std::move(store)), options_(options) {}
 
+Communicator::Communicator(Communicator& parent, const std::vector<int>& members)
+    : parent_(&parent), members_(members), options_(parent.options()) {
+  const Mesh& all = parent.mesh();
+  mesh_.size = static_cast<int>(members.size());
+  for (int r = 0; r < mesh_.size; ++r) {
+    if (members[r] == all.rank) mesh_.rank = r;
+    mesh_.peers.push_back(all.peers[members[r]]);
+    mesh_.names.push_back(all.Name(members[r]));
+  }
+}
+
 Communicator::~Communicator() = default;
 
 Status Communicator::Fail(const Status& status) {
   if (!failure_.ok()) return failure_;
   failure_ = status;
+  if (parent_ != nullptr) return parent_->Fail(status);  // it owns the links and the store
   COHORT_LOG(kDebug) << "rank " << rank() << " failing: " << status.ToString();
   if (store_ != nullptr) {
-    (void)store_->Set(AbortKey(rank()), std::to_string(static_cast<int>(status.code())) + "\t" +
-                                            status.message());
+    (void)store_->Set(AbortKey(rank()),
+                      std::to_string(static_cast<int>(status.code())) + "\t" + status.message());
   }
   if (mesh_.layout.has_value()) {
     mesh_.layout->control(mesh_.segments[mesh_.local_rank].data())->aborted.store(1);
@@ -38,6 +50,7 @@ Status Communicator::Fail(const Status& status) {
 }
 
 Status Communicator::PeerError(int peer, const Status& cause, const std::string& during) {
+  if (parent_ != nullptr) return parent_->PeerError(members_[peer], cause, during);
   if (store_ != nullptr) {
     // A peer that gave up deliberately published its reason before closing
     // its links, so a short wait is enough; a crashed peer published nothing.
@@ -48,14 +61,15 @@ Status Communicator::PeerError(int peer, const Status& cause, const std::string&
       if (code == Status::Code::kPeerFailure || code == Status::Code::kTimeout) {
         return Status(code, reason->substr(tab + 1));  // already names the root cause
       }
-      return Status(code, during + ": " + mesh_.Describe(peer) + " failed: " +
-                              reason->substr(tab + 1));
+      return Status(code,
+                    during + ": " + mesh_.Describe(peer) + " failed: " + reason->substr(tab + 1));
     }
   }
   return Status::PeerFailure(during + ": lost " + mesh_.Describe(peer) + ": " + cause.message());
 }
 
 Status Communicator::CheckPeerAlive(int peer, const std::string& during) {
+  if (parent_ != nullptr) return parent_->CheckPeerAlive(peer < 0 ? peer : members_[peer], during);
   if (!mesh_.layout.has_value() || peer < 0) return Status::OK();
   const int l = mesh_.peers[peer].local_rank;
   if (mesh_.peers[peer].host_key != mesh_.peers[rank()].host_key || l == mesh_.local_rank) {
@@ -72,6 +86,7 @@ Status Communicator::CheckPeerAlive(int peer, const std::string& during) {
 }
 
 Status Communicator::TimeoutError(int peer, const std::string& during) const {
+  if (parent_ != nullptr) return parent_->TimeoutError(peer < 0 ? peer : members_[peer], during);
   return Status::Timeout(during + ": no progress for " +
                          std::to_string(static_cast<int>(options_.timeout_seconds)) +
                          " s (COHORT_TIMEOUT) waiting for " + mesh_.Describe(peer));

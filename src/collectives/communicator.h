@@ -2,6 +2,11 @@
 // mesh, knows the per-call deadline, and turns any failure into one sticky
 // error that every later call returns, after telling the peers (through the
 // rendezvous store and by closing its links) so they fail fast too.
+//
+// A sub-communicator (a process set) is a view of some of its parent's ranks:
+// it numbers them 0..n-1 in the order given, sends over the parent's links,
+// has no shared-memory segment of its own (so link-based algorithms run), and
+// a failure in it fails the parent, since both share the links.
 #ifndef COHORT_COLLECTIVES_COMMUNICATOR_H_
 #define COHORT_COLLECTIVES_COMMUNICATOR_H_
 
@@ -16,23 +21,29 @@
 namespace cohort {
 
 struct CommunicatorOptions {
-  double timeout_seconds = 300;          // COHORT_TIMEOUT: bound on every wait
+  double timeout_seconds = 300;           // COHORT_TIMEOUT: bound on every wait
   size_t small_message_bytes = 64 << 10;  // below this, latency-optimal algorithms
-  size_t chunk_bytes = 256 << 10;        // pipelining granularity over links
+  size_t chunk_bytes = 256 << 10;         // pipelining granularity over links
 };
 
 class Communicator {
  public:
   Communicator(Mesh mesh, std::unique_ptr<StoreClient> store, CommunicatorOptions options);
+  // A sub-communicator over `members` (ranks of `parent`, this rank among
+  // them, no repeats), which must outlive it.
+  Communicator(Communicator& parent, const std::vector<int>& members);
   ~Communicator();
 
   int rank() const { return mesh_.rank; }
   int size() const { return mesh_.size; }
   Mesh& mesh() { return mesh_; }
   const CommunicatorOptions& options() const { return options_; }
-  Link* link(int peer) { return mesh_.links[peer].get(); }
+  Link* link(int peer) {
+    return parent_ != nullptr ? parent_->link(members_[peer]) : mesh_.links[peer].get();
+  }
   // This rank's shared-memory control block; null without shared memory.
   HostControl* own_control() {
+    if (parent_ != nullptr) return parent_->own_control();
     return mesh_.layout ? mesh_.layout->control(mesh_.segments[mesh_.local_rank].data()) : nullptr;
   }
 
@@ -42,7 +53,9 @@ class Communicator {
   Deadline CallDeadline() const { return Deadline::AfterSeconds(options_.timeout_seconds); }
 
   // OK while healthy; otherwise the error that broke this communicator.
-  const Status& failure() const { return failure_; }
+  const Status& failure() const {
+    return failure_.ok() && parent_ != nullptr ? parent_->failure() : failure_;
+  }
   // Records `status` as the failure (the first one wins), publishes it for
   // the peers and closes every link. Returns the recorded failure.
   Status Fail(const Status& status);
@@ -57,7 +70,9 @@ class Communicator {
   Status TimeoutError(int peer, const std::string& during) const;
 
  private:
-  Mesh mesh_;
+  Mesh mesh_;                       // a sub-communicator's has peers but no links or segments
+  Communicator* parent_ = nullptr;  // set for a sub-communicator
+  std::vector<int> members_;        // sub-communicator: parent rank of each rank
   std::unique_ptr<StoreClient> store_;
   CommunicatorOptions options_;
   uint64_t calls_ = 0;

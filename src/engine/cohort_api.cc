@@ -1,4 +1,5 @@
 // include/cohort/cohort.h over the process's one Runtime.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -357,34 +358,61 @@ Result<Handle> BarrierAsync(const std::string& name, DoneCallback done, int proc
   return Submit(std::move(r), std::move(done));
 }
 
-Result<int> AddProcessSet(const std::vector<int>&) {
+Result<int> AddProcessSet(const std::vector<int>& ranks) {
   if (g_runtime == nullptr) return NotRunning();
-  return Status::InvalidArgument("process sets: not available yet");
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.empty()) return Status::InvalidArgument("add process set: no ranks given");
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] < 0 || sorted[i] >= Size()) {
+      return Status::InvalidArgument("add process set: rank " + std::to_string(sorted[i]) +
+                                     " is not a rank of this job (0.." +
+                                     std::to_string(Size() - 1) + ")");
+    }
+    if (i > 0 && sorted[i] == sorted[i - 1]) {
+      return Status::InvalidArgument("add process set: rank " + std::to_string(sorted[i]) +
+                                     " is listed twice");
+    }
+  }
+  Request r;
+  r.what = Describe(g_runtime->NextSyncName("add_process_set"), RequestKind::kAddProcessSet, {},
+                    DataType::kUInt8);
+  r.what.splits.assign(sorted.begin(), sorted.end());
+  Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
+  if (!result.ok()) return result.status();
+  int32_t id = 0;
+  if (result->data.size() != sizeof id) return Status::Internal("add process set: no id returned");
+  std::memcpy(&id, result->data.data(), sizeof id);
+  return static_cast<int>(id);
 }
 
 Status RemoveProcessSet(int process_set) {
   if (g_runtime == nullptr) return NotRunning();
-  return Status::InvalidArgument("process set " + std::to_string(process_set) + " does not exist");
+  Request r;
+  r.what = Describe(g_runtime->NextSyncName("remove_process_set"), RequestKind::kRemoveProcessSet,
+                    {}, DataType::kUInt8);
+  r.what.root = process_set;
+  return SubmitAndWait(std::move(r));
 }
 
 Result<std::vector<int>> ProcessSetRanks(int process_set) {
-  if (g_runtime == nullptr) return NotRunning();
-  if (process_set != kGlobalProcessSet) {
-    return Status::InvalidArgument("process set " + std::to_string(process_set) +
-                                   " does not exist");
-  }
-  std::vector<int> all(Size());
-  for (int r = 0; r < Size(); ++r) all[r] = r;
-  return all;
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return NotRunning();
+  return rt->StartEngine().ProcessSetRanks(process_set);
 }
 
 Result<int> ProcessSetRank(int process_set) {
   Result<std::vector<int>> ranks = ProcessSetRanks(process_set);
   if (!ranks.ok()) return ranks.status();
-  return Rank();
+  auto it = std::find(ranks->begin(), ranks->end(), Rank());
+  return it == ranks->end() ? -1 : static_cast<int>(it - ranks->begin());
 }
 
-std::vector<int> ProcessSetIds() { return {kGlobalProcessSet}; }
+std::vector<int> ProcessSetIds() {
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return {};
+  return rt->StartEngine().ProcessSetIds();
+}
 
 Result<Handle> JoinAsync(DoneCallback done) { return Submit(JoinRequest(), std::move(done)); }
 

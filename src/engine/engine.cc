@@ -61,15 +61,16 @@ std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
 
 }  // namespace
 
-Engine::Engine(Communicator& comm, EngineOptions options)
-    : comm_(comm),
-      options_(options),
-      table_(comm.size()),
-      cache_(options.cache_capacity),
-      next_stall_report_(Clock::now()) {
+Engine::Engine(Communicator& comm, EngineOptions options) : comm_(comm), options_(options) {
+  std::vector<int> everyone(comm.size());
+  for (int r = 0; r < comm.size(); ++r) everyone[r] = r;
+  sets_[kGlobalProcessSet] =
+      std::make_unique<ProcessSet>(kGlobalProcessSet, everyone, comm, options.cache_capacity);
   if (!options_.timeline_path.empty()) {
     Status s = StartTimeline(options_.timeline_path);
-    if (!s.ok()) COHORT_LOG(kWarning) << "COHORT_TIMELINE: " << s.message();
+    if (!s.ok()) {
+      COHORT_LOG(kWarning) << "COHORT_TIMELINE: " << s.message();
+    }
   }
   thread_ = std::thread([this] { Loop(); });
 }
@@ -105,12 +106,11 @@ Engine::~Engine() { Shutdown(); }
 
 Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   const Announcement& a = request.what;
-  const std::string what = std::string(RequestKindName(a.kind)) + " of tensor '" + a.name + "'";
-  if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
+  std::string what = std::string(RequestKindName(a.kind)) + " of tensor '" + a.name + "'";
   if (request.process_set != kGlobalProcessSet) {
-    return Status::InvalidArgument(what + ": process set " + std::to_string(request.process_set) +
-                                   " does not exist");
+    what += " in process set " + std::to_string(request.process_set);
   }
+  if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
   if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op)) ||
       a.compression < 0 || a.compression > 2) {
     return Status::InvalidArgument(what + ": invalid data type, reduce op or compression value");
@@ -118,7 +118,6 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   for (int64_t d : a.shape) {
     if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
   }
-  COHORT_RETURN_IF_ERROR(CheckSplits(a, comm_.size()).WithContext(what));
   const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather ||
                           a.kind == RequestKind::kReduceScatter || a.kind == RequestKind::kAlltoall;
   const bool needs_recv = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kBroadcast;
@@ -132,17 +131,50 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   if (stopped_ || shutdown_requested_) {
     return Status::NotInitialized(what + ": the engine is shutting down");
   }
-  if (in_flight_.count(a.name) > 0) {
+  auto set = sets_.find(request.process_set);
+  if (set == sets_.end()) {
+    return Status::InvalidArgument(what + ": process set " + std::to_string(request.process_set) +
+                                   " does not exist");
+  }
+  if (!set->second->member()) {
+    return Status::InvalidArgument(what + ": rank " + std::to_string(comm_.rank()) +
+                                   " is not a member of process set " +
+                                   std::to_string(request.process_set));
+  }
+  const bool job_wide = a.kind == RequestKind::kJoin || a.kind == RequestKind::kAddProcessSet ||
+                        a.kind == RequestKind::kRemoveProcessSet;
+  if (job_wide && request.process_set != kGlobalProcessSet) {
+    return Status::InvalidArgument(what + ": only runs over the whole job (process set 0)");
+  }
+  COHORT_RETURN_IF_ERROR(CheckSplits(a, set->second->size()).WithContext(what));
+  const auto key = std::make_pair(request.process_set, a.name);
+  if (in_flight_.count(key) > 0) {
     return Status::InvalidArgument(
         what + ": a tensor named '" + a.name + "' is already in flight on rank " +
         std::to_string(comm_.rank()) + "; wait for it before submitting the name again");
   }
   const int64_t handle = handles_.Create(std::move(callback));
   request.handle = handle;
-  in_flight_[a.name] = request;
-  queue_.push_back(std::move(request));  // `a` refers into `request`: unusable from here
+  in_flight_[key] = request;
+  set->second->queue.push_back(std::move(request));  // `a` refers into `request`: unusable now
   wake_.notify_one();
   return handle;
+}
+
+Result<std::vector<int>> Engine::ProcessSetRanks(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto set = sets_.find(id);
+  if (set == sets_.end()) {
+    return Status::InvalidArgument("process set " + std::to_string(id) + " does not exist");
+  }
+  return set->second->ranks;
+}
+
+std::vector<int> Engine::ProcessSetIds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> ids;
+  for (const auto& entry : sets_) ids.push_back(entry.first);
+  return ids;
 }
 
 Status Engine::Shutdown() {
@@ -169,22 +201,62 @@ void Engine::Loop() {
 }
 
 Status Engine::Cycle() {
-  CycleMessage mine;
+  std::map<int, std::vector<Request>> queued;
+  bool shutdown = false;
   {
     // No fixed sleep: a submission wakes the loop at once; the cycle time
     // only bounds how long an idle rank waits before joining the next round.
     std::unique_lock<std::mutex> lock(mu_);
+    auto has_work = [&] {
+      for (const auto& [id, set] : sets_) {
+        if (!set->queue.empty()) return true;
+      }
+      return shutdown_requested_;
+    };
     wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
-                   [&] { return !queue_.empty() || shutdown_requested_; });
-    Announce(queue_, &mine);
-    queue_.clear();
-    mine.shutdown = shutdown_requested_;
+                   has_work);
+    for (auto& [id, set] : sets_) {
+      if (!set->queue.empty()) queued[id] = std::exchange(set->queue, {});
+    }
+    shutdown = shutdown_requested_;
   }
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     tl_ = timeline_;
   }
-  InspectStalls(&mine);
+  bool stop = false;
+  COHORT_RETURN_IF_ERROR(
+      CycleSet(*sets_.at(kGlobalProcessSet), queued[kGlobalProcessSet], shutdown, &stop));
+  if (stop) {
+    FailUnfinished();
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    return Status::OK();
+  }
+  // Sets added in this cycle start with the next one; removed ones are gone.
+  for (auto& [id, set] : sets_) {
+    if (id == kGlobalProcessSet || !set->member()) continue;
+    COHORT_RETURN_IF_ERROR(CycleSet(*set, queued[id], false, nullptr));
+  }
+  for (const auto& [id, requests] : queued) {
+    if (sets_.count(id) > 0) continue;
+    for (const Request& r : requests) {
+      if (TakePending(id, r.what.name).handle != 0) {
+        handles_.Complete(
+            r.handle, Status::InvalidArgument("tensor '" + r.what.name + "': process set " +
+                                              std::to_string(id) + " was removed before it ran"));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, bool shutdown,
+                        bool* stop) {
+  CycleMessage mine;
+  Announce(set, queued, &mine);
+  mine.shutdown = shutdown;
+  InspectStalls(set, &mine);
   if (tl_) {
     const Clock::time_point now = Clock::now();
     for (const Announcement& a : mine.announcements) {
@@ -192,38 +264,40 @@ Status Engine::Cycle() {
     }
   }
   std::vector<CycleMessage> all;
-  COHORT_RETURN_IF_ERROR(Exchange(mine, &all));
+  COHORT_RETURN_IF_ERROR(Exchange(set, mine, &all));
   for (size_t r = 0; r < all.size(); ++r) {
-    COHORT_RETURN_IF_ERROR(Expand(static_cast<int>(r), &all[r]));
+    COHORT_RETURN_IF_ERROR(Expand(set, static_cast<int>(r), &all[r]));
   }
   if (tl_) {
     // When each rank's announcement of a tensor arrived here.
     const Clock::time_point now = Clock::now();
     for (size_t r = 0; r < all.size(); ++r) {
       for (const Announcement& a : all[r].announcements) {
-        tl_->Instant(a.name, "rank " + std::to_string(r) + " ready", now);
+        tl_->Instant(a.name, "rank " + std::to_string(set.ranks[r]) + " ready", now);
       }
     }
   }
-  // Rank 0 decided on stalls before this cycle's announcements; every rank
-  // applies its decision first, so all tables stay identical.
-  for (const std::string& name : all[0].stalled) FailStalled(name);
+  // The set's first rank decided on stalls before this cycle's announcements;
+  // every rank applies its decision first, so all tables stay identical.
+  for (const std::string& name : all[0].stalled) FailStalled(set, name);
   std::vector<std::vector<Announcement>> per_rank;
   bool all_shutdown = true;
   for (CycleMessage& m : all) {
     per_rank.push_back(std::move(m.announcements));
     all_shutdown = all_shutdown && m.shutdown;
   }
-  table_.Apply(per_rank);
+  set.table.Apply(per_rank);
   const std::vector<Response> responses =
-      table_.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
+      set.table.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
   // Every rank caches the same successful announcements in the same order.
   for (const Response& response : responses) {
     if (!response.error.ok() || response.kind == RequestKind::kAllgather ||
-        response.kind == RequestKind::kAlltoall || response.kind == RequestKind::kJoin) {
-      continue;  // per-rank shapes or splits differ: nothing to share
+        response.kind == RequestKind::kAlltoall || response.kind == RequestKind::kJoin ||
+        response.kind == RequestKind::kAddProcessSet ||
+        response.kind == RequestKind::kRemoveProcessSet) {
+      continue;  // per-rank shapes or splits differ, or never repeated: nothing to share
     }
-    for (const Announcement& a : response.what) cache_.Insert(a);
+    for (const Announcement& a : response.what) set.cache.Insert(a);
   }
   const Clock::time_point ready = Clock::now();
   if (tl_) {
@@ -236,33 +310,57 @@ Status Engine::Cycle() {
       const Clock::time_point start = Clock::now();
       for (const std::string& name : response.names) tl_->Span(name, "QUEUE", ready, start);
     }
-    COHORT_RETURN_IF_ERROR(Execute(response));
+    COHORT_RETURN_IF_ERROR(Execute(set, response));
   }
-  if (all_shutdown) {
-    // Every rank has stopped submitting: what is still unmatched never will be.
-    for (const auto& [name, missing] : table_.Waiting()) {
-      Request r = TakePending(name);
-      if (r.handle != 0) {
-        handles_.Complete(r.handle,
-                          Status::PeerFailure("tensor '" + name + "' was never submitted by " +
-                                              DescribeRanks(missing) + " before they shut down"));
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-  }
+  if (stop != nullptr) *stop = all_shutdown;
   return Status::OK();
 }
 
-void Engine::Announce(const std::vector<Request>& queued, CycleMessage* mine) const {
+void Engine::FailUnfinished() {
+  // Every rank has stopped submitting: what is still unmatched never will be.
+  for (auto& [id, set] : sets_) {
+    if (!set->member()) continue;
+    for (const auto& [name, missing] : set->table.Waiting()) {
+      Request r = TakePending(id, name);
+      if (r.handle != 0) {
+        handles_.Complete(
+            r.handle, Status::PeerFailure("tensor '" + name + "' was never submitted by " +
+                                          DescribeRanks(*set, missing) + " before they shut down"));
+      }
+    }
+  }
+  FailSet(-1, Status::NotInitialized("the engine shut down before this operation ran"));
+}
+
+void Engine::FailSet(int id, const Status& status) {
+  std::vector<int64_t> handles;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+      if (id >= 0 && it->first.first != id) {
+        ++it;
+        continue;
+      }
+      handles.push_back(it->second.handle);
+      it = in_flight_.erase(it);
+    }
+    for (auto& [set_id, set] : sets_) {
+      if (id < 0 || set_id == id) set->queue.clear();
+    }
+  }
+  for (int64_t h : handles) handles_.Complete(h, status);
+}
+
+void Engine::Announce(const ProcessSet& set, const std::vector<Request>& queued,
+                      CycleMessage* mine) const {
   size_t hits = 0;
   for (const Request& r : queued) {
-    const int slot = cache_.Find(r.what);
+    const int slot = set.cache.Find(r.what);
     if (slot < 0) {
       mine->announcements.push_back(r.what);
       continue;
     }
-    if (mine->cached.empty()) mine->cached.assign((cache_.capacity() + 7) / 8, 0);
+    if (mine->cached.empty()) mine->cached.assign((set.cache.capacity() + 7) / 8, 0);
     mine->cached[slot / 8] |= static_cast<uint8_t>(1u << (slot % 8));
     ++hits;
   }
@@ -272,15 +370,15 @@ void Engine::Announce(const std::vector<Request>& queued, CycleMessage* mine) co
   }
 }
 
-Status Engine::Expand(int rank, CycleMessage* message) const {
+Status Engine::Expand(ProcessSet& set, int rank, CycleMessage* message) const {
   for (size_t byte = 0; byte < message->cached.size(); ++byte) {
     for (int bit = 0; bit < 8; ++bit) {
       if (!(message->cached[byte] & (1u << bit))) continue;
-      const Announcement* a = cache_.At(byte * 8 + bit);
+      const Announcement* a = set.cache.At(byte * 8 + bit);
       if (a == nullptr) {
-        return comm_.Fail(Status::Internal("rank " + std::to_string(rank) +
-                                           " announced empty response-cache slot " +
-                                           std::to_string(byte * 8 + bit)));
+        return set.comm->Fail(Status::Internal("rank " + std::to_string(set.ranks[rank]) +
+                                               " announced empty response-cache slot " +
+                                               std::to_string(byte * 8 + bit)));
       }
       message->announcements.push_back(*a);
     }
@@ -288,82 +386,87 @@ Status Engine::Expand(int rank, CycleMessage* message) const {
   return Status::OK();
 }
 
-std::string Engine::DescribeRanks(const std::vector<int>& ranks) const {
+std::string Engine::DescribeRanks(const ProcessSet& set, const std::vector<int>& ranks) const {
   std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + comm_.mesh().Describe(r);
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + set.comm->mesh().Describe(r);
   return out;
 }
 
-void Engine::InspectStalls(CycleMessage* mine) {
-  if (comm_.rank() != 0) return;
+void Engine::InspectStalls(ProcessSet& set, CycleMessage* mine) {
+  if (set.comm->rank() != 0) return;
   const Clock::time_point now = Clock::now();
-  if (now >= next_stall_report_) {
-    next_stall_report_ = now + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(options_.stall_check_seconds));
+  if (now >= set.next_stall_report) {
+    set.next_stall_report = now + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(options_.stall_check_seconds));
     for (const auto& [name, missing] :
-         table_.WaitingLongerThan(std::chrono::duration<double>(options_.stall_check_seconds))) {
-      COHORT_LOG(kWarning) << "stall inspector: tensor '" << name << "' has waited more than "
-                           << options_.stall_check_seconds << " s (COHORT_STALL_CHECK_TIME); "
-                           << "not yet submitted by " << DescribeRanks(missing);
+         set.table.WaitingLongerThan(std::chrono::duration<double>(options_.stall_check_seconds))) {
+      COHORT_LOG(kWarning) << "stall inspector: tensor '" << name << "'"
+                           << (set.id == kGlobalProcessSet
+                                   ? ""
+                                   : " of process set " + std::to_string(set.id))
+                           << " has waited more than " << options_.stall_check_seconds
+                           << " s (COHORT_STALL_CHECK_TIME); not yet submitted by "
+                           << DescribeRanks(set, missing);
     }
   }
   if (options_.stall_shutdown_seconds <= 0) return;
-  for (const auto& [name, missing] :
-       table_.WaitingLongerThan(std::chrono::duration<double>(options_.stall_shutdown_seconds))) {
+  for (const auto& [name, missing] : set.table.WaitingLongerThan(
+           std::chrono::duration<double>(options_.stall_shutdown_seconds))) {
     mine->stalled.push_back(name);
   }
 }
 
-void Engine::FailStalled(const std::string& name) {
+void Engine::FailStalled(ProcessSet& set, const std::string& name) {
   std::vector<int> missing;
-  for (const auto& [waiting, ranks] : table_.Waiting()) {
+  for (const auto& [waiting, ranks] : set.table.Waiting()) {
     if (waiting == name) missing = ranks;
   }
-  table_.Drop(name);
-  Request r = TakePending(name);
+  set.table.Drop(name);
+  Request r = TakePending(set.id, name);
   if (r.handle == 0) return;
   std::ostringstream message;
-  message << "tensor '" << name << "' stalled: " << DescribeRanks(missing)
+  message << "tensor '" << name << "' stalled: " << DescribeRanks(set, missing)
           << " did not submit it within " << options_.stall_shutdown_seconds
           << " s (COHORT_STALL_SHUTDOWN_TIME)";
   handles_.Complete(r.handle, Status::Timeout(message.str()));
 }
 
-Status Engine::Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all) {
-  const int n = comm_.size();
+Status Engine::Exchange(ProcessSet& set, const CycleMessage& mine, std::vector<CycleMessage>* all) {
+  Communicator& comm = *set.comm;
+  const int n = comm.size();
   const std::string message = EncodeCycleMessage(mine);
   std::vector<size_t> ones(n, 1), sizes(n);
   uint64_t my_size = message.size();
   std::vector<uint64_t> all_sizes(n);
   COHORT_RETURN_IF_ERROR(
-      RunAllgather(comm_, &my_size, 1, all_sizes.data(), ones.data(), DataType::kInt64));
+      RunAllgather(comm, &my_size, 1, all_sizes.data(), ones.data(), DataType::kInt64));
   size_t total = 0;
   for (int r = 0; r < n; ++r) total += sizes[r] = all_sizes[r];
   std::string bytes(total, '\0');
-  COHORT_RETURN_IF_ERROR(RunAllgather(comm_, message.data(), message.size(), bytes.data(),
+  COHORT_RETURN_IF_ERROR(RunAllgather(comm, message.data(), message.size(), bytes.data(),
                                       sizes.data(), DataType::kUInt8));
   all->assign(n, {});
   size_t at = 0;
   for (int r = 0; r < n; ++r) {
     if (!DecodeCycleMessage(bytes.substr(at, sizes[r]), &(*all)[r])) {
-      return comm_.Fail(
-          Status::Internal("malformed negotiation message from rank " + std::to_string(r)));
+      return comm.Fail(Status::Internal("malformed negotiation message from rank " +
+                                        std::to_string(set.ranks[r])));
     }
     at += sizes[r];
   }
   return Status::OK();
 }
 
-Request Engine::TakePending(const std::string& name) {
+Request Engine::TakePending(int set, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = in_flight_.find(name);
+  auto it = in_flight_.find({set, name});
   if (it == in_flight_.end()) return Request{};
   Request r = std::move(it->second);
   in_flight_.erase(it);
   return r;
 }
 
-Status Engine::Execute(const Response& response) {
+Status Engine::Execute(ProcessSet& set, const Response& response) {
   if (!response.error.ok()) {
     // Arguments that disagree fail these names on every rank; the engine and
     // the other tensors carry on.
@@ -373,39 +476,43 @@ Status Engine::Execute(const Response& response) {
         AppendJsonString(&args, response.error.message());
         tl_->Instant(name, "ERROR", Clock::now(), args + "}");
       }
-      Request r = TakePending(name);
+      Request r = TakePending(set.id, name);
       if (r.handle != 0) handles_.Complete(r.handle, response.error);
     }
     return Status::OK();
   }
-  if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(response);
+  if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(set, response);
   if (response.kind == RequestKind::kJoin) {
-    Request r = TakePending(kJoinName);
+    Request r = TakePending(set.id, kJoinName);
     TensorResult result;
     result.last_joined_rank = response.last_joined_rank;
     if (r.handle != 0) handles_.Complete(r.handle, Status::OK(), std::move(result));
     return Status::OK();
   }
-  Request r = TakePending(response.names[0]);
-  if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(r, response);
-  if (response.kind == RequestKind::kReduceScatter) return ExecuteReduceScatter(r);
-  if (response.kind == RequestKind::kAlltoall) return ExecuteAlltoall(r, response);
+  Request r = TakePending(set.id, response.names[0]);
+  if (response.kind == RequestKind::kAllgather) return ExecuteAllgather(set, r, response);
+  if (response.kind == RequestKind::kReduceScatter) return ExecuteReduceScatter(set, r);
+  if (response.kind == RequestKind::kAlltoall) return ExecuteAlltoall(set, r, response);
+  if (response.kind == RequestKind::kAddProcessSet ||
+      response.kind == RequestKind::kRemoveProcessSet) {
+    return ExecuteProcessSetChange(r, response.what[0]);
+  }
   const Announcement& a = r.what;
   const Clock::time_point start = Clock::now();
   Status s = response.kind == RequestKind::kBroadcast
-                 ? RunBroadcast(comm_, r.recv, a.elements(), a.dtype, a.root)
-                 : RunBarrier(comm_);
+                 ? RunBroadcast(*set.comm, r.recv, a.elements(), a.dtype, a.root)
+                 : RunBarrier(*set.comm);
   if (tl_) tl_->Span(a.name, RequestKindName(a.kind), start, Clock::now());
   handles_.Complete(r.handle, s);
   return s;
 }
 
-Status Engine::ExecuteAllreduce(const Response& response) {
+Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
   std::vector<Request> reqs;
   std::vector<std::vector<unsigned char>>
       identity;  // buffers this rank takes part with after joining
   for (size_t i = 0; i < response.names.size(); ++i) {
-    Request r = TakePending(response.names[i]);
+    Request r = TakePending(set.id, response.names[i]);
     if (r.handle == 0) {  // joined: contribute the op's identity, discard the result
       r.what = response.what[i];
       identity.push_back(IdentityBuffer(r.what));
@@ -417,7 +524,7 @@ Status Engine::ExecuteAllreduce(const Response& response) {
   Status s;
   if (reqs.size() == 1) {
     const Clock::time_point start = Clock::now();
-    s = RunAllreduce(comm_, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
+    s = RunAllreduce(*set.comm, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
                      a.postscale, AllreduceAlgorithm::kAuto,
                      static_cast<Compression>(a.compression));
     if (tl_) tl_->Span(a.name, "ALLREDUCE", start, Clock::now());
@@ -434,7 +541,7 @@ Status Engine::ExecuteAllreduce(const Response& response) {
       at += bytes;
     }
     const Clock::time_point t1 = Clock::now();
-    s = RunAllreduce(comm_, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale,
+    s = RunAllreduce(*set.comm, buf, buf, total, a.dtype, a.op, a.prescale, a.postscale,
                      AllreduceAlgorithm::kAuto, static_cast<Compression>(a.compression));
     const Clock::time_point t2 = Clock::now();
     at = 0;
@@ -462,9 +569,10 @@ void Engine::RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Cl
   }
 }
 
-Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
+Status Engine::ExecuteAllgather(ProcessSet& set, const Request& r, const Response& response) {
+  Communicator& comm = *set.comm;
   const Announcement& a = r.what;
-  const int n = comm_.size();
+  const int n = comm.size();
   const uint64_t row = a.row_elements();
   std::vector<size_t> counts(n);
   int64_t rows = 0;
@@ -474,7 +582,7 @@ Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
   }
   std::vector<unsigned char> out(static_cast<size_t>(rows) * row * DataTypeSize(a.dtype));
   const Clock::time_point start = Clock::now();
-  Status s = RunAllgather(comm_, r.send, counts[comm_.rank()], out.data(), counts.data(), a.dtype);
+  Status s = RunAllgather(comm, r.send, counts[comm.rank()], out.data(), counts.data(), a.dtype);
   if (tl_) tl_->Span(a.name, "ALLGATHER", start, Clock::now());
   TensorResult result;
   result.data = std::move(out);
@@ -484,26 +592,28 @@ Status Engine::ExecuteAllgather(const Request& r, const Response& response) {
   return s;
 }
 
-Status Engine::ExecuteReduceScatter(const Request& r) {
+Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
+  Communicator& comm = *set.comm;
   const Announcement& a = r.what;
-  const int n = comm_.size();
+  const int n = comm.size();
   const std::vector<int64_t> rows = ScatterRows(a, n);
   std::vector<size_t> counts(n);
   for (int p = 0; p < n; ++p) counts[p] = static_cast<size_t>(rows[p]) * a.row_elements();
   TensorResult result;
-  result.data.resize(counts[comm_.rank()] * DataTypeSize(a.dtype));
+  result.data.resize(counts[comm.rank()] * DataTypeSize(a.dtype));
   result.shape = a.shape;
-  result.shape[0] = rows[comm_.rank()];
+  result.shape[0] = rows[comm.rank()];
   const Clock::time_point start = Clock::now();
-  Status s = RunReduceScatter(comm_, r.send, result.data.data(), counts.data(), a.dtype, a.op);
+  Status s = RunReduceScatter(comm, r.send, result.data.data(), counts.data(), a.dtype, a.op);
   if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
   handles_.Complete(r.handle, s, std::move(result));
   return s;
 }
 
-Status Engine::ExecuteAlltoall(const Request& r, const Response& response) {
+Status Engine::ExecuteAlltoall(ProcessSet& set, const Request& r, const Response& response) {
+  Communicator& comm = *set.comm;
   const Announcement& a = r.what;
-  const int n = comm_.size(), me = comm_.rank();
+  const int n = comm.size(), me = comm.rank();
   const uint64_t row = a.row_elements();
   std::vector<size_t> send_counts(n), recv_counts(n);
   TensorResult result;
@@ -519,11 +629,41 @@ Status Engine::ExecuteAlltoall(const Request& r, const Response& response) {
   result.shape = a.shape;
   result.shape[0] = rows;
   const Clock::time_point start = Clock::now();
-  Status s = RunAlltoall(comm_, r.send, send_counts.data(), result.data.data(), recv_counts.data(),
+  Status s = RunAlltoall(comm, r.send, send_counts.data(), result.data.data(), recv_counts.data(),
                          a.dtype);
   if (tl_) tl_->Span(a.name, "ALLTOALL", start, Clock::now());
   handles_.Complete(r.handle, s, std::move(result));
   return s;
+}
+
+Status Engine::ExecuteProcessSetChange(const Request& r, const Announcement& what) {
+  Status s;
+  TensorResult result;
+  if (what.kind == RequestKind::kAddProcessSet) {
+    // Ranks were checked (in range, ascending, no repeats) where the call was made.
+    const int id = next_set_id_++;
+    std::vector<int> ranks(what.splits.begin(), what.splits.end());
+    auto set = std::make_unique<ProcessSet>(id, std::move(ranks), comm_, options_.cache_capacity);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sets_[id] = std::move(set);
+    }
+    result.data.resize(sizeof(int32_t));
+    const int32_t id32 = id;
+    std::memcpy(result.data.data(), &id32, sizeof id32);
+  } else if (what.root == kGlobalProcessSet || sets_.count(what.root) == 0) {
+    s = Status::InvalidArgument("remove process set: process set " + std::to_string(what.root) +
+                                (what.root == kGlobalProcessSet
+                                     ? " (the whole job) cannot be removed"
+                                     : " does not exist"));
+  } else {
+    FailSet(what.root, Status::InvalidArgument("process set " + std::to_string(what.root) +
+                                               " was removed while this operation waited"));
+    std::lock_guard<std::mutex> lock(mu_);
+    sets_.erase(what.root);
+  }
+  if (r.handle != 0) handles_.Complete(r.handle, s, std::move(result));
+  return Status::OK();
 }
 
 void Engine::Fail(const Status& status) {
@@ -532,9 +672,9 @@ void Engine::Fail(const Status& status) {
     std::lock_guard<std::mutex> lock(mu_);
     failure_ = status;
     stopped_ = true;
-    for (const auto& [name, r] : in_flight_) pending.push_back(r.handle);
+    for (const auto& [key, r] : in_flight_) pending.push_back(r.handle);
     in_flight_.clear();
-    queue_.clear();
+    for (auto& [id, set] : sets_) set->queue.clear();
   }
   for (int64_t h : pending) handles_.Complete(h, status);
 }

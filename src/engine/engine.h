@@ -2,7 +2,8 @@
 // operations from any thread into collectives every rank runs in the same
 // order. One thread per process loops: collect new requests, negotiate them
 // with every rank (engine/negotiation.h), execute the agreed responses (fusing
-// small allreduces), and complete their handles.
+// small allreduces), and complete their handles. Each process set
+// (engine/process_set.h) negotiates on its own within the same loop.
 //
 // Invariant: only the engine thread uses the communicator once the engine runs.
 #ifndef COHORT_ENGINE_ENGINE_H_
@@ -19,6 +20,7 @@
 #include "engine/fusion_buffer.h"
 #include "engine/handle_table.h"
 #include "engine/negotiation.h"
+#include "engine/process_set.h"
 #include "engine/request.h"
 #include "engine/response_cache.h"
 #include "engine/timeline.h"
@@ -26,13 +28,13 @@
 namespace cohort {
 
 struct EngineOptions {
-  uint64_t fusion_threshold_bytes = 64 << 20;  // COHORT_FUSION_THRESHOLD; 0 disables fusion
+  uint64_t fusion_threshold_bytes = 64 << 20;   // COHORT_FUSION_THRESHOLD; 0 disables fusion
   uint64_t fusion_max_tensor_bytes = 64 << 10;  // COHORT_FUSION_MAX_TENSOR: larger ones run alone
-  double cycle_time_ms = 1.0;  // COHORT_CYCLE_TIME: longest idle wait between negotiations
+  double cycle_time_ms = 1.0;         // COHORT_CYCLE_TIME: longest idle wait between negotiations
   double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
   double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)
-  std::string timeline_path;          // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
-  size_t cache_capacity = 1024;       // COHORT_CACHE_CAPACITY: response-cache slots (0: off)
+  std::string timeline_path;     // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
+  size_t cache_capacity = 1024;  // COHORT_CACHE_CAPACITY: response-cache slots (0: off)
 };
 
 class Engine {
@@ -41,10 +43,16 @@ class Engine {
   ~Engine();  // Shutdown()
 
   // Queues `request` and returns its handle. Fails at once (no handle) when
-  // the name is empty or already in flight on this rank, or the engine has
+  // the name is empty or already in flight in its process set on this rank,
+  // the set does not exist or this rank is not in it, or the engine has
   // failed or shut down.
   Result<int64_t> Enqueue(Request request, CompletionCallback callback = nullptr);
   HandleTable& handles() { return handles_; }
+
+  // The members (job ranks, ascending) of a process set.
+  Result<std::vector<int>> ProcessSetRanks(int id);
+  // Ids of the sets that exist, ascending (0 first).
+  std::vector<int> ProcessSetIds();
 
   // Starts writing a Chrome-trace timeline of every tensor's phases to
   // `path` ("{rank}" in it is replaced by the rank; without it only rank 0
@@ -60,37 +68,46 @@ class Engine {
 
  private:
   void Loop();
+  // One round: the job's set first (it carries shutdown and set changes),
+  // then every other set this rank belongs to, in id order. Every rank takes
+  // its sets in the same order, so the exchanges over shared links line up.
   Status Cycle();
+  // One set's round; `stop` (set 0 only) reports that every rank asked to stop.
+  Status CycleSet(ProcessSet& set, const std::vector<Request>& queued, bool shutdown, bool* stop);
   // This cycle's announcements: full ones, and cache hits as bits.
-  void Announce(const std::vector<Request>& queued, CycleMessage* mine) const;
+  void Announce(const ProcessSet& set, const std::vector<Request>& queued,
+                CycleMessage* mine) const;
   // A rank's announcements: its full ones, then its cached ones in slot order.
-  Status Expand(int rank, CycleMessage* message) const;
-  // Exchanges this cycle's messages; `all` is indexed by rank.
-  Status Exchange(const CycleMessage& mine, std::vector<CycleMessage>* all);
-  // Rank 0 only: logs tensors some ranks have not submitted for a long time
-  // and, past the shutdown time, declares them stalled in `mine`.
-  void InspectStalls(CycleMessage* mine);
-  // Every rank: fails a name rank 0 declared stalled and forgets it.
-  void FailStalled(const std::string& name);
-  // "rank 1 (host a, pid 7), rank 3 (host b, pid 9)".
-  std::string DescribeRanks(const std::vector<int>& ranks) const;
-  Status Execute(const Response& response);
-  Status ExecuteAllreduce(const Response& response);
-  Status ExecuteAllgather(const Request& request, const Response& response);
-  Status ExecuteReduceScatter(const Request& request);
-  Status ExecuteAlltoall(const Request& request, const Response& response);
+  Status Expand(ProcessSet& set, int rank, CycleMessage* message) const;
+  // Exchanges this cycle's messages; `all` is indexed by rank in the set.
+  Status Exchange(ProcessSet& set, const CycleMessage& mine, std::vector<CycleMessage>* all);
+  // The set's first rank only: logs tensors some ranks have not submitted for
+  // a long time and, past the shutdown time, declares them stalled in `mine`.
+  void InspectStalls(ProcessSet& set, CycleMessage* mine);
+  // Every rank: fails a name the set's first rank declared stalled and forgets it.
+  void FailStalled(ProcessSet& set, const std::string& name);
+  // "rank 1 (host a, pid 7), rank 3 (host b, pid 9)"; `ranks` are positions in the set.
+  std::string DescribeRanks(const ProcessSet& set, const std::vector<int>& ranks) const;
+  // After every rank asked to stop: fails what can no longer complete.
+  void FailUnfinished();
+  Status Execute(ProcessSet& set, const Response& response);
+  Status ExecuteAllreduce(ProcessSet& set, const Response& response);
+  Status ExecuteAllgather(ProcessSet& set, const Request& request, const Response& response);
+  Status ExecuteReduceScatter(ProcessSet& set, const Request& request);
+  Status ExecuteAlltoall(ProcessSet& set, const Request& request, const Response& response);
+  Status ExecuteProcessSetChange(const Request& request, const Announcement& what);
   void RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,
                         Clock::time_point t1, Clock::time_point t2, Clock::time_point t3);
   void Fail(const Status& status);
-  Request TakePending(const std::string& name);
+  // Fails every request of set `id` still queued or in flight with `status`.
+  void FailSet(int id, const Status& status);
+  Request TakePending(int set, const std::string& name);
 
-  Communicator& comm_;
+  Communicator& comm_;  // the whole job's
   const EngineOptions options_;
   HandleTable handles_;
-  NegotiationTable table_;
   FusionBuffer fusion_;
-  ResponseCache cache_;  // engine thread only
-  Clock::time_point next_stall_report_;  // rank 0, engine thread only
+  int next_set_id_ = 1;  // engine thread only
 
   // The running timeline. Swapped by user threads; the engine thread takes
   // one reference per cycle (`tl_`), so a timeline stopped mid-cycle stays
@@ -101,11 +118,14 @@ class Engine {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::vector<Request> queue_;               // guarded by mu_: submitted, not yet announced
-  std::map<std::string, Request> in_flight_;  // guarded by mu_: every name not yet completed
-  bool shutdown_requested_ = false;          // guarded by mu_
-  bool stopped_ = false;                     // guarded by mu_
-  Status failure_;                           // guarded by mu_
+  // Every process set by id. Inserted and erased only by the engine thread,
+  // under mu_; the engine thread reads it without the lock.
+  std::map<int, std::unique_ptr<ProcessSet>> sets_;
+  // Every (set, name) not yet completed; guarded by mu_.
+  std::map<std::pair<int, std::string>, Request> in_flight_;
+  bool shutdown_requested_ = false;  // guarded by mu_
+  bool stopped_ = false;             // guarded by mu_
+  Status failure_;                   // guarded by mu_
 
   std::thread thread_;
 };

@@ -15,15 +15,17 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 // "rank 0: float32; ranks 1, 2: float16" — ranks grouped by the value they passed.
 template <typename F>
-std::string DescribeByRank(const std::vector<Announcement>& by_rank, F value_of) {
+std::string DescribeByRank(const std::vector<Announcement>& by_rank, const std::vector<int>& names,
+                           F value_of) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;
   for (int r = 0; r < static_cast<int>(by_rank.size()); ++r) {
     std::string v = value_of(by_rank[r]);
+    const int name = r < static_cast<int>(names.size()) ? names[r] : r;
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == v; });
     if (it == groups.end()) {
-      groups.push_back({v, {r}});
+      groups.push_back({v, {name}});
     } else {
-      it->second.push_back(r);
+      it->second.push_back(name);
     }
   }
   std::ostringstream out;
@@ -102,8 +104,8 @@ void NegotiationTable::Complete(const std::string& name) {
   auto it = entries_.find(name);
   Entry& e = it->second;
   Ready ready{name, std::move(e.by_rank), {}, -1};
-  const int submitter = static_cast<int>(std::find(e.present.begin(), e.present.end(), true) -
-                                         e.present.begin());
+  const int submitter =
+      static_cast<int>(std::find(e.present.begin(), e.present.end(), true) - e.present.begin());
   for (int r = 0; r < size_; ++r) {
     if (e.present[r]) continue;
     ready.by_rank[r] = ready.by_rank[submitter];  // a joined rank stands in with the same shape
@@ -130,7 +132,7 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   const std::string what = "tensor '" + ready.name + "'";
   auto mismatch = [&](const std::string& field, auto value_of) {
     return Status::Mismatch(what + ": ranks disagree on the " + field + ": " +
-                            DescribeByRank(a, value_of));
+                            DescribeByRank(a, names_, value_of));
   };
   auto kind = [](const Announcement& x) { return std::string(RequestKindName(x.kind)); };
   if (!AllSame(a, kind)) return mismatch("operation", kind);
@@ -139,9 +141,20 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   const RequestKind k = a[0].kind;
   if (!ready.joined.empty() && k != RequestKind::kAllreduce) {
     std::string ranks;
-    for (int r : ready.joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    for (int r : ready.joined) {
+      ranks += (ranks.empty() ? "" : ", ") +
+               std::to_string(r < static_cast<int>(names_.size()) ? names_[r] : r);
+    }
     return Status::InvalidArgument(what + " (" + RequestKindName(k) + "): rank(s) " + ranks +
                                    " have joined; only allreduce runs while ranks are joined");
+  }
+  if (k == RequestKind::kAddProcessSet) {
+    auto members = [](const Announcement& x) { return ShapeText(x.splits); };
+    if (!AllSame(a, members)) return mismatch("member ranks of the new process set", members);
+  }
+  if (k == RequestKind::kRemoveProcessSet) {
+    auto id = [](const Announcement& x) { return std::to_string(x.root); };
+    if (!AllSame(a, id)) return mismatch("process set to remove", id);
   }
   if (k == RequestKind::kReduceScatter) {
     auto splits = [](const Announcement& x) { return ShapeText(x.splits); };
@@ -166,8 +179,9 @@ Status NegotiationTable::Validate(const Ready& ready) const {
     auto root = [](const Announcement& x) { return std::to_string(x.root); };
     if (!AllSame(a, root)) return mismatch("root", root);
     if (a[0].root < 0 || a[0].root >= size_) {
-      return Status::InvalidArgument(what + ": broadcast root " + std::to_string(a[0].root) +
-                                     " is not a rank of this job");
+      return Status::InvalidArgument(
+          what + ": broadcast root " + std::to_string(a[0].root) +
+          (names_.empty() ? " is not a rank of this job" : " is not a rank of its process set"));
     }
   }
   if (k == RequestKind::kAllgather || k == RequestKind::kAlltoall) {

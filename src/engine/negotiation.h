@@ -21,9 +21,9 @@ namespace cohort {
 // One unit of work every rank executes in the same order.
 struct Response {
   RequestKind kind = RequestKind::kAllreduce;
-  std::vector<std::string> names;  // more than one: a fused allreduce
-  Status error;                    // not OK: these names fail on every rank
-  std::vector<int64_t> rows_per_rank;  // allgather: first dimension per rank
+  std::vector<std::string> names;                    // more than one: a fused allreduce
+  Status error;                                      // not OK: these names fail on every rank
+  std::vector<int64_t> rows_per_rank;                // allgather: first dimension per rank
   std::vector<std::vector<int64_t>> splits_by_rank;  // alltoall: each rank's splits
   // Per name, the announcement of a rank that submitted it: what a joined
   // rank, which did not, needs to take part.
@@ -33,7 +33,9 @@ struct Response {
 
 class NegotiationTable {
  public:
-  explicit NegotiationTable(int size) : size_(size), joined_(size, false) {}
+  // `names`: how messages name each rank (its job rank); empty: the identity.
+  explicit NegotiationTable(int size, std::vector<int> names = {})
+      : size_(size), names_(std::move(names)), joined_(size, false) {}
 
   // Applies one cycle's announcements, indexed by rank.
   void Apply(const std::vector<std::vector<Announcement>>& per_rank);
@@ -62,7 +64,7 @@ class NegotiationTable {
     std::vector<Announcement> by_rank;  // valid where present[r]
     std::vector<bool> present;
     int arrived = 0;
-    uint64_t order = 0;  // first submission, for Waiting()
+    uint64_t order = 0;            // first submission, for Waiting()
     Clock::time_point first_seen;  // on this rank's clock, for the stall inspector
   };
   struct Ready {
@@ -79,13 +81,14 @@ class NegotiationTable {
   Status Validate(const Ready& ready) const;
 
   const int size_;
+  const std::vector<int> names_;
   std::vector<bool> joined_;  // ranks that joined and wait for the others to join
   int last_joined_ = -1;
   uint64_t next_order_ = 0;
   std::map<std::string, Entry> entries_;
   std::map<uint64_t, std::vector<Ready>> groups_;  // complete members of unfinished groups
   std::deque<Ready> ready_;
-  Announcement last_fusable_;  // rank 0's announcement of the last response taken
+  Announcement last_fusable_;     // rank 0's announcement of the last response taken
   bool last_fusable_ok_ = false;  // whether later tensors may join that response
 };
 

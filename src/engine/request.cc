@@ -44,13 +44,24 @@ class Reader {
 
 const char* RequestKindName(RequestKind kind) {
   switch (kind) {
-    case RequestKind::kAllreduce: return "allreduce";
-    case RequestKind::kAllgather: return "allgather";
-    case RequestKind::kBroadcast: return "broadcast";
-    case RequestKind::kBarrier: return "barrier";
-    case RequestKind::kReduceScatter: return "reducescatter";
-    case RequestKind::kAlltoall: return "alltoall";
-    case RequestKind::kJoin: return "join";
+    case RequestKind::kAllreduce:
+      return "allreduce";
+    case RequestKind::kAllgather:
+      return "allgather";
+    case RequestKind::kBroadcast:
+      return "broadcast";
+    case RequestKind::kBarrier:
+      return "barrier";
+    case RequestKind::kReduceScatter:
+      return "reducescatter";
+    case RequestKind::kAlltoall:
+      return "alltoall";
+    case RequestKind::kJoin:
+      return "join";
+    case RequestKind::kAddProcessSet:
+      return "add_process_set";
+    case RequestKind::kRemoveProcessSet:
+      return "remove_process_set";
   }
   return "unknown";
 }

@@ -19,6 +19,11 @@ enum class RequestKind : int32_t {
   kReduceScatter,
   kAlltoall,
   kJoin,  // this rank has no more data: it joins the others' allreduces with identity values
+  // Process-set changes, negotiated in the global set so every rank applies
+  // them between the same two cycles. Add: `splits` holds the member ranks;
+  // remove: `root` holds the set's id.
+  kAddProcessSet,
+  kRemoveProcessSet,
 };
 
 // The name every rank's join request carries.

@@ -13,7 +13,7 @@ Mesh::~Mesh() {
 
 std::string Mesh::Describe(int peer) const {
   if (peer < 0 || peer >= static_cast<int>(peers.size())) return "rank " + std::to_string(peer);
-  return "rank " + std::to_string(peer) + " (host " + peers[peer].hostname + ", pid " +
+  return "rank " + std::to_string(Name(peer)) + " (host " + peers[peer].hostname + ", pid " +
          std::to_string(peers[peer].pid) + ")";
 }
 

@@ -20,7 +20,7 @@ struct PeerInfo {
   std::string host_key;  // equal for ranks that share memory (same host, same network namespace)
   std::string address;   // where its mesh listener is
   int pid = 0;
-  int local_rank = 0;    // index among ranks with the same host_key
+  int local_rank = 0;  // index among ranks with the same host_key
 };
 
 struct Mesh {
@@ -30,14 +30,18 @@ struct Mesh {
   int local_size = 1;
   int cross_rank = 0;
   int cross_size = 1;
-  std::vector<PeerInfo> peers;              // indexed by rank, self included
+  std::vector<PeerInfo> peers;               // indexed by rank, self included
   std::vector<std::unique_ptr<Link>> links;  // indexed by rank; null for self
-  std::vector<int> local_ranks;             // global ranks on this host, ascending
+  std::vector<int> local_ranks;              // global ranks on this host, ascending
+  // How messages name each rank: its rank in the whole job. Empty means the
+  // identity; a process set's mesh numbers its members 0..n-1 but names
+  // them by their job ranks.
+  std::vector<int> names;
 
   // Present when the ranks on this host talk through shared memory.
   std::optional<HostSegmentLayout> layout;
   std::vector<ShmSegment> segments;  // indexed by local rank; ours is segments[local_rank]
-  std::vector<int> pidfds;           // indexed by local rank; -1 for self; readable once that process exits
+  std::vector<int> pidfds;  // indexed by local rank; -1 for self; readable once that process exits
 
   Mesh() = default;
   Mesh(Mesh&&) = default;
@@ -45,7 +49,11 @@ struct Mesh {
   ~Mesh();
 
   bool all_local_shm() const { return layout.has_value() && local_size == size; }
-  // "rank 3 (host node7, pid 1234)".
+  // The job rank of `peer`.
+  int Name(int peer) const {
+    return peer >= 0 && peer < static_cast<int>(names.size()) ? names[peer] : peer;
+  }
+  // "rank 3 (host node7, pid 1234)", with the job rank.
   std::string Describe(int peer) const;
 };
 

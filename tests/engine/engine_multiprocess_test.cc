@@ -15,8 +15,9 @@ namespace {
 
 Finished RunEngineJob(int np, const std::string& transport, const std::vector<std::string>& args,
                       std::map<std::string, std::string> env = {}) {
-  std::vector<std::string> cmd = {"run", "-np", std::to_string(np), "--timeout", "60",
-                                  "--transport", transport, "--", TestBinary("engine_worker")};
+  std::vector<std::string> cmd = {"run",       "-np", std::to_string(np),
+                                  "--timeout", "60",  "--transport",
+                                  transport,   "--",  TestBinary("engine_worker")};
   cmd.insert(cmd.end(), args.begin(), args.end());
   return RunCohort(cmd, 120, env);
 }
@@ -97,11 +98,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
                            return std::to_string(info.param.np) + "ranks_" + info.param.transport;
                          });
 
+// Disjoint and overlapping process sets run concurrently with the whole job:
+// 4 ranks over shared memory ({0,1}, {2,3}, {0,3}) and 3 over TCP ({0},
+// {1,2}, {0,2}).
+TEST(EngineProcessSets, RunConcurrentlyWithExactResultsAndClearErrors) {
+  for (const Shape& shape : {Shape{4, "auto"}, Shape{3, "tcp"}}) {
+    Finished f = RunEngineJob(shape.np, shape.transport, {"process_sets"});
+    EXPECT_EQ(f.exit_code, 0) << shape.np << " ranks, " << shape.transport << "\n"
+                              << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "process sets ok"), shape.np) << f.out << f.err;
+  }
+}
+
 // The stall inspector reports the missing rank, then fails the tensor on
 // every rank that submitted it.
 TEST(EngineStall, MissingRankIsReportedThenFailed) {
-  Finished f = RunEngineJob(3, "auto", {"stall"},
-                            {{"COHORT_STALL_CHECK_TIME", "0.2"}, {"COHORT_STALL_SHUTDOWN_TIME", "1"}});
+  Finished f =
+      RunEngineJob(3, "auto", {"stall"},
+                   {{"COHORT_STALL_CHECK_TIME", "0.2"}, {"COHORT_STALL_SHUTDOWN_TIME", "1"}});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   EXPECT_TRUE(Contains(f.err, "stall inspector: tensor 'late' has waited")) << f.err;
   EXPECT_TRUE(Contains(f.err, "not yet submitted by rank 1 (host")) << f.err;
@@ -149,7 +163,8 @@ TEST(EngineTimeline, FromEnvironmentHasTheExpectedSpans) {
   Finished f = RunEngineJob(2, "auto", {"random", "200"}, {{"COHORT_TIMELINE", path}});
   ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
   for (int r = 0; r < 2; ++r) {
-    std::vector<Json> events = ParseTrace(ReadFile(dir + "/env_trace." + std::to_string(r) + ".json"));
+    std::vector<Json> events =
+        ParseTrace(ReadFile(dir + "/env_trace." + std::to_string(r) + ".json"));
     auto by_tensor = EventsByTensor(events);
     ASSERT_TRUE(by_tensor.count("grad.7")) << "rank " << r;
     const std::vector<std::string>& e = by_tensor["grad.7"];
@@ -190,7 +205,8 @@ TEST(EngineCache, StaysCorrectWhenTheNamesChange) {
 // Fusion changes how tensors are packed, never the results.
 TEST(EngineFusion, OffAndTinyThresholdGiveTheSameExactResults) {
   for (const char* threshold : {"0", "4K", "64M"}) {
-    Finished f = RunEngineJob(2, "auto", {"random", "1000"}, {{"COHORT_FUSION_THRESHOLD", threshold}});
+    Finished f =
+        RunEngineJob(2, "auto", {"random", "1000"}, {{"COHORT_FUSION_THRESHOLD", threshold}});
     EXPECT_EQ(f.exit_code, 0) << threshold << "\n" << f.out << f.err;
     EXPECT_EQ(CountLines(f.out, "1000 tensors exact"), 2) << threshold;
   }

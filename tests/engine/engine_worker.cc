@@ -25,8 +25,14 @@
 //                                 asynchronous, and a compression mismatch
 //   engine_worker die             the last rank dies mid-step; the others'
 //                                 pending handles fail naming it
+//   engine_worker process_sets    two disjoint halves and an overlapping pair
+//                                 {0, n-1} run every kind of collective at the
+//                                 same time as the whole job, with the same
+//                                 names; errors for non-members, unknown and
+//                                 removed sets, mismatches name job ranks
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,7 +67,7 @@ struct Tensor {
 // Tensor i has (i * 37) % 5000 + 1 elements; element j on rank r is
 // (r + i + j) % 7, so the sum over ranks is exact in every type.
 std::vector<Tensor> MakeTensors(int count) {
-  const DataType types[] = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+  const DataType types[] = {DataType::kFloat32, DataType::kFloat64,  DataType::kInt32,
                             DataType::kFloat16, DataType::kBFloat16, DataType::kInt64};
   std::vector<Tensor> tensors(count);
   for (int i = 0; i < count; ++i) {
@@ -137,9 +143,9 @@ int RunMismatch() {
   ExpectMismatch(odd ? AllreduceAsync("a", a16.data(), a16.data(), {8}, DataType::kFloat16)
                      : AllreduceAsync("a", a.data(), a.data(), {8}, DataType::kFloat32),
                  {"tensor 'a'", "data type", "rank 1: float16", "float32"});
-  ExpectMismatch(AllreduceAsync("b", b.data(), b.data(), {static_cast<int64_t>(b.size())},
-                                DataType::kFloat32),
-                 {"tensor 'b'", "shape", "rank 1: [9]", "[8]"});
+  ExpectMismatch(
+      AllreduceAsync("b", b.data(), b.data(), {static_cast<int64_t>(b.size())}, DataType::kFloat32),
+      {"tensor 'b'", "shape", "rank 1: [9]", "[8]"});
   ExpectMismatch(AllreduceAsync("c", c.data(), c.data(), {8}, DataType::kFloat32,
                                 AllreduceOptions{odd ? ReduceOp::kMax : ReduceOp::kSum}),
                  {"tensor 'c'", "reduce op", "rank 1: max"});
@@ -188,8 +194,8 @@ int RunAllgather() {
   }
   // All but the first dimension must agree.
   std::vector<int32_t> bad(r == 0 ? 4 : 3, 0);
-  Result<Handle> wrong = AllgatherAsync("gather.bad", bad.data(), {1, r == 0 ? 4 : 3},
-                                        DataType::kInt32);
+  Result<Handle> wrong =
+      AllgatherAsync("gather.bad", bad.data(), {1, r == 0 ? 4 : 3}, DataType::kInt32);
   Check(wrong.ok() && Wait(*wrong).code() == Status::Code::kMismatch, "allgather shape mismatch");
   if (g_failures == 0) std::printf("rank %d: allgather ok\n", Rank());
   return g_failures == 0 ? 0 : 1;
@@ -208,9 +214,8 @@ int RunGrouped() {
     recvs.push_back(bufs[i].data());
     shapes.push_back({static_cast<int64_t>(bufs[i].size())});
   }
-  Result<std::vector<Handle>> hs = GroupedAllreduceAsync(names, sends, recvs, shapes,
-                                                         DataType::kFloat64,
-                                                         AllreduceOptions{ReduceOp::kAverage});
+  Result<std::vector<Handle>> hs = GroupedAllreduceAsync(
+      names, sends, recvs, shapes, DataType::kFloat64, AllreduceOptions{ReduceOp::kAverage});
   Check(hs.ok(), "grouped submit");
   const int n = Size();
   for (int i = 0; i < 5 && hs.ok(); ++i) {
@@ -254,8 +259,9 @@ int RunSync() {
     Check((*recv_counts)[p] == static_cast<size_t>(me + p + 1), "alltoall count value");
   }
   std::vector<int32_t> out(send_total, me), in(recv_total, -1);
-  Check(Alltoall(out.data(), send_counts.data(), in.data(), recv_counts->data(),
-                 DataType::kInt32).ok(), "blocking alltoall");
+  Check(Alltoall(out.data(), send_counts.data(), in.data(), recv_counts->data(), DataType::kInt32)
+            .ok(),
+        "blocking alltoall");
   Check(in.back() == n - 1 && in.front() == 0, "alltoall values come from each rank in order");
   if (g_failures == 0) std::printf("rank %d: sync ok\n", Rank());
   return g_failures == 0 ? 0 : 1;
@@ -299,8 +305,8 @@ int RunScatter() {
   const int64_t rows = 2 * n + 1, cols = 3;
   std::vector<float> x(rows * cols);
   for (int64_t i = 0; i < rows * cols; ++i) x[i] = static_cast<float>(i + me);
-  Result<Handle> h = ReduceScatterAsync("rs", x.data(), {rows, cols}, DataType::kFloat32,
-                                        ReduceOp::kSum);
+  Result<Handle> h =
+      ReduceScatterAsync("rs", x.data(), {rows, cols}, DataType::kFloat32, ReduceOp::kSum);
   TensorResult rs;
   Check(h.ok() && Wait(*h).ok() && TakeResult(*h, &rs).ok(), "reducescatter completes");
   const int64_t my_rows = rows / n + (me < rows % n ? 1 : 0);
@@ -355,13 +361,14 @@ int RunJoin() {
                                         DataType::kFloat32, AllreduceOptions{ReduceOp::kMin});
     Check(sum.ok() && min.ok() && Wait(*sum).ok() && Wait(*min).ok(), "step completes");
     const int active = n - k / 3;  // ranks r with 3(r+1) > k
-    Check(ones[99] == static_cast<float>(active), "step " + std::to_string(k) + " sum over " +
-                                                      std::to_string(active) + " active ranks");
+    Check(ones[99] == static_cast<float>(active),
+          "step " + std::to_string(k) + " sum over " + std::to_string(active) + " active ranks");
     Check(mine == static_cast<float>(k / 3 + 1), "step " + std::to_string(k) + " min");
   }
   Result<int> last = Join();
-  Check(last.ok() && *last == n - 1, "join returns the last rank: " +
-                                         (last.ok() ? std::to_string(*last) : last.status().ToString()));
+  Check(last.ok() && *last == n - 1,
+        "join returns the last rank: " +
+            (last.ok() ? std::to_string(*last) : last.status().ToString()));
   // After everyone joined, normal operation resumes.
   float x = 1;
   Result<Handle> after = AllreduceAsync("after", &x, &x, {1}, DataType::kFloat32);
@@ -414,8 +421,8 @@ int RunTimeline(const std::string& path) {
       for (Handle h : hs) Check(Wait(h).ok(), "traced tensors complete");
       Check(StopTimeline().ok(), "stop timeline");
     }
-    Result<Handle> h = AllreduceAsync(name, bufs[i].data(), bufs[i].data(), {100},
-                                      DataType::kFloat32);
+    Result<Handle> h =
+        AllreduceAsync(name, bufs[i].data(), bufs[i].data(), {100}, DataType::kFloat32);
     Check(h.ok(), "submit");
     hs.push_back(*h);
   }
@@ -431,7 +438,9 @@ int RunCompression() {
   auto run_blocking = [&](float value, Compression c) {
     std::vector<float> v(33, value);
     Check(Allreduce(v.data(), v.data(), v.size(), DataType::kFloat32,
-                    AllreduceOptions{ReduceOp::kSum, 1, 1, c}).ok(), "blocking compressed allreduce");
+                    AllreduceOptions{ReduceOp::kSum, 1, 1, c})
+              .ok(),
+          "blocking compressed allreduce");
     return v[32];
   };
   // Before the engine starts: the collectives' own path.
@@ -443,9 +452,10 @@ int RunCompression() {
   bufs[3].assign(100000, fine16);  // above COHORT_FUSION_MAX_TENSOR: reduced alone
   std::vector<Handle> hs;
   for (int i = 0; i < 4; ++i) {
-    Result<Handle> h = AllreduceAsync("c" + std::to_string(i), bufs[i].data(), bufs[i].data(),
-                                      {static_cast<int64_t>(bufs[i].size())}, DataType::kFloat32,
-                                      AllreduceOptions{ReduceOp::kSum, 1, 1, Compression::kFloat16});
+    Result<Handle> h =
+        AllreduceAsync("c" + std::to_string(i), bufs[i].data(), bufs[i].data(),
+                       {static_cast<int64_t>(bufs[i].size())}, DataType::kFloat32,
+                       AllreduceOptions{ReduceOp::kSum, 1, 1, Compression::kFloat16});
     Check(h.ok(), "submit compressed");
     hs.push_back(*h);
   }
@@ -454,9 +464,10 @@ int RunCompression() {
     Check(bufs[i].back() == static_cast<float>(n), "engine fp16 result");
   }
   float x = 1;
-  Result<Handle> mixed = AllreduceAsync(
-      "mixed", &x, &x, {1}, DataType::kFloat32,
-      AllreduceOptions{ReduceOp::kSum, 1, 1, Rank() == 1 ? Compression::kNone : Compression::kBFloat16});
+  Result<Handle> mixed =
+      AllreduceAsync("mixed", &x, &x, {1}, DataType::kFloat32,
+                     AllreduceOptions{ReduceOp::kSum, 1, 1,
+                                      Rank() == 1 ? Compression::kNone : Compression::kBFloat16});
   Status s = mixed.ok() ? Wait(*mixed) : mixed.status();
   Check(s.code() == Status::Code::kMismatch && s.message().find("compression") != std::string::npos,
         "compression mismatch: " + s.ToString());
@@ -488,6 +499,159 @@ int RunDie() {
   }
 }
 
+// Sum over the members of value(member) for every element: the expected
+// allreduce of tensors whose element j on job rank r is (r + j) % 5.
+float SetSum(const std::vector<int>& members, size_t j) {
+  float sum = 0;
+  for (int r : members) sum += static_cast<float>((r + j) % 5);
+  return sum;
+}
+
+struct SetOps {
+  SetOps(int id, std::vector<int> members) : id(id), members(std::move(members)) {}
+  int id;
+  std::vector<int> members;
+  std::vector<std::vector<float>> reduced;  // 40 allreduces
+  std::vector<float> bcast;
+  std::vector<int32_t> gather_in;
+  std::vector<Handle> handles;
+  Handle gather = 0, scatter = 0;
+  std::vector<float> scatter_in;
+};
+
+// Submits, in set `ops.id`, 40 allreduces named like the other sets' ones, a
+// broadcast from the set's last position, an allgather and a reduce-scatter.
+void SubmitSetOps(SetOps& ops) {
+  const int me = Rank();
+  const int pos =
+      static_cast<int>(std::find(ops.members.begin(), ops.members.end(), me) - ops.members.begin());
+  const int n = static_cast<int>(ops.members.size());
+  AllreduceOptions options;
+  options.process_set = ops.id;
+  ops.reduced.assign(40, {});
+  for (int i = 0; i < 40; ++i) {
+    std::vector<float>& t = ops.reduced[i];
+    t.resize(100 + i * 997);
+    for (size_t j = 0; j < t.size(); ++j) t[j] = static_cast<float>((me + j) % 5);
+    Result<Handle> h =
+        AllreduceAsync("t." + std::to_string(i), t.data(), t.data(),
+                       {static_cast<int64_t>(t.size())}, DataType::kFloat32, options);
+    Check(h.ok(), "set allreduce submits: " + h.status().ToString());
+    if (h.ok()) ops.handles.push_back(*h);
+  }
+  ops.bcast.assign(33, static_cast<float>(me));
+  Result<Handle> b =
+      BroadcastAsync("b", ops.bcast.data(), {33}, DataType::kFloat32, n - 1, nullptr, ops.id);
+  Check(b.ok(), "set broadcast submits: " + b.status().ToString());
+  if (b.ok()) ops.handles.push_back(*b);
+  ops.gather_in.assign(pos + 1, me);  // position p contributes p + 1 rows
+  Result<Handle> g =
+      AllgatherAsync("g", ops.gather_in.data(), {pos + 1}, DataType::kInt32, nullptr, ops.id);
+  Check(g.ok(), "set allgather submits: " + g.status().ToString());
+  ops.gather = g.ok() ? *g : 0;
+  ops.scatter_in.assign(2 * n, static_cast<float>(me));
+  Result<Handle> r = ReduceScatterAsync("rs", ops.scatter_in.data(), {2 * n}, DataType::kFloat32,
+                                        ReduceOp::kSum, {}, nullptr, ops.id);
+  Check(r.ok(), "set reducescatter submits: " + r.status().ToString());
+  ops.scatter = r.ok() ? *r : 0;
+}
+
+void CheckSetOps(SetOps& ops) {
+  const std::string set = "set " + std::to_string(ops.id) + ": ";
+  for (Handle h : ops.handles) Check(Wait(h).ok(), set + "completes");
+  for (size_t i = 0; i < ops.reduced.size(); ++i) {
+    for (size_t j = 0; j < ops.reduced[i].size(); ++j) {
+      if (ops.reduced[i][j] != SetSum(ops.members, j)) {
+        Check(false, set + "allreduce t." + std::to_string(i) + " element " + std::to_string(j));
+        break;
+      }
+    }
+  }
+  Check(ops.bcast == std::vector<float>(33, static_cast<float>(ops.members.back())),
+        set + "broadcast from the set's last rank");
+  TensorResult g;
+  Check(Wait(ops.gather).ok() && TakeResult(ops.gather, &g).ok(), set + "allgather completes");
+  std::vector<int32_t> expect;
+  for (size_t p = 0; p < ops.members.size(); ++p)
+    expect.insert(expect.end(), p + 1, ops.members[p]);
+  std::vector<int32_t> got(g.data.size() / 4);
+  if (!got.empty()) std::memcpy(got.data(), g.data.data(), g.data.size());
+  Check(got == expect, set + "allgather rows in set order");
+  TensorResult rs;
+  Check(Wait(ops.scatter).ok() && TakeResult(ops.scatter, &rs).ok(),
+        set + "reducescatter completes");
+  float sum = 0;
+  for (int r : ops.members) sum += static_cast<float>(r);
+  std::vector<float> mine(rs.data.size() / 4);
+  if (!mine.empty()) std::memcpy(mine.data(), rs.data.data(), rs.data.size());
+  Check(mine == std::vector<float>(2, sum), set + "reducescatter gives 2 rows of the sum");
+}
+
+void ExpectError(const Status& s, const std::string& part, const std::string& what) {
+  Check(!s.ok() && s.message().find(part) != std::string::npos,
+        what + ": expected an error with '" + part + "', got " + s.ToString());
+}
+
+int RunProcessSets() {
+  const int n = Size(), me = Rank();
+  std::vector<int> low, high;
+  for (int r = 0; r < n; ++r) (r < n / 2 ? low : high).push_back(r);
+  const std::vector<int> ends = {n - 1, 0};  // any order; kept ascending
+  Result<int> a = AddProcessSet(low), b = AddProcessSet(high), c = AddProcessSet(ends);
+  Check(a.ok() && b.ok() && c.ok() && *a == 1 && *b == 2 && *c == 3, "set ids 1, 2, 3");
+  if (!a.ok() || !b.ok() || !c.ok()) return 1;
+  Check(ProcessSetIds() == std::vector<int>({0, 1, 2, 3}), "ProcessSetIds");
+  Check(*ProcessSetRanks(*c) == std::vector<int>({0, n - 1}), "ranks of the pair");
+  Check(*ProcessSetRank(*b) == (me < n / 2 ? -1 : me - n / 2), "position in the upper half");
+  // Every set this rank is in, and the whole job, at the same time, same names.
+  std::vector<SetOps> mine;
+  mine.emplace_back(0, *ProcessSetRanks(0));
+  mine.emplace_back(me < n / 2 ? *a : *b, me < n / 2 ? low : high);
+  if (me == 0 || me == n - 1) mine.emplace_back(*c, std::vector<int>{0, n - 1});
+  for (SetOps& ops : mine) SubmitSetOps(ops);
+  for (SetOps& ops : mine) CheckSetOps(ops);
+  // A rank outside a set cannot submit to it; unknown sets are refused.
+  std::vector<float> x(4, 1);
+  AllreduceOptions other;
+  other.process_set = me < n / 2 ? *b : *a;
+  ExpectError(AllreduceAsync("x", x.data(), x.data(), {4}, DataType::kFloat32, other).status(),
+              "is not a member of process set", "non-member");
+  other.process_set = 17;
+  ExpectError(AllreduceAsync("x", x.data(), x.data(), {4}, DataType::kFloat32, other).status(),
+              "process set 17 does not exist", "unknown set");
+  // A mismatch inside the pair names job ranks, not positions in the set.
+  if (me == 0 || me == n - 1) {
+    std::vector<float> y(me == 0 ? 4 : 5, 1);
+    AllreduceOptions pair;
+    pair.process_set = *c;
+    Result<Handle> h = AllreduceAsync("y", y.data(), y.data(), {static_cast<int64_t>(y.size())},
+                                      DataType::kFloat32, pair);
+    Check(h.ok(), "mismatched tensor submits");
+    if (h.ok()) {
+      ExpectError(Wait(*h), "rank " + std::to_string(n - 1) + ": [5]", "mismatch in a set");
+      Release(*h);
+    }
+  }
+  // Bad member lists fail where they are made, the same on every rank.
+  ExpectError(AddProcessSet({0, 0}).status(), "listed twice", "duplicate member");
+  ExpectError(AddProcessSet({0, n}).status(), "is not a rank of this job", "member out of range");
+  // Removing: the whole job cannot be removed; a removed set is gone.
+  ExpectError(RemoveProcessSet(0), "cannot be removed", "remove set 0");
+  Check(RemoveProcessSet(*a).ok(), "remove the lower half");
+  Check(ProcessSetIds() == std::vector<int>({0, 2, 3}), "ids after removal");
+  other.process_set = *a;
+  if (me < n / 2) {
+    ExpectError(AllreduceAsync("x", x.data(), x.data(), {4}, DataType::kFloat32, other).status(),
+                "does not exist", "removed set");
+  }
+  ExpectError(RemoveProcessSet(*a), "does not exist", "remove twice");
+  // A new set gets a new id, and works.
+  Result<int> d = AddProcessSet(low);
+  Check(d.ok() && *d == 4, "ids are not reused");
+  if (g_failures == 0) std::printf("rank %d: process sets ok\n", me);
+  return g_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace cohort
 
@@ -511,6 +675,7 @@ int main(int argc, char** argv) {
   if (mode == "join") rc = RunJoin();
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
+  if (mode == "process_sets") rc = RunProcessSets();
   if (mode == "compression") rc = RunCompression();
   if (mode == "timeline") rc = RunTimeline(argc > 2 ? argv[2] : "timeline.json");
   Shutdown();

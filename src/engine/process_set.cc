@@ -1,0 +1,30 @@
+// ProcessSet construction.
+#include "engine/process_set.h"
+
+#include <algorithm>
+
+namespace cohort {
+namespace {
+
+// Names for messages: a set's ranks by their job ranks (none needed for the whole job).
+std::vector<int> RankNames(int id, const std::vector<int>& ranks) {
+  return id == 0 ? std::vector<int>{} : ranks;
+}
+
+}  // namespace
+
+ProcessSet::ProcessSet(int id, std::vector<int> members, Communicator& job, size_t cache_capacity)
+    : id(id),
+      ranks(std::move(members)),
+      table(static_cast<int>(ranks.size()), RankNames(id, ranks)),
+      cache(cache_capacity),
+      next_stall_report(Clock::now()) {
+  if (id == 0) {
+    comm = &job;
+  } else if (std::find(ranks.begin(), ranks.end(), job.rank()) != ranks.end()) {
+    sub = std::make_unique<Communicator>(job, ranks);
+    comm = sub.get();
+  }
+}
+
+}  // namespace cohort
