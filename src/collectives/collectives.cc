@@ -139,8 +139,31 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
   return RingAllreduce(comm, recv, count, type, op, postscale, header);
 }
 
-Status RunReduceScatter(Communicator& comm, const void* send, void* recv,
-                        const size_t* recv_counts, DataType type, ReduceOp op) {
+bool CanAllreducePieces(Communicator& comm) { return comm.mesh().all_local_shm(); }
+
+Status RunAllreducePieces(Communicator& comm, const std::vector<AllreducePiece>& pieces,
+                          DataType type, ReduceOp op, double prescale, double postscale) {
+  if (!CanAllreducePieces(comm)) {
+    return comm.Fail(Status::InvalidArgument(
+        "allreduce of several buffers: needs every rank on one host with shared memory"));
+  }
+  size_t count = 0;
+  for (const AllreducePiece& p : pieces) {
+    COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "allreduce", "send buffer", p.send, p.count));
+    COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "allreduce", "receive buffer", p.recv, p.count));
+    count += p.count;
+  }
+  COHORT_RETURN_IF_ERROR(CheckCommon(comm, "allreduce", static_cast<int>(type)));
+  COHORT_RETURN_IF_ERROR(CheckOp(comm, "allreduce", static_cast<int>(op)));
+  CallHeader header = MakeHeader(comm, CollectiveKind::kAllreduce, count, type);
+  header.op = static_cast<int32_t>(op);
+  header.prescale = prescale;
+  header.postscale = postscale;
+  return ShmAllreduce(comm, pieces, type, op, prescale, postscale, header);
+}
+
+Status RunReduceScatter(Communicator& comm, const void* send, void* recv, const size_t* recv_counts,
+                        DataType type, ReduceOp op) {
   COHORT_RETURN_IF_ERROR(CheckCommon(comm, "reducescatter", static_cast<int>(type)));
   COHORT_RETURN_IF_ERROR(CheckOp(comm, "reducescatter", static_cast<int>(op)));
   if (recv_counts == nullptr) {
@@ -149,7 +172,8 @@ Status RunReduceScatter(Communicator& comm, const void* send, void* recv,
   const int n = comm.size(), r = comm.rank();
   const size_t total = Sum(recv_counts, n);
   COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "reducescatter", "send buffer", send, total));
-  COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "reducescatter", "receive buffer", recv, recv_counts[r]));
+  COHORT_RETURN_IF_ERROR(
+      CheckBuffer(comm, "reducescatter", "receive buffer", recv, recv_counts[r]));
   CallHeader header = MakeHeader(comm, CollectiveKind::kReduceScatter, total, type);
   header.op = static_cast<int32_t>(op);
   header.layout = HashCounts(recv_counts, n);
@@ -177,10 +201,10 @@ Status RunAllgather(Communicator& comm, const void* send, size_t send_count, voi
   }
   const int n = comm.size(), r = comm.rank();
   if (recv_counts[r] != send_count) {
-    return comm.Fail(Status::InvalidArgument(
-        "allgather: rank " + std::to_string(r) + " sends " + std::to_string(send_count) +
-        " elements but recv_counts[" + std::to_string(r) + "] is " +
-        std::to_string(recv_counts[r])));
+    return comm.Fail(Status::InvalidArgument("allgather: rank " + std::to_string(r) + " sends " +
+                                             std::to_string(send_count) +
+                                             " elements but recv_counts[" + std::to_string(r) +
+                                             "] is " + std::to_string(recv_counts[r])));
   }
   const size_t total = Sum(recv_counts, n);
   COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "allgather", "send buffer", send, send_count));
@@ -225,7 +249,8 @@ Status RunAlltoall(Communicator& comm, const void* send, const size_t* send_coun
   }
   const int n = comm.size();
   COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "alltoall", "send buffer", send, Sum(send_counts, n)));
-  COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "alltoall", "receive buffer", recv, Sum(recv_counts, n)));
+  COHORT_RETURN_IF_ERROR(
+      CheckBuffer(comm, "alltoall", "receive buffer", recv, Sum(recv_counts, n)));
   CallHeader header = MakeHeader(comm, CollectiveKind::kAlltoall, 0, type);
   return PairwiseAlltoall(comm, send, send_counts, recv, recv_counts, type, header);
 }

@@ -13,6 +13,7 @@
 #include "cohort/cohort.h"
 #include "cohort/types.h"
 #include "collectives/communicator.h"
+#include "collectives/shm_allreduce.h"
 
 namespace cohort {
 
@@ -25,8 +26,14 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
                     ReduceOp op, double prescale, double postscale,
                     AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto,
                     Compression compression = Compression::kNone);
-Status RunReduceScatter(Communicator& comm, const void* send, void* recv,
-                        const size_t* recv_counts, DataType type, ReduceOp op);
+// Several tensors reduced as one message without copying them together
+// (the engine's fusion on one host). Only where every rank shares memory:
+// CanAllreducePieces(comm).
+bool CanAllreducePieces(Communicator& comm);
+Status RunAllreducePieces(Communicator& comm, const std::vector<AllreducePiece>& pieces,
+                          DataType type, ReduceOp op, double prescale, double postscale);
+Status RunReduceScatter(Communicator& comm, const void* send, void* recv, const size_t* recv_counts,
+                        DataType type, ReduceOp op);
 Status RunAllgather(Communicator& comm, const void* send, size_t send_count, void* recv,
                     const size_t* recv_counts, DataType type);
 Status RunBroadcast(Communicator& comm, void* buf, size_t count, DataType type, int root);

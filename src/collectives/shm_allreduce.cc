@@ -17,6 +17,10 @@
 // copies its whole input into its slot and every rank reduces all slots in
 // rank order, so all ranks compute bit-identical results with one wait.
 //
+// The message may be several buffers (pieces) taken as one concatenation:
+// every copy and reduction walks the pieces a range covers (ForRange), so
+// fused tensors need no fusion buffer.
+//
 // The first chunk's slot header carries the CallHeader; every rank compares
 // all headers, so a mismatch is seen by every rank at the same step.
 #include "collectives/shm_allreduce.h"
@@ -38,16 +42,16 @@ enum class Counter { kIn, kReduced, kOut };
 
 class ShmAllreduceRun {
  public:
-  ShmAllreduceRun(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
+  ShmAllreduceRun(Communicator& comm, const std::vector<AllreducePiece>& pieces, DataType type,
                   ReduceOp op, double prescale, double postscale, const CallHeader& header)
       : comm_(comm),
         mesh_(comm.mesh()),
         layout_(*mesh_.layout),
         n_(mesh_.local_size),
         me_(mesh_.local_rank),
-        send_(static_cast<const unsigned char*>(send)),
-        recv_(static_cast<unsigned char*>(recv)),
-        count_(count),
+        pieces_(pieces),
+        starts_(Starts(pieces)),
+        count_(starts_.back()),
         type_(type),
         esize_(DataTypeSize(type)),
         op_(op),
@@ -55,6 +59,29 @@ class ShmAllreduceRun {
         postscale_(postscale),
         header_(header),
         deadline_(comm.CallDeadline()) {}
+
+  // starts[i]: the element where piece i begins in the concatenation; the
+  // last entry is the total count.
+  static std::vector<size_t> Starts(const std::vector<AllreducePiece>& pieces) {
+    std::vector<size_t> starts(1, 0);
+    for (const AllreducePiece& p : pieces) starts.push_back(starts.back() + p.count);
+    return starts;
+  }
+
+  // Calls f(send, recv, k, n) for each run of n elements of the pieces that
+  // elements [at, at+len) of the concatenation cover; k counts from `at`.
+  template <typename F>
+  void ForRange(size_t at, size_t len, F f) const {
+    size_t i = std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1;
+    for (size_t k = 0; k < len; ++i) {
+      const size_t off = at + k - starts_[i];
+      const size_t n = std::min(len - k, pieces_[i].count - off);
+      if (n == 0) continue;  // empty piece
+      f(static_cast<const unsigned char*>(pieces_[i].send) + off * esize_,
+        static_cast<unsigned char*>(pieces_[i].recv) + off * esize_, k, n);
+      k += n;
+    }
+  }
 
   Status Run() {
     const uint64_t first = Control(me_)->in_seq.load(std::memory_order_relaxed);
@@ -65,11 +92,11 @@ class ShmAllreduceRun {
     const size_t chunks = (count_ + chunk_elems - 1) / chunk_elems;
     for (size_t c = 0; c < chunks; ++c) {
       COHORT_RETURN_IF_ERROR(CopyIn(first + c, c * chunk_elems, ChunkLen(c, chunk_elems)));
-      COHORT_RETURN_IF_ERROR(ReduceSlice(first + c, c == 0, c * chunk_elems,
-                                         ChunkLen(c, chunk_elems)));
+      COHORT_RETURN_IF_ERROR(
+          ReduceSlice(first + c, c == 0, c * chunk_elems, ChunkLen(c, chunk_elems)));
       if (c > 0) {
-        COHORT_RETURN_IF_ERROR(CopyOut(first + c - 1, (c - 1) * chunk_elems,
-                                       ChunkLen(c - 1, chunk_elems)));
+        COHORT_RETURN_IF_ERROR(
+            CopyOut(first + c - 1, (c - 1) * chunk_elems, ChunkLen(c - 1, chunk_elems)));
       }
     }
     return CopyOut(first + chunks - 1, (chunks - 1) * chunk_elems,
@@ -131,7 +158,8 @@ class ShmAllreduceRun {
   Status CheckWaiting(int l) {
     Status alive = comm_.CheckPeerAlive(mesh_.local_ranks[l], "allreduce");
     if (!alive.ok()) return comm_.Fail(alive);
-    if (deadline_.Expired()) return comm_.Fail(comm_.TimeoutError(mesh_.local_ranks[l], "allreduce"));
+    if (deadline_.Expired())
+      return comm_.Fail(comm_.TimeoutError(mesh_.local_ranks[l], "allreduce"));
     return Status::OK();
   }
 
@@ -146,12 +174,16 @@ class ShmAllreduceRun {
 
   // Publishes my input for chunk g (elements [at, at+len)), once its slot is free.
   Status CopyIn(uint64_t g, size_t at, size_t len) {
-    COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
+    COHORT_RETURN_IF_ERROR(
+        WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
     *Header(me_, g) = header_;
+    unsigned char* slot = Slot(me_, g);
     for (int l = 0; l < n_; ++l) {
       if (l == me_) continue;
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
-      ScaleCopy(Slot(me_, g) + b * esize_, send_ + (at + b) * esize_, e - b, type_, prescale_);
+      ForRange(at + b, e - b, [&](const unsigned char* send, unsigned char*, size_t k, size_t n) {
+        ScaleCopy(slot + (b + k) * esize_, send, n, type_, prescale_);
+      });
     }
     Publish(Counter::kIn, g + 1);
     return Status::OK();
@@ -161,20 +193,20 @@ class ShmAllreduceRun {
     COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
     if (check_headers) COHORT_RETURN_IF_ERROR(CheckHeaders(g));
     const size_t b = SliceBegin(me_, len), e = SliceBegin(me_ + 1, len);
-    unsigned char* out = recv_ + (at + b) * esize_;
-    const unsigned char* mine = send_ + (at + b) * esize_;
-    if (prescale_ != 1.0) {
-      ScaleCopy(out, mine, e - b, type_, prescale_);
-      mine = out;
-    }
-    bool first = true;
-    for (int l = 0; l < n_; ++l) {
-      if (l == me_) continue;
-      ReduceTwo(out, first ? mine : out, Slot(l, g) + b * esize_, e - b, type_, op_);
-      first = false;
-    }
-    FinishReduction(out, e - b, type_, op_, n_, postscale_);
-    std::memcpy(Slot(me_, g) + b * esize_, out, (e - b) * esize_);
+    ForRange(at + b, e - b, [&](const unsigned char* mine, unsigned char* out, size_t k, size_t n) {
+      if (prescale_ != 1.0) {
+        ScaleCopy(out, mine, n, type_, prescale_);
+        mine = out;
+      }
+      bool first = true;
+      for (int l = 0; l < n_; ++l) {
+        if (l == me_) continue;
+        ReduceTwo(out, first ? mine : out, Slot(l, g) + (b + k) * esize_, n, type_, op_);
+        first = false;
+      }
+      FinishReduction(out, n, type_, op_, n_, postscale_);
+      std::memcpy(Slot(me_, g) + (b + k) * esize_, out, n * esize_);
+    });
     Publish(Counter::kReduced, g + 1);
     return Status::OK();
   }
@@ -184,26 +216,36 @@ class ShmAllreduceRun {
     for (int l = 0; l < n_; ++l) {
       if (l == me_) continue;
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
-      std::memcpy(recv_ + (at + b) * esize_, Slot(l, g) + b * esize_, (e - b) * esize_);
+      const unsigned char* slot = Slot(l, g);
+      ForRange(at + b, e - b, [&](const unsigned char*, unsigned char* recv, size_t k, size_t n) {
+        std::memcpy(recv, slot + (b + k) * esize_, n * esize_);
+      });
     }
     Publish(Counter::kOut, g + 1);
     return Status::OK();
   }
 
   Status SmallRound(uint64_t g) {
-    COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
+    COHORT_RETURN_IF_ERROR(
+        WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
     *Header(me_, g) = header_;
-    ScaleCopy(Slot(me_, g), send_, count_, type_, prescale_);
+    unsigned char* slot = Slot(me_, g);
+    ForRange(0, count_, [&](const unsigned char* send, unsigned char*, size_t k, size_t n) {
+      ScaleCopy(slot + k * esize_, send, n, type_, prescale_);
+    });
     Publish(Counter::kIn, g + 1);
     COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
     COHORT_RETURN_IF_ERROR(CheckHeaders(g));
-    if (n_ == 1) {
-      std::memcpy(recv_, Slot(0, g), count_ * esize_);
-    } else {
-      ReduceTwo(recv_, Slot(0, g), Slot(1, g), count_, type_, op_);
-      for (int l = 2; l < n_; ++l) ReduceTwo(recv_, recv_, Slot(l, g), count_, type_, op_);
-    }
-    FinishReduction(recv_, count_, type_, op_, n_, postscale_);
+    ForRange(0, count_, [&](const unsigned char*, unsigned char* recv, size_t k, size_t n) {
+      const size_t off = k * esize_;
+      if (n_ == 1) {
+        std::memcpy(recv, Slot(0, g) + off, n * esize_);
+      } else {
+        ReduceTwo(recv, Slot(0, g) + off, Slot(1, g) + off, n, type_, op_);
+        for (int l = 2; l < n_; ++l) ReduceTwo(recv, recv, Slot(l, g) + off, n, type_, op_);
+      }
+      FinishReduction(recv, n, type_, op_, n_, postscale_);
+    });
     CounterOf(me_, Counter::kReduced).store(g + 1, std::memory_order_seq_cst);
     Publish(Counter::kOut, g + 1);
     return Status::OK();
@@ -214,8 +256,8 @@ class ShmAllreduceRun {
   const HostSegmentLayout& layout_;
   const int n_;
   const int me_;
-  const unsigned char* send_;
-  unsigned char* recv_;
+  const std::vector<AllreducePiece>& pieces_;
+  const std::vector<size_t> starts_;
   const size_t count_;
   const DataType type_;
   const size_t esize_;
@@ -230,8 +272,13 @@ class ShmAllreduceRun {
 
 Status ShmAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op, double prescale, double postscale, const CallHeader& header) {
-  return ShmAllreduceRun(comm, send, recv, count, type, op, prescale, postscale, header).Run();
+  return ShmAllreduce(comm, {AllreducePiece{send, recv, count}}, type, op, prescale, postscale,
+                      header);
+}
+
+Status ShmAllreduce(Communicator& comm, const std::vector<AllreducePiece>& pieces, DataType type,
+                    ReduceOp op, double prescale, double postscale, const CallHeader& header) {
+  return ShmAllreduceRun(comm, pieces, type, op, prescale, postscale, header).Run();
 }
 
 }  // namespace cohort
-

@@ -287,8 +287,13 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
     all_shutdown = all_shutdown && m.shutdown;
   }
   set.table.Apply(per_rank);
+  // Where ranks share memory, fused tensors are reduced in place from their
+  // own buffers (no copies), so tensors of any size fuse; elsewhere large ones
+  // run alone rather than pay for copies through the fusion buffer.
+  const uint64_t max_fused = CanAllreducePieces(*set.comm) ? options_.fusion_threshold_bytes
+                                                           : options_.fusion_max_tensor_bytes;
   const std::vector<Response> responses =
-      set.table.TakeResponses(options_.fusion_threshold_bytes, options_.fusion_max_tensor_bytes);
+      set.table.TakeResponses(options_.fusion_threshold_bytes, max_fused);
   // Every rank caches the same successful announcements in the same order.
   for (const Response& response : responses) {
     if (!response.error.ok() || response.kind == RequestKind::kAllgather ||
@@ -528,6 +533,22 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
                      a.postscale, AllreduceAlgorithm::kAuto,
                      static_cast<Compression>(a.compression));
     if (tl_) tl_->Span(a.name, "ALLREDUCE", start, Clock::now());
+  } else if (a.compression == 0 && CanAllreducePieces(*set.comm)) {
+    std::vector<AllreducePiece> pieces;
+    size_t total = 0;
+    for (const Request& r : reqs) {
+      pieces.push_back({r.send, r.recv, r.what.elements()});
+      total += r.what.elements();
+    }
+    const Clock::time_point start = Clock::now();
+    s = RunAllreducePieces(*set.comm, pieces, a.dtype, a.op, a.prescale, a.postscale);
+    if (tl_) {
+      const std::string args = "{\"fused_tensors\":" + std::to_string(reqs.size()) +
+                               ",\"fused_bytes\":" + std::to_string(total * DataTypeSize(a.dtype)) +
+                               ",\"in_place\":true}";
+      const Clock::time_point end = Clock::now();
+      for (const Request& r : reqs) tl_->Span(r.what.name, "ALLREDUCE", start, end, args);
+    }
   } else {
     const Clock::time_point t0 = Clock::now();
     const size_t esize = DataTypeSize(a.dtype);

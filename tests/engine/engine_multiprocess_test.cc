@@ -157,25 +157,33 @@ bool Has(const std::vector<std::string>& v, const std::string& x) {
 
 // A timeline from the environment: every rank's file is valid JSON with
 // negotiation, each rank's ready moment and the collective per tensor.
+// Over TCP fused tensors are copied through the fusion buffer (spans for the
+// copies); over shared memory they are reduced in place, with no copies.
 TEST(EngineTimeline, FromEnvironmentHasTheExpectedSpans) {
   const std::string dir = ::testing::TempDir();
-  const std::string path = dir + "/env_trace.{rank}.json";
-  Finished f = RunEngineJob(2, "auto", {"random", "200"}, {{"COHORT_TIMELINE", path}});
-  ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
-  for (int r = 0; r < 2; ++r) {
-    std::vector<Json> events =
-        ParseTrace(ReadFile(dir + "/env_trace." + std::to_string(r) + ".json"));
-    auto by_tensor = EventsByTensor(events);
-    ASSERT_TRUE(by_tensor.count("grad.7")) << "rank " << r;
-    const std::vector<std::string>& e = by_tensor["grad.7"];
-    EXPECT_TRUE(Has(e, "B:NEGOTIATE_allreduce")) << r;
-    EXPECT_TRUE(Has(e, "E:")) << r;
-    EXPECT_TRUE(Has(e, "i:rank 0 ready") && Has(e, "i:rank 1 ready")) << r;
-    EXPECT_TRUE(Has(e, "X:QUEUE")) << r;
-    EXPECT_TRUE(Has(e, "X:ALLREDUCE")) << r;
-    int fused = 0;
-    for (auto& [name, ev] : by_tensor) fused += Has(ev, "X:MEMCPY_IN_FUSION_BUFFER") ? 1 : 0;
-    EXPECT_GT(fused, 0) << "small tensors are fused";
+  for (const std::string transport : {"tcp", "auto"}) {
+    const std::string path = dir + "/env_trace_" + transport + ".{rank}.json";
+    Finished f = RunEngineJob(2, transport, {"random", "200"}, {{"COHORT_TIMELINE", path}});
+    ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<Json> events =
+          ParseTrace(ReadFile(dir + "/env_trace_" + transport + "." + std::to_string(r) + ".json"));
+      auto by_tensor = EventsByTensor(events);
+      ASSERT_TRUE(by_tensor.count("grad.7")) << "rank " << r;
+      const std::vector<std::string>& e = by_tensor["grad.7"];
+      EXPECT_TRUE(Has(e, "B:NEGOTIATE_allreduce")) << r;
+      EXPECT_TRUE(Has(e, "E:")) << r;
+      EXPECT_TRUE(Has(e, "i:rank 0 ready") && Has(e, "i:rank 1 ready")) << r;
+      EXPECT_TRUE(Has(e, "X:QUEUE")) << r;
+      EXPECT_TRUE(Has(e, "X:ALLREDUCE")) << r;
+      int copied = 0;
+      for (auto& [name, ev] : by_tensor) copied += Has(ev, "X:MEMCPY_IN_FUSION_BUFFER") ? 1 : 0;
+      if (transport == "tcp") {
+        EXPECT_GT(copied, 0) << "small tensors are fused through the fusion buffer";
+      } else {
+        EXPECT_EQ(copied, 0) << "shared memory reduces fused tensors in place";
+      }
+    }
   }
 }
 
