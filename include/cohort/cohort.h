@@ -150,11 +150,12 @@ Result<Handle> AllgatherAsync(const std::string& name, const void* send, const S
 // Reduces `send` over the ranks and gives rank r the rows of block r of the
 // first dimension: `recv_rows[r]` rows when given (equal on every rank),
 // else an even split (the first rows % size ranks get one row more). The
-// block is fetched with TakeResult.
+// block is fetched with TakeResult. Scale factors work as for allreduce.
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
                                   DataType type, ReduceOp op,
                                   const std::vector<int64_t>& recv_rows = {},
-                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet);
+                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet,
+                                  double prescale_factor = 1.0, double postscale_factor = 1.0);
 // Sends splits[p] consecutive rows of `send` to rank p (splits has Size()
 // entries summing to shape[0]); the rows received, in rank order, and how
 // many came from each rank are fetched with TakeResult.

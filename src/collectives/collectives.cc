@@ -68,11 +68,16 @@ Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
   Transfers transfers(comm, "allreduce");
   transfers.PostHeaderCheck(RightOf(r, n), LeftOf(r, n), header, header);
   const RingBlocks blocks = EvenBlocks(count, n, type);
+  Clock::time_point start = Clock::now();
   COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, buf, blocks, op));
   const size_t esize = DataTypeSize(type);
   FinishReduction(static_cast<unsigned char*>(buf) + blocks.offsets[r] * esize,
                   blocks.offsets[r + 1] - blocks.offsets[r], type, op, n, postscale);
-  return RingAllgatherPhase(comm, transfers, buf, blocks);
+  comm.Phase("RING_REDUCESCATTER", start);
+  start = Clock::now();
+  COHORT_RETURN_IF_ERROR(RingAllgatherPhase(comm, transfers, buf, blocks));
+  comm.Phase("RING_ALLGATHER", start);
+  return Status::OK();
 }
 
 }  // namespace
@@ -95,11 +100,15 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
     if (count > 0 && (send == nullptr || recv == nullptr)) {
       return RunAllreduce(comm, send, recv, count, type, op, prescale, postscale, algorithm);
     }
+    Clock::time_point start = Clock::now();
     std::vector<uint16_t> packed(std::max<size_t>(count, 1));
     ConvertFloat32To16(packed.data(), wire, static_cast<const float*>(send), count);
+    comm.Phase("COMPRESS", start);
     COHORT_RETURN_IF_ERROR(RunAllreduce(comm, packed.data(), packed.data(), count, wire, op,
                                         prescale, postscale, algorithm));
+    start = Clock::now();
     Convert16ToFloat32(static_cast<float*>(recv), packed.data(), wire, count);
+    comm.Phase("DECOMPRESS", start);
     return Status::OK();
   }
   COHORT_RETURN_IF_ERROR(CheckCommon(comm, "allreduce", static_cast<int>(type)));
@@ -126,7 +135,11 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
           "allreduce: the shared-memory algorithm needs every rank on one host with shared "
           "memory enabled"));
     }
-    return ShmAllreduce(comm, send, recv, count, type, op, prescale, postscale, header);
+    const Clock::time_point start = Clock::now();
+    COHORT_RETURN_IF_ERROR(
+        ShmAllreduce(comm, send, recv, count, type, op, prescale, postscale, header));
+    comm.Phase("SHM_ALLREDUCE", start);
+    return Status::OK();
   }
   ScaleCopy(recv, send, count, type, prescale);
   if (comm.size() == 1) {
@@ -134,7 +147,11 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
     return Status::OK();
   }
   if (algorithm == AllreduceAlgorithm::kRecursiveDoubling) {
-    return RecursiveDoublingAllreduce(comm, recv, count, type, op, postscale, header);
+    const Clock::time_point start = Clock::now();
+    COHORT_RETURN_IF_ERROR(
+        RecursiveDoublingAllreduce(comm, recv, count, type, op, postscale, header));
+    comm.Phase("RECURSIVE_DOUBLING", start);
+    return Status::OK();
   }
   return RingAllreduce(comm, recv, count, type, op, postscale, header);
 }
@@ -159,7 +176,10 @@ Status RunAllreducePieces(Communicator& comm, const std::vector<AllreducePiece>&
   header.op = static_cast<int32_t>(op);
   header.prescale = prescale;
   header.postscale = postscale;
-  return ShmAllreduce(comm, pieces, type, op, prescale, postscale, header);
+  const Clock::time_point start = Clock::now();
+  COHORT_RETURN_IF_ERROR(ShmAllreduce(comm, pieces, type, op, prescale, postscale, header));
+  comm.Phase("SHM_ALLREDUCE", start);
+  return Status::OK();
 }
 
 Status RunReduceScatter(Communicator& comm, const void* send, void* recv, const size_t* recv_counts,

@@ -10,6 +10,7 @@
 #ifndef COHORT_COLLECTIVES_COMMUNICATOR_H_
 #define COHORT_COLLECTIVES_COMMUNICATOR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -69,6 +70,18 @@ class Communicator {
   // A kTimeout naming who we were waiting for.
   Status TimeoutError(int peer, const std::string& during) const;
 
+  // Observes the phases inside the collectives run here (the engine's
+  // timeline sets it while it records); none by default, so an unobserved
+  // phase costs one test.
+  using PhaseObserver =
+      std::function<void(const char* phase, Clock::time_point start, Clock::time_point end)>;
+  void set_phase_observer(PhaseObserver observer) { phase_observer_ = std::move(observer); }
+  // Reports phase `phase` as running from `start` until now.
+  void Phase(const char* phase, Clock::time_point start) {
+    if (phase_observer_) phase_observer_(phase, start, Clock::now());
+  }
+  bool observing_phases() const { return static_cast<bool>(phase_observer_); }
+
  private:
   Mesh mesh_;                       // a sub-communicator's has peers but no links or segments
   Communicator* parent_ = nullptr;  // set for a sub-communicator
@@ -77,6 +90,7 @@ class Communicator {
   CommunicatorOptions options_;
   uint64_t calls_ = 0;
   Status failure_;
+  PhaseObserver phase_observer_;
 };
 
 }  // namespace cohort

@@ -436,11 +436,14 @@ Status Wait(Handle handle, double timeout_seconds) {
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
                                   DataType type, ReduceOp op, const std::vector<int64_t>& recv_rows,
-                                  DoneCallback done, int process_set) {
+                                  DoneCallback done, int process_set, double prescale_factor,
+                                  double postscale_factor) {
   Request r;
   r.process_set = process_set;
   r.what = Describe(name, RequestKind::kReduceScatter, shape, type);
   r.what.op = op;
+  r.what.prescale = prescale_factor;
+  r.what.postscale = postscale_factor;
   r.what.splits = recv_rows;
   r.send = send;
   return Submit(std::move(r), std::move(done));

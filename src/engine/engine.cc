@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "collectives/collectives.h"
+#include "collectives/reduce_kernels.h"
 #include "common/logging.h"
 #include "common/value_convert.h"
 
@@ -50,6 +51,26 @@ std::vector<unsigned char> IdentityBuffer(const Announcement& a) {
   for (size_t i = 0; i < a.elements(); ++i) std::memcpy(&buf[i * esize], one, esize);
   return buf;
 }
+
+// While alive, records the phases inside the collectives run on `comm` as
+// timeline spans of `names` (nothing when the timeline is off).
+class PhaseSpans {
+ public:
+  PhaseSpans(Communicator& comm, Timeline* tl, const std::vector<std::string>& names)
+      : comm_(comm) {
+    if (tl == nullptr) return;
+    comm.set_phase_observer(
+        [tl, &names](const char* phase, Clock::time_point start, Clock::time_point end) {
+          for (const std::string& name : names) tl->Span(name, phase, start, end);
+        });
+  }
+  ~PhaseSpans() {
+    if (comm_.observing_phases()) comm_.set_phase_observer(nullptr);
+  }
+
+ private:
+  Communicator& comm_;
+};
 
 // Rows rank r receives in a reduce-scatter.
 std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
@@ -486,6 +507,7 @@ Status Engine::Execute(ProcessSet& set, const Response& response) {
     }
     return Status::OK();
   }
+  PhaseSpans phases(*set.comm, tl_.get(), response.names);
   if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(set, response);
   if (response.kind == RequestKind::kJoin) {
     Request r = TakePending(set.id, kJoinName);
@@ -625,7 +647,17 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
   result.shape = a.shape;
   result.shape[0] = rows[comm.rank()];
   const Clock::time_point start = Clock::now();
-  Status s = RunReduceScatter(comm, r.send, result.data.data(), counts.data(), a.dtype, a.op);
+  const void* send = r.send;
+  std::vector<unsigned char> scaled;
+  if (a.prescale != 1.0) {
+    scaled.resize(a.elements() * DataTypeSize(a.dtype));
+    ScaleCopy(scaled.data(), r.send, a.elements(), a.dtype, a.prescale);
+    send = scaled.data();
+  }
+  Status s = RunReduceScatter(comm, send, result.data.data(), counts.data(), a.dtype, a.op);
+  if (s.ok() && a.postscale != 1.0) {
+    ScaleCopy(result.data.data(), result.data.data(), counts[comm.rank()], a.dtype, a.postscale);
+  }
   if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
   handles_.Complete(r.handle, s, std::move(result));
   return s;

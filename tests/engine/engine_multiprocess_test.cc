@@ -176,8 +176,12 @@ TEST(EngineTimeline, FromEnvironmentHasTheExpectedSpans) {
       EXPECT_TRUE(Has(e, "i:rank 0 ready") && Has(e, "i:rank 1 ready")) << r;
       EXPECT_TRUE(Has(e, "X:QUEUE")) << r;
       EXPECT_TRUE(Has(e, "X:ALLREDUCE")) << r;
-      int copied = 0;
-      for (auto& [name, ev] : by_tensor) copied += Has(ev, "X:MEMCPY_IN_FUSION_BUFFER") ? 1 : 0;
+      int copied = 0, phases = 0;
+      for (auto& [name, ev] : by_tensor) {
+        copied += Has(ev, "X:MEMCPY_IN_FUSION_BUFFER") ? 1 : 0;
+        phases += Has(ev, transport == "tcp" ? "X:RECURSIVE_DOUBLING" : "X:SHM_ALLREDUCE") ? 1 : 0;
+      }
+      EXPECT_GT(phases, 0) << "the algorithm's phases are spans too";
       if (transport == "tcp") {
         EXPECT_GT(copied, 0) << "small tensors are fused through the fusion buffer";
       } else {

@@ -319,6 +319,16 @@ int RunScatter() {
     const int64_t e = first_row * cols + i;
     Check(got[i] == static_cast<float>(n * e + n * (n - 1) / 2), "reducescatter value");
   }
+  // The same with scale factors: (sum of 0.5 * x) * 4, exact in float32.
+  Result<Handle> hs = ReduceScatterAsync("rs.scaled", x.data(), {rows, cols}, DataType::kFloat32,
+                                         ReduceOp::kSum, {}, nullptr, kGlobalProcessSet, 0.5, 4.0);
+  TensorResult scaled;
+  Check(hs.ok() && Wait(*hs).ok() && TakeResult(*hs, &scaled).ok(), "scaled reducescatter");
+  std::vector<float> got_scaled(scaled.data.size() / 4);
+  if (!got_scaled.empty()) std::memcpy(got_scaled.data(), scaled.data.data(), scaled.data.size());
+  for (size_t i = 0; i < got_scaled.size(); ++i) {
+    Check(got_scaled[i] == 2 * got[i], "scaled reducescatter value");
+  }
   // Alltoall: rank me sends p + 1 rows of 2 to rank p, each row [me, p].
   std::vector<int64_t> splits(n);
   std::vector<int32_t> send;
