@@ -17,14 +17,28 @@ def under_launcher():
 
 
 @pytest.fixture(scope="session")
-def hvd():
-    """cohort.torch, initialized for this job."""
+def hvd(request):
+    """cohort.torch, initialized for this job. Shut down only when every test
+    passed: a rank that failed leaves without waiting for its peers (see
+    pytest_unconfigure), so they fail fast instead of at the timeout."""
     if not under_launcher():
         pytest.skip("needs `cohort run -np N` (see tests/python/CMakeLists.txt)")
     import cohort.torch as hvd
     hvd.init()
     yield hvd
-    hvd.shutdown()
+    if request.session.testsfailed == 0:
+        hvd.shutdown()
+
+
+def pytest_unconfigure(config):
+    """After the report: a rank whose tests failed exits at once, without the
+    collective shutdown its peers (still inside some test) would never join;
+    `cohort run` then stops them."""
+    cohort = sys.modules.get("cohort")
+    if cohort is not None and cohort.is_initialized():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def rank_inputs(size, shape, dtype, seed, low=-3, high=4):
