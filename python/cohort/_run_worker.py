@@ -11,9 +11,9 @@ import cloudpickle
 
 def main(workdir):
     rank = int(os.environ.get("COHORT_RANK", "0"))
-    with open(os.path.join(workdir, "payload.pkl"), "rb") as f:
-        fn, args, kwargs = cloudpickle.load(f)
     try:
+        with open(os.path.join(workdir, "payload.pkl"), "rb") as f:
+            fn, args, kwargs = cloudpickle.load(f)
         outcome = ("ok", fn(*args, **kwargs), "")
     except BaseException as e:  # noqa: BLE001 -- every failure goes back to the caller
         outcome = ("error", e, traceback.format_exc())

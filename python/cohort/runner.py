@@ -54,8 +54,10 @@ def run(fn, args=(), kwargs=None, np=1, env=None, launcher_args=(), timeout=None
         child_env = dict(os.environ)
         child_env.update({k: str(v) for k, v in (env or {}).items()})
         child_env["COHORT_BUILD_DIR"] = _build_dir()
+        # Workers import what this process can: functions and classes that
+        # cloudpickle sends by reference (module-level ones) resolve there too.
         child_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_PARENT, child_env.get("PYTHONPATH")) if p)
+            [_PACKAGE_PARENT] + [p for p in sys.path if p and os.path.isdir(p)])
         cmd = [_launcher(), "run", "-np", str(np), *launcher_args, "--", sys.executable, "-m",
                "cohort._run_worker", workdir]
         proc = subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE,
