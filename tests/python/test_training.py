@@ -72,6 +72,29 @@ def test_data_parallel_matches_one_worker(hvd, opt_name, variant):
         assert torch.allclose(got.detach(), want, atol=tol, rtol=tol), (got, want)
 
 
+def test_allreduces_start_during_backward(hvd):
+    """Each gradient's allreduce is submitted by its hook while backward still
+    runs: the last layer's before the first layer's gradient exists."""
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    first_layer_grad_seen_at_submission = {}
+    submit = opt._allreduce_grad_async
+
+    def recording_submit(p):
+        first_layer_grad_seen_at_submission[opt._parameter_names[p]] = \
+            model[0].weight.grad is not None
+        return submit(p)
+
+    opt._allreduce_grad_async = recording_submit
+    x, y = (shard(t, hvd) for t in global_data(0))
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    assert len(first_layer_grad_seen_at_submission) == 4  # every parameter, before step()
+    assert first_layer_grad_seen_at_submission["allreduce.2.weight"] is False
+    assert all(h is not None for h, _ in opt._handles.values())
+    opt.step()
+
+
 def test_explicit_synchronize_then_skip_synchronize(hvd):
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
