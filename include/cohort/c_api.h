@@ -1,10 +1,12 @@
 /* The plain-C ABI of cohort, used by every language binding. No STL and no
- * framework types cross it: tensors are (pointer, element count, dtype).
+ * framework types cross it: tensors are (pointer, element count, dtype), or
+ * (pointer, int64 shape, dtype) for the engine's named operations.
  *
  * Every function returns a cohort_code (0 = success). When `err` is not NULL
  * a failure also fills it with the code and a message naming what went wrong
  * and where. Dtype and op values are those of cohort::DataType and
- * cohort::ReduceOp (types.h); counts are in elements.
+ * cohort::ReduceOp (types.h); counts are in elements. Out-pointers (`*_out`)
+ * must not be NULL (an invalid-argument error, before anything starts).
  */
 #ifndef COHORT_C_API_H_
 #define COHORT_C_API_H_

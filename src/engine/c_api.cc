@@ -154,6 +154,9 @@ int cohort_remove_process_set(int process_set, cohort_error* err) {
 
 int cohort_process_set_ranks(int process_set, int* ranks_out, int capacity, int* size_out,
                              cohort_error* err) {
+  if (capacity > 0 && ranks_out == nullptr) {
+    return BadArgument("process set ranks: null ranks_out with capacity > 0", err);
+  }
   cohort::Result<std::vector<int>> ranks = cohort::ProcessSetRanks(process_set);
   if (!ranks.ok()) return Report(ranks.status(), err);
   const int n = static_cast<int>(ranks->size());
@@ -163,6 +166,7 @@ int cohort_process_set_ranks(int process_set, int* ranks_out, int capacity, int*
 }
 
 int cohort_process_set_rank(int process_set, int* rank_out, cohort_error* err) {
+  if (rank_out == nullptr) return BadArgument("process set rank: null rank_out", err);
   cohort::Result<int> rank = cohort::ProcessSetRank(process_set);
   if (!rank.ok()) return Report(rank.status(), err);
   *rank_out = *rank;
@@ -172,13 +176,14 @@ int cohort_process_set_rank(int process_set, int* rank_out, cohort_error* err) {
 int cohort_process_set_ids(int* ids_out, int capacity) {
   const std::vector<int> ids = cohort::ProcessSetIds();
   const int n = static_cast<int>(ids.size());
-  for (int i = 0; i < n && i < capacity; ++i) ids_out[i] = ids[i];
+  for (int i = 0; ids_out != nullptr && i < n && i < capacity; ++i) ids_out[i] = ids[i];
   return n;
 }
 
 int cohort_allreduce_async(const char* name, const void* send, void* recv, const int64_t* shape,
                            int ndim, int dtype, const cohort_allreduce_options* options,
                            int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("allreduce: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allreduce: null name or bad shape", err);
   return ReportHandle(cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim),
                                              static_cast<DataType>(dtype), ToOptions(options)),
@@ -190,6 +195,9 @@ int cohort_grouped_allreduce_async(int count, const char* const* names, const vo
                                    const int* ndims, int dtype,
                                    const cohort_allreduce_options* options, int64_t* handles_out,
                                    cohort_error* err) {
+  if (count > 0 && handles_out == nullptr) {
+    return BadArgument("grouped allreduce: null handles_out", err);
+  }
   if (count < 0 || (count > 0 && (names == nullptr || sends == nullptr || recvs == nullptr ||
                                   shapes == nullptr || ndims == nullptr))) {
     return BadArgument("grouped allreduce: null arrays or negative count", err);
@@ -216,6 +224,7 @@ int cohort_grouped_allreduce_async(int count, const char* const* names, const vo
 
 int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, int ndim, int dtype,
                            int root, int process_set, int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("broadcast: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("broadcast: null name or bad shape", err);
   return ReportHandle(
       cohort::BroadcastAsync(name, buf, ToShape(shape, ndim), static_cast<DataType>(dtype), root,
@@ -225,6 +234,7 @@ int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, in
 
 int cohort_allgather_async(const char* name, const void* send, const int64_t* shape, int ndim,
                            int dtype, int process_set, int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("allgather: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allgather: null name or bad shape", err);
   return ReportHandle(cohort::AllgatherAsync(name, send, ToShape(shape, ndim),
                                              static_cast<DataType>(dtype), nullptr, process_set),
@@ -234,6 +244,7 @@ int cohort_allgather_async(const char* name, const void* send, const int64_t* sh
 int cohort_reducescatter_async(const char* name, const void* send, const int64_t* shape, int ndim,
                                int dtype, int op, const int64_t* recv_rows, int num_recv_rows,
                                int process_set, int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("reducescatter: null handle_out", err);
   if (BadTensor(name, shape, ndim) || (num_recv_rows > 0 && recv_rows == nullptr)) {
     return BadArgument("reducescatter: null name, bad shape or null recv_rows", err);
   }
@@ -247,6 +258,7 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
 int cohort_alltoall_async(const char* name, const void* send, const int64_t* shape, int ndim,
                           int dtype, const int64_t* splits, int num_splits, int process_set,
                           int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("alltoall: null handle_out", err);
   if (BadTensor(name, shape, ndim) || (num_splits > 0 && splits == nullptr)) {
     return BadArgument("alltoall: null name, bad shape or null splits", err);
   }
@@ -258,15 +270,18 @@ int cohort_alltoall_async(const char* name, const void* send, const int64_t* sha
 
 int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out,
                          cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("barrier: null handle_out", err);
   if (name == nullptr) return BadArgument("barrier: null name", err);
   return ReportHandle(cohort::BarrierAsync(name, nullptr, process_set), handle_out, err);
 }
 
 int cohort_join_async(int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("join: null handle_out", err);
   return ReportHandle(cohort::JoinAsync(), handle_out, err);
 }
 
 int cohort_join(int* last_rank_out, cohort_error* err) {
+  if (last_rank_out == nullptr) return BadArgument("join: null last_rank_out", err);
   cohort::Result<int> last = cohort::Join();
   if (!last.ok()) return Report(last.status(), err);
   *last_rank_out = *last;
@@ -274,6 +289,7 @@ int cohort_join(int* last_rank_out, cohort_error* err) {
 }
 
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err) {
+  if (done_out == nullptr) return BadArgument("poll: null done_out", err);
   cohort::Result<bool> done = cohort::Poll(handle);
   if (!done.ok()) return Report(done.status(), err);
   *done_out = *done ? 1 : 0;
@@ -285,6 +301,7 @@ int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err) {
 }
 
 int cohort_take_result(int64_t handle, cohort_result** result_out, cohort_error* err) {
+  if (result_out == nullptr) return BadArgument("take result: null result_out", err);
   auto result = std::make_unique<cohort_result>();
   cohort::Status s = cohort::TakeResult(handle, &result->value);
   if (!s.ok()) return Report(s, err);
