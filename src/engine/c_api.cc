@@ -62,11 +62,11 @@ cohort::AllreduceOptions ToOptions(const cohort_allreduce_options* o) {
   return options;
 }
 
-// Stores a new handle, or reports why there is none.
-int ReportHandle(const cohort::Result<cohort::Handle>& handle, int64_t* handle_out,
-                 cohort_error* err) {
-  if (!handle.ok()) return Report(handle.status(), err);
-  *handle_out = *handle;
+// Stores a call's value (a new handle, a rank, ...) or reports why there is none.
+template <typename T, typename Out>
+int ReportValue(const cohort::Result<T>& value, Out* out, cohort_error* err) {
+  if (!value.ok()) return Report(value.status(), err);
+  *out = static_cast<Out>(*value);
   return COHORT_OK;
 }
 
@@ -142,10 +142,8 @@ int cohort_add_process_set(const int* ranks, int num_ranks, int* id_out, cohort_
   if (num_ranks < 0 || (num_ranks > 0 && ranks == nullptr) || id_out == nullptr) {
     return BadArgument("add process set: null ranks or id pointer, or negative count", err);
   }
-  cohort::Result<int> id = cohort::AddProcessSet(std::vector<int>(ranks, ranks + num_ranks));
-  if (!id.ok()) return Report(id.status(), err);
-  *id_out = *id;
-  return COHORT_OK;
+  return ReportValue(cohort::AddProcessSet(std::vector<int>(ranks, ranks + num_ranks)), id_out,
+                     err);
 }
 
 int cohort_remove_process_set(int process_set, cohort_error* err) {
@@ -167,10 +165,7 @@ int cohort_process_set_ranks(int process_set, int* ranks_out, int capacity, int*
 
 int cohort_process_set_rank(int process_set, int* rank_out, cohort_error* err) {
   if (rank_out == nullptr) return BadArgument("process set rank: null rank_out", err);
-  cohort::Result<int> rank = cohort::ProcessSetRank(process_set);
-  if (!rank.ok()) return Report(rank.status(), err);
-  *rank_out = *rank;
-  return COHORT_OK;
+  return ReportValue(cohort::ProcessSetRank(process_set), rank_out, err);
 }
 
 int cohort_process_set_ids(int* ids_out, int capacity) {
@@ -185,9 +180,9 @@ int cohort_allreduce_async(const char* name, const void* send, void* recv, const
                            int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allreduce: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allreduce: null name or bad shape", err);
-  return ReportHandle(cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim),
-                                             static_cast<DataType>(dtype), ToOptions(options)),
-                      handle_out, err);
+  return ReportValue(cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim),
+                                            static_cast<DataType>(dtype), ToOptions(options)),
+                     handle_out, err);
 }
 
 int cohort_grouped_allreduce_async(int count, const char* const* names, const void* const* sends,
@@ -226,7 +221,7 @@ int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, in
                            int root, int process_set, int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("broadcast: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("broadcast: null name or bad shape", err);
-  return ReportHandle(
+  return ReportValue(
       cohort::BroadcastAsync(name, buf, ToShape(shape, ndim), static_cast<DataType>(dtype), root,
                              nullptr, process_set),
       handle_out, err);
@@ -236,9 +231,9 @@ int cohort_allgather_async(const char* name, const void* send, const int64_t* sh
                            int dtype, int process_set, int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allgather: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allgather: null name or bad shape", err);
-  return ReportHandle(cohort::AllgatherAsync(name, send, ToShape(shape, ndim),
-                                             static_cast<DataType>(dtype), nullptr, process_set),
-                      handle_out, err);
+  return ReportValue(cohort::AllgatherAsync(name, send, ToShape(shape, ndim),
+                                            static_cast<DataType>(dtype), nullptr, process_set),
+                     handle_out, err);
 }
 
 int cohort_reducescatter_async(const char* name, const void* send, const int64_t* shape, int ndim,
@@ -248,7 +243,7 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
   if (BadTensor(name, shape, ndim) || (num_recv_rows > 0 && recv_rows == nullptr)) {
     return BadArgument("reducescatter: null name, bad shape or null recv_rows", err);
   }
-  return ReportHandle(
+  return ReportValue(
       cohort::ReduceScatterAsync(name, send, ToShape(shape, ndim), static_cast<DataType>(dtype),
                                  static_cast<ReduceOp>(op), ToVector(recv_rows, num_recv_rows),
                                  nullptr, process_set),
@@ -262,7 +257,7 @@ int cohort_alltoall_async(const char* name, const void* send, const int64_t* sha
   if (BadTensor(name, shape, ndim) || (num_splits > 0 && splits == nullptr)) {
     return BadArgument("alltoall: null name, bad shape or null splits", err);
   }
-  return ReportHandle(
+  return ReportValue(
       cohort::AlltoallAsync(name, send, ToShape(shape, ndim), static_cast<DataType>(dtype),
                             ToVector(splits, num_splits), nullptr, process_set),
       handle_out, err);
@@ -272,28 +267,22 @@ int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out,
                          cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("barrier: null handle_out", err);
   if (name == nullptr) return BadArgument("barrier: null name", err);
-  return ReportHandle(cohort::BarrierAsync(name, nullptr, process_set), handle_out, err);
+  return ReportValue(cohort::BarrierAsync(name, nullptr, process_set), handle_out, err);
 }
 
 int cohort_join_async(int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("join: null handle_out", err);
-  return ReportHandle(cohort::JoinAsync(), handle_out, err);
+  return ReportValue(cohort::JoinAsync(), handle_out, err);
 }
 
 int cohort_join(int* last_rank_out, cohort_error* err) {
   if (last_rank_out == nullptr) return BadArgument("join: null last_rank_out", err);
-  cohort::Result<int> last = cohort::Join();
-  if (!last.ok()) return Report(last.status(), err);
-  *last_rank_out = *last;
-  return COHORT_OK;
+  return ReportValue(cohort::Join(), last_rank_out, err);
 }
 
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err) {
   if (done_out == nullptr) return BadArgument("poll: null done_out", err);
-  cohort::Result<bool> done = cohort::Poll(handle);
-  if (!done.ok()) return Report(done.status(), err);
-  *done_out = *done ? 1 : 0;
-  return COHORT_OK;
+  return ReportValue(cohort::Poll(handle), done_out, err);
 }
 
 int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err) {
