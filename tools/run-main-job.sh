@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's first command: set up, then run the main job. For now the main
-# job is a 2-worker allreduce on this machine that checks every result and
-# prints a bandwidth table (later: a distributed training run).
+# The README's first command: set up, then run the main job: the digits
+# classifier (examples/pytorch_digits.py, a small CNN on scikit-learn's
+# bundled digits) trained with cohort.torch on 2 workers on this machine. It
+# prints loss and test accuracy per epoch and fails below 95% accuracy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-exec build/cohort run -np 2 -- build/cohort bench allreduce -b 4K -e 256M -f 4 -w 5 -n 20
+exec build/cohort run -np 2 -- /usr/bin/python3 examples/pytorch_digits.py "$@"

@@ -14,6 +14,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
+  python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
+  python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
 )
 
 missing=()

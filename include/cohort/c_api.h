@@ -1,10 +1,12 @@
 /* The plain-C ABI of cohort, used by every language binding. No STL and no
- * framework types cross it: tensors are (pointer, element count, dtype).
+ * framework types cross it: tensors are (pointer, element count, dtype), or
+ * (pointer, int64 shape, dtype) for the engine's named operations.
  *
  * Every function returns a cohort_code (0 = success). When `err` is not NULL
  * a failure also fills it with the code and a message naming what went wrong
  * and where. Dtype and op values are those of cohort::DataType and
- * cohort::ReduceOp (types.h); counts are in elements.
+ * cohort::ReduceOp (types.h); counts are in elements. Out-pointers (`*_out`)
+ * must not be NULL (an invalid-argument error, before anything starts).
  */
 #ifndef COHORT_C_API_H_
 #define COHORT_C_API_H_
@@ -29,8 +31,14 @@ enum {
 };
 
 enum {
-  COHORT_UINT8 = 0, COHORT_INT8 = 1, COHORT_INT32 = 2, COHORT_INT64 = 3,
-  COHORT_FLOAT16 = 4, COHORT_BFLOAT16 = 5, COHORT_FLOAT32 = 6, COHORT_FLOAT64 = 7,
+  COHORT_UINT8 = 0,
+  COHORT_INT8 = 1,
+  COHORT_INT32 = 2,
+  COHORT_INT64 = 3,
+  COHORT_FLOAT16 = 4,
+  COHORT_BFLOAT16 = 5,
+  COHORT_FLOAT32 = 6,
+  COHORT_FLOAT64 = 7,
 };
 
 enum { COHORT_SUM = 0, COHORT_AVERAGE = 1, COHORT_MIN = 2, COHORT_MAX = 3, COHORT_PRODUCT = 4 };
@@ -57,14 +65,102 @@ int cohort_reducescatter(const void* send, void* recv, const uint64_t* recv_coun
                          int op, cohort_error* err);
 /* counts_out has cohort_size() entries. */
 int cohort_allgather_counts(uint64_t my_count, uint64_t* counts_out, cohort_error* err);
-int cohort_allgather(const void* send, uint64_t send_count, void* recv,
-                     const uint64_t* recv_counts, int dtype, cohort_error* err);
+int cohort_allgather(const void* send, uint64_t send_count, void* recv, const uint64_t* recv_counts,
+                     int dtype, cohort_error* err);
 int cohort_broadcast(void* buf, uint64_t count, int dtype, int root, cohort_error* err);
 int cohort_alltoall_counts(const uint64_t* send_counts, uint64_t* recv_counts_out,
                            cohort_error* err);
 int cohort_alltoall(const void* send, const uint64_t* send_counts, void* recv,
                     const uint64_t* recv_counts, int dtype, cohort_error* err);
 int cohort_barrier(cohort_error* err);
+
+/* ---- Process sets (see cohort.h): subsets of ranks with their own
+ * negotiation. Set 0 is every rank. Adding and removing are collective over
+ * every rank of the job. */
+enum { COHORT_GLOBAL_PROCESS_SET = 0 };
+int cohort_add_process_set(const int* ranks, int num_ranks, int* id_out, cohort_error* err);
+int cohort_remove_process_set(int process_set, cohort_error* err);
+/* Writes at most `capacity` member ranks (ascending) and the set's size into
+ * *size_out; call with capacity cohort_size() to get them all. */
+int cohort_process_set_ranks(int process_set, int* ranks_out, int capacity, int* size_out,
+                             cohort_error* err);
+/* This rank's position in the set, -1 when it is not a member. */
+int cohort_process_set_rank(int process_set, int* rank_out, cohort_error* err);
+/* Writes at most `capacity` ids, returns how many sets exist. */
+int cohort_process_set_ids(int* ids_out, int capacity);
+
+/* ---- Asynchronous named operations (the engine; see cohort.h) ----
+ *
+ * A tensor is (pointer, shape[ndim], dtype); shapes are int64 arrays in
+ * elements, row-major and contiguous. Each call returns a handle in
+ * *handle_out; buffers must stay valid until the handle completes. Poll and
+ * wait on the handle, take the result of operations that produce a new tensor
+ * (allgather, reduce-scatter, alltoall, join), then release it. */
+enum { COHORT_COMPRESSION_NONE = 0, COHORT_COMPRESSION_FP16 = 1, COHORT_COMPRESSION_BF16 = 2 };
+
+typedef struct cohort_allreduce_options {
+  int op;
+  double prescale_factor;
+  double postscale_factor;
+  int compression;
+  int process_set;
+} cohort_allreduce_options;
+
+int cohort_allreduce_async(const char* name, const void* send, void* recv, const int64_t* shape,
+                           int ndim, int dtype, const cohort_allreduce_options* options,
+                           int64_t* handle_out, cohort_error* err);
+/* Negotiated together and released to execution as one group; tensor i is
+ * (sends[i], recvs[i], shapes[i][0..ndims[i])). handles_out has `count` slots. */
+int cohort_grouped_allreduce_async(int count, const char* const* names, const void* const* sends,
+                                   void* const* recvs, const int64_t* const* shapes,
+                                   const int* ndims, int dtype,
+                                   const cohort_allreduce_options* options, int64_t* handles_out,
+                                   cohort_error* err);
+int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, int ndim, int dtype,
+                           int root, int process_set, int64_t* handle_out, cohort_error* err);
+int cohort_allgather_async(const char* name, const void* send, const int64_t* shape, int ndim,
+                           int dtype, int process_set, int64_t* handle_out, cohort_error* err);
+/* recv_rows: num_recv_rows == 0 for an even split of the first dimension,
+ * else one entry per rank of the set. */
+int cohort_reducescatter_async(const char* name, const void* send, const int64_t* shape, int ndim,
+                               int dtype, int op, const int64_t* recv_rows, int num_recv_rows,
+                               int process_set, int64_t* handle_out, cohort_error* err);
+/* splits: one entry per rank of the set, summing to shape[0]. */
+int cohort_alltoall_async(const char* name, const void* send, const int64_t* shape, int ndim,
+                          int dtype, const int64_t* splits, int num_splits, int process_set,
+                          int64_t* handle_out, cohort_error* err);
+int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out, cohort_error* err);
+int cohort_join_async(int64_t* handle_out, cohort_error* err);
+/* Blocking join: *last_rank_out is the last rank to join. */
+int cohort_join(int* last_rank_out, cohort_error* err);
+
+/* *done_out = 1 once the handle completed (successfully or not). */
+int cohort_poll(int64_t handle, int* done_out, cohort_error* err);
+/* Waits for the handle and returns the operation's status; timeout_seconds
+ * < 0 means COHORT_TIMEOUT. */
+int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err);
+
+/* The output of a completed allgather, reduce-scatter, alltoall or join,
+ * owned by the caller until cohort_result_free. */
+typedef struct cohort_result cohort_result;
+int cohort_take_result(int64_t handle, cohort_result** result_out, cohort_error* err);
+const void* cohort_result_data(const cohort_result* result);
+uint64_t cohort_result_bytes(const cohort_result* result);
+int cohort_result_ndim(const cohort_result* result);
+const int64_t* cohort_result_shape(const cohort_result* result);
+/* alltoall: rows received from each rank of the set. */
+int cohort_result_num_splits(const cohort_result* result);
+const int64_t* cohort_result_splits(const cohort_result* result);
+/* join: the last rank to join (-1 otherwise). */
+int64_t cohort_result_last_joined_rank(const cohort_result* result);
+void cohort_result_free(cohort_result* result);
+/* Forgets a handle (completed or not: a pending one still runs). */
+void cohort_release(int64_t handle);
+
+/* Chrome-trace timeline of every tensor's phases; "{rank}" in the path is
+ * replaced by the rank, otherwise only rank 0 writes. */
+int cohort_start_timeline(const char* path, cohort_error* err);
+int cohort_stop_timeline(cohort_error* err);
 
 #ifdef __cplusplus
 }

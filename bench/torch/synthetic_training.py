@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""One worker of the torch training benchmark: a torchvision model trained on
+random images, gradients averaged either by cohort's DistributedOptimizer
+(--backend cohort, start under `cohort run`) or by
+torch.nn.parallel.DistributedDataParallel on gloo (--backend ddp, started by
+compare_ddp.py with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT). Same model,
+data, optimizer and timing in both; rank 0 prints `result: {...}` with the
+median images/s per worker over the timed iterations."""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torchvision import models
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backend", choices=["cohort", "ddp"], required=True)
+    p.add_argument("--model", default="resnet18")
+    p.add_argument("--batch-size", type=int, default=16, help="images per worker per step")
+    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--steps-per-iter", type=int, default=5)
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1)
+    return p.parse_args()
+
+
+def setup(args, model):
+    """(optimizer, rank, world size, module to call, finish) for the backend."""
+    if args.backend == "cohort":
+        import cohort.torch as hvd
+        hvd.init()
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
+                                       named_parameters=model.named_parameters())
+        return opt, hvd.rank(), hvd.size(), model, hvd.shutdown
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    return opt, dist.get_rank(), dist.get_world_size(), ddp, dist.destroy_process_group
+
+
+def main():
+    args = parse()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = getattr(models, args.model)()
+    opt, rank, size, module, finish = setup(args, model)
+    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
+    target = torch.randint(0, 1000, (args.batch_size,))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(module(data), target).backward()
+        opt.step()
+
+    for _ in range(args.warmup_steps):
+        step()
+    rates = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        for _ in range(args.steps_per_iter):
+            step()
+        rates.append(args.batch_size * args.steps_per_iter / (time.perf_counter() - start))
+    if rank == 0:
+        print("result: " + json.dumps({
+            "backend": args.backend, "workers": size, "model": args.model,
+            "img_sec_per_worker": round(statistics.median(rates), 2),
+            "pid": os.getpid()}), flush=True)
+    finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Distributed training of a small CNN on scikit-learn's bundled digits data
+(8x8 images of 0-9; no download), written as a Horovod script with the one
+changed import. Run it on 2 workers:
+
+    build/cohort run -np 2 -- /usr/bin/python3 examples/pytorch_digits.py
+
+Each optimizer step uses one global batch of --batch-size images split evenly
+over the workers, so N workers follow the same trajectory as one worker with
+the same global batch. Prints the loss and accuracy per epoch and a final
+`result: {...}` JSON line; exits with status 1 below --min-accuracy."""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import cohort.torch as hvd
+
+
+class DigitsCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1 = torch.nn.Linear(32 * 4 * 4, 64)
+        self.fc2 = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def load(seed):
+    digits = load_digits()
+    x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=seed,
+                                                        stratify=y)
+    return x_train, y_train, x_test, y_test
+
+
+def evaluate(model, x, y):
+    """Accuracy over the whole set, each worker scoring its share."""
+    model.eval()
+    with torch.no_grad():
+        mine = slice(hvd.rank(), None, hvd.size())
+        correct = (model(x[mine]).argmax(1) == y[mine]).sum().to(torch.int64)
+    model.train()
+    return hvd.allreduce(correct, op=hvd.Sum, name="eval.correct").item() / len(y)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--batch-size", type=int, default=64, help="global batch (all workers)")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument("--min-accuracy", type=float, default=0.95)
+    args = parser.parse_args()
+
+    hvd.init()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    if args.batch_size % hvd.size() != 0:
+        raise SystemExit("--batch-size %d is not divisible by the %d workers" %
+                         (args.batch_size, hvd.size()))
+    x_train, y_train, x_test, y_test = load(args.seed)
+
+    model = DigitsCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+
+    start = time.time()
+    for epoch in range(args.epochs):
+        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch))
+        total_loss, batches = 0.0, 0
+        for first in range(0, len(order) - args.batch_size + 1, args.batch_size):
+            batch = order[first:first + args.batch_size]
+            mine = batch[hvd.rank()::hvd.size()]  # this worker's share of the global batch
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x_train[mine]), y_train[mine])
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.item()
+            batches += 1
+        loss = hvd.allreduce(torch.tensor(total_loss / batches), name="epoch.loss").item()
+        accuracy = evaluate(model, x_test, y_test)
+        if hvd.rank() == 0:
+            print("epoch %2d  loss %.4f  test accuracy %.4f  (%.1f s)" %
+                  (epoch + 1, loss, accuracy, time.time() - start), flush=True)
+
+    result = {"workers": hvd.size(), "global_batch": args.batch_size, "epochs": args.epochs,
+              "test_accuracy": accuracy, "seconds": round(time.time() - start, 2)}
+    if hvd.rank() == 0:
+        print("result: " + json.dumps(result), flush=True)
+    hvd.shutdown()
+    if accuracy < args.min_accuracy:
+        raise SystemExit("test accuracy %.4f is below %.2f" % (accuracy, args.min_accuracy))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Framework-neutral core of every collective: turns arrays of some kind
+(numpy, torch, ...) into (address, shape, dtype code), submits them to the
+engine through cohort._cohort and builds each operation's output when it
+completes.
+
+An `ArrayKind` knows one array type; the front ends (cohort for numpy and
+buffers, cohort.torch) pass theirs in. Inputs must already be contiguous and in
+host memory; the front ends make them so."""
+import itertools
+
+from . import _cohort
+
+# Reduce ops (values of cohort::ReduceOp, c_api.h).
+Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
+OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+
+# Data type codes (cohort::DataType).
+UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(8)
+DTYPE_NAMES = ("uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+DTYPE_SIZES = (1, 1, 4, 8, 2, 2, 4, 8)
+
+
+class ArrayKind:
+    """What the core needs to know about one array type."""
+
+    def describe(self, array):
+        """(address, shape tuple, dtype code) of a contiguous host array."""
+        raise NotImplementedError
+
+    def empty(self, shape, dtype, like):
+        """A new contiguous array of `shape` and dtype code, on `like`'s device."""
+        raise NotImplementedError
+
+
+class _Names:
+    """Generated names for unnamed operations. Every rank calls the collectives
+    in the same order (as Horovod requires of unnamed calls), so the n-th
+    unnamed allreduce gets the same name everywhere."""
+
+    def __init__(self):
+        self._counter = itertools.count()
+
+    def make(self, kind, name):
+        return name if name is not None else "%s.noname.%d" % (kind, next(self._counter))
+
+
+names = _Names()
+
+
+class Handle:
+    """One submitted operation (or a group). `wait()` returns its output;
+    `keep` holds the buffers the engine reads and writes until then. Until
+    waited on, the handle itself stays referenced by `in_flight` (so a caller
+    that drops it cannot free memory the engine still writes to)."""
+
+    in_flight = set()
+
+    def __init__(self, ids, keep, finish):
+        self._ids = list(ids)
+        self._keep = keep
+        self._finish = finish
+        self._result = None
+        self._done = False
+        Handle.in_flight.add(self)
+
+    def then(self, fn):
+        """Makes wait() return fn(output) instead of the output."""
+        finish = self._finish
+        self._finish = lambda ids: fn(finish(ids))
+        return self
+
+    def poll(self):
+        return self._done or all(_cohort.poll(h) for h in self._ids)
+
+    def wait(self):
+        if self._done:
+            return self._result
+        try:
+            for h in self._ids:
+                _cohort.wait(h)
+            self._result = self._finish(self._ids)
+        finally:
+            for h in self._ids:
+                _cohort.release(h)
+            self._done = True
+            self._keep = None
+            Handle.in_flight.discard(self)
+        return self._result
+
+
+def _output_from(kind, handle_id, dtype, like):
+    """The engine-held output of a completed operation as a new array."""
+    result = _cohort.take_result(handle_id)
+    out = kind.empty(tuple(result.shape), dtype, like)
+    address, _, _ = kind.describe(out)
+    result.copy_to(address, result.nbytes)
+    return out, result
+
+
+def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0,
+                    postscale_factor=1.0, compression=0, process_set=0):
+    """recv = op over ranks of send (recv may be send: in place)."""
+    s_addr, shape, dtype = kind.describe(send)
+    r_addr, r_shape, r_dtype = kind.describe(recv)
+    if r_shape != shape or r_dtype != dtype:
+        raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
+            r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
+    h = _cohort.allreduce_async(names.make("allreduce", name), s_addr, r_addr, list(shape), dtype,
+                                int(op), float(prescale_factor), float(postscale_factor),
+                                int(compression), int(process_set))
+    return Handle([h], (send, recv), lambda ids: recv)
+
+
+def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_factor=1.0,
+                            postscale_factor=1.0, compression=0, process_set=0):
+    """One negotiation per dtype for a list of tensors; output is the list `recvs`."""
+    if len(sends) != len(recvs):
+        raise ValueError("grouped allreduce: %d inputs but %d outputs" % (len(sends), len(recvs)))
+    base = names.make("grouped_allreduce", name)
+    s_desc = [kind.describe(t) for t in sends]
+    r_desc = [kind.describe(t) for t in recvs]
+    ids = [None] * len(sends)
+    for dtype in sorted({d for _, _, d in s_desc}):
+        members = [i for i, (_, _, d) in enumerate(s_desc) if d == dtype]
+        got = _cohort.grouped_allreduce_async(
+            ["%s.%d" % (base, i) for i in members], [s_desc[i][0] for i in members],
+            [r_desc[i][0] for i in members], [list(s_desc[i][1]) for i in members], dtype,
+            int(op), float(prescale_factor), float(postscale_factor), int(compression),
+            int(process_set))
+        for i, h in zip(members, got):
+            ids[i] = h
+    return Handle(ids, (sends, recvs), lambda ids: list(recvs))
+
+
+def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
+    """Root's `buf` into every rank's `buf` (in place)."""
+    addr, shape, dtype = kind.describe(buf)
+    h = _cohort.broadcast_async(names.make("broadcast", name), addr, list(shape), dtype,
+                                int(root_rank), int(process_set))
+    return Handle([h], buf, lambda ids: buf)
+
+
+def allgather_async(kind, send, name=None, process_set=0):
+    """Ranks' tensors concatenated along the first dimension."""
+    addr, shape, dtype = kind.describe(send)
+    h = _cohort.allgather_async(names.make("allgather", name), addr, list(shape), dtype,
+                                int(process_set))
+    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0])
+
+
+def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0):
+    """This rank's block of the first dimension of op over ranks of `send`."""
+    addr, shape, dtype = kind.describe(send)
+    h = _cohort.reducescatter_async(names.make("reducescatter", name), addr, list(shape), dtype,
+                                    int(op), [int(r) for r in recv_rows], int(process_set))
+    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0])
+
+
+def alltoall_async(kind, send, splits, name=None, process_set=0):
+    """Sends splits[p] rows to rank p; output is (rows received, rows per rank)."""
+    addr, shape, dtype = kind.describe(send)
+    h = _cohort.alltoall_async(names.make("alltoall", name), addr, list(shape), dtype,
+                               [int(s) for s in splits], int(process_set))
+
+    def finish(ids):
+        out, result = _output_from(kind, ids[0], dtype, send)
+        return out, list(result.splits)
+
+    return Handle([h], send, finish)
+
+
+def barrier_async(process_set=0):
+    h = _cohort.barrier_async(names.make("barrier", None), int(process_set))
+    return Handle([h], None, lambda ids: None)
+
+
+def join_async():
+    h = _cohort.join_async()
+    return Handle([h], None, lambda ids: int(_cohort.take_result(ids[0]).last_joined_rank))
+
+
+def even_splits(rows, parts, what):
+    """Horovod's default alltoall split: equal blocks, or a ValueError."""
+    if parts <= 0 or rows % parts != 0:
+        raise ValueError("%s: the first dimension (%d) is not divisible by the number of ranks "
+                         "(%d); pass splits" % (what, rows, parts))
+    return [rows // parts] * parts

@@ -1,0 +1,50 @@
+"""torch tensors as an ArrayKind, and the checks every cohort.torch call makes
+on its inputs (host memory, a supported dtype, contiguous layout)."""
+import torch
+
+from .. import _ops
+
+_CODES = {
+    torch.uint8: _ops.UINT8, torch.int8: _ops.INT8, torch.int32: _ops.INT32,
+    torch.int64: _ops.INT64, torch.float16: _ops.FLOAT16, torch.bfloat16: _ops.BFLOAT16,
+    torch.float32: _ops.FLOAT32, torch.float64: _ops.FLOAT64,
+}
+_DTYPES = {code: dtype for dtype, code in _CODES.items()}
+SUPPORTED = ", ".join(str(d) for d in _CODES)
+
+
+def dtype_code(dtype, what):
+    code = _CODES.get(dtype)
+    if code is None:
+        raise ValueError("%s: dtype %s is not supported by cohort (supported: %s)" %
+                         (what, dtype, SUPPORTED))
+    return code
+
+
+def check(tensor, what):
+    """Raises unless `tensor` is a CPU tensor of a supported dtype."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
+    if tensor.device.type != "cpu":
+        raise ValueError("%s: tensor is on device %s; cohort works on CPU tensors only (move it "
+                         "with .cpu())" % (what, tensor.device))
+    if tensor.is_sparse:
+        raise ValueError("%s: sparse tensors are not supported; use .to_dense()" % what)
+    dtype_code(tensor.dtype, what)
+    return tensor
+
+
+def contiguous(tensor, what):
+    """A checked, contiguous view or copy of `tensor`, detached from autograd."""
+    return check(tensor, what).detach().contiguous()
+
+
+class TorchKind(_ops.ArrayKind):
+    def describe(self, tensor):
+        return tensor.data_ptr(), tuple(tensor.shape), _CODES[tensor.dtype]
+
+    def empty(self, shape, dtype, like):
+        return torch.empty(shape, dtype=_DTYPES[dtype])
+
+
+KIND = TorchKind()

@@ -1,0 +1,400 @@
+"""The collectives of cohort.torch with horovod.torch's names, arguments and
+semantics: blocking forms that autograd differentiates, `_async` forms that
+return a handle for `poll`/`synchronize`, and in-place `_` forms.
+
+Tensors must be CPU tensors of a supported dtype; non-contiguous ones are
+copied (and, for in-place forms, copied back). Errors from the engine (a
+mismatch on any rank fails the operation on every rank) raise
+cohort.CohortError, a RuntimeError; bad arguments raise ValueError."""
+import warnings
+
+import torch
+
+from .. import _ops
+from .._ops import Sum, Average, Min, Max, Product  # noqa: F401 -- part of the API
+from ..process_sets import global_process_set, set_id, set_size
+from ._kind import KIND, check, contiguous
+from .compression import Compression
+
+
+def handle_average_backwards_compatibility(op, average):
+    """Horovod's rule: `average` (deprecated) or `op`, not both; default Average."""
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of "
+                             "them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+def poll(handle):
+    """True once the operation behind `handle` has completed."""
+    return handle.poll()
+
+
+def synchronize(handle):
+    """Waits for `handle` and returns the operation's output."""
+    return handle.wait()
+
+
+def _inplace_buffer(tensor, what):
+    """The contiguous buffer an in-place operation works on, and the step that
+    puts the result back into `tensor` (None when the buffer is the tensor)."""
+    check(tensor, what)
+    if tensor.is_contiguous():
+        return tensor.detach(), None
+    buf = tensor.detach().contiguous()
+
+    def copy_back():
+        with torch.no_grad():
+            tensor.copy_(buf)
+
+    return buf, copy_back
+
+
+def _returning(tensor, copy_back):
+    def finish(_):
+        if copy_back is not None:
+            copy_back()
+        return tensor
+    return finish
+
+
+# ---- allreduce ----
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    send = contiguous(tensor, "allreduce")
+    out = torch.empty_like(send, memory_format=torch.contiguous_format)
+    return _ops.allreduce_async(KIND, send, out, name, op, prescale_factor, postscale_factor, 0,
+                                set_id(process_set))
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    buf, copy_back = _inplace_buffer(tensor, "allreduce_")
+    h = _ops.allreduce_async(KIND, buf, buf, name, op, prescale_factor, postscale_factor, 0,
+                             set_id(process_set))
+    return h.then(_returning(tensor, copy_back))
+
+
+def _allreduce_grad(grad, saved, op, prescale, postscale, process_set):
+    """Gradient of out = postscale * op_r(prescale * x_r) for a loss summed over ranks."""
+    if op in (Sum, Average):
+        return synchronize(allreduce_async(grad, op=op, prescale_factor=prescale,
+                                           postscale_factor=postscale, process_set=process_set))
+    x, out = saved
+    total = synchronize(allreduce_async(grad * out, op=Sum, process_set=process_set)) \
+        if op == Product else synchronize(allreduce_async(grad, op=Sum, process_set=process_set))
+    if op == Product:
+        return total / x  # d(prod)/dx_r = prod / x_r (x_r != 0)
+    # Min/Max: the gradient flows to the ranks holding the extreme value.
+    return total * (prescale * postscale) * (x * prescale == out / postscale).to(grad.dtype)
+
+
+class _AllreduceFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
+        out = synchronize(allreduce_async(tensor, name=name, op=op, prescale_factor=prescale,
+                                          postscale_factor=postscale, process_set=process_set))
+        if op not in (Sum, Average):
+            ctx.save_for_backward(tensor, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_allreduce_grad(grad, ctx.saved_tensors, *ctx.args),) + (None,) * 5
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """A new tensor: postscale * op over ranks of (prescale * tensor). Differentiable."""
+    op = handle_average_backwards_compatibility(op, average)
+    check(tensor, "allreduce")
+    compressed, cctx = compression.compress(tensor)
+    out = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                   process_set)
+    return compression.decompress(out, cctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+# ---- grouped allreduce ----
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    sends = [contiguous(t, "grouped_allreduce") for t in tensors]
+    outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in sends]
+    return _ops.grouped_allreduce_async(KIND, sends, outs, name, op, prescale_factor,
+                                        postscale_factor, 0, set_id(process_set))
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    bufs = [_inplace_buffer(t, "grouped_allreduce_") for t in tensors]
+    h = _ops.grouped_allreduce_async(KIND, [b for b, _ in bufs], [b for b, _ in bufs], name, op,
+                                     prescale_factor, postscale_factor, 0, set_id(process_set))
+
+    def finish(_):
+        for _, copy_back in bufs:
+            if copy_back is not None:
+                copy_back()
+        return list(tensors)
+
+    return h.then(finish)
+
+
+class _GroupedAllreduceFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
+        return tuple(synchronize(grouped_allreduce_async(
+            list(tensors), name=name, op=op, prescale_factor=prescale,
+            postscale_factor=postscale, process_set=process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        op, prescale, postscale, process_set = ctx.args
+        if op not in (Sum, Average):
+            raise RuntimeError("grouped_allreduce: gradients are only defined for Sum and Average")
+        out = synchronize(grouped_allreduce_async(list(grads), op=op, prescale_factor=prescale,
+                                                  postscale_factor=postscale,
+                                                  process_set=process_set))
+        return (None,) * 5 + tuple(out)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    compressed = [compression.compress(check(t, "grouped_allreduce")) for t in tensors]
+    outs = _GroupedAllreduceFunction.apply(name, op, prescale_factor, postscale_factor,
+                                           process_set, *[c for c, _ in compressed])
+    return [compression.decompress(o, cctx) for o, (_, cctx) in zip(outs, compressed)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+# ---- allgather ----
+
+def _at_least_1d(tensor):
+    return tensor.reshape(1) if tensor.dim() == 0 else tensor
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    send = _at_least_1d(contiguous(tensor, "allgather"))
+    return _ops.allgather_async(KIND, send, name, set_id(process_set))
+
+
+class _AllgatherFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.rows = _at_least_1d(tensor).shape[0]
+        ctx.shape = tensor.shape
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name=name, process_set=process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        reduced = synchronize(allreduce_async(grad, op=Sum, process_set=ctx.process_set))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64),
+                                           process_set=ctx.process_set))
+        offset = int(rows[:_position(ctx.process_set)].sum())
+        return reduced.narrow(0, offset, ctx.rows).reshape(ctx.shape), None, None
+
+
+def _position(process_set):
+    from .. import _cohort
+    return _cohort.process_set_rank(set_id(process_set))
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Ranks' tensors concatenated along the first dimension (sizes may differ). Differentiable."""
+    check(tensor, "allgather")
+    return _AllgatherFunction.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    base = _ops.names.make("grouped_allgather", name)
+    handles = [allgather_async(t, "%s.%d" % (base, i), process_set)
+               for i, t in enumerate(tensors)]
+    return _ops.Handle([], handles, lambda ids: [h.wait() for h in handles])
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    base = _ops.names.make("grouped_allgather", name)
+    return [allgather(t, "%s.%d" % (base, i), process_set) for i, t in enumerate(tensors)]
+
+
+# ---- broadcast ----
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    buf = contiguous(tensor, "broadcast").clone(memory_format=torch.contiguous_format)
+    return _ops.broadcast_async(KIND, buf, root_rank, name, set_id(process_set))
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    buf, copy_back = _inplace_buffer(tensor, "broadcast_")
+    h = _ops.broadcast_async(KIND, buf, root_rank, name, set_id(process_set))
+    return h.then(_returning(tensor, copy_back))
+
+
+class _BroadcastFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Every rank's output is root's input: root's gradient is the sum over
+        # ranks (Horovod averages here instead), the others' is zero.
+        reduced = synchronize(allreduce_async(grad, op=Sum, process_set=ctx.process_set))
+        if _position(ctx.process_set) != ctx.root_rank:
+            reduced = torch.zeros_like(reduced)
+        return reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """A new tensor holding root_rank's tensor. Differentiable."""
+    check(tensor, "broadcast")
+    return _BroadcastFunction.apply(tensor, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---- alltoall ----
+
+def _splits_list(splits, tensor, process_set):
+    if splits is None:
+        rows = tensor.shape[0] if tensor.dim() else 1
+        return _ops.even_splits(rows, set_size(process_set), "alltoall")
+    if isinstance(splits, torch.Tensor):
+        return [int(s) for s in splits.reshape(-1).tolist()]
+    return [int(s) for s in splits]
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Handle whose synchronize() gives (output, received_splits)."""
+    send = _at_least_1d(contiguous(tensor, "alltoall"))
+    h = _ops.alltoall_async(KIND, send, _splits_list(splits, send, process_set), name,
+                            set_id(process_set))
+    return h.then(lambda r: (r[0], torch.tensor(r[1], dtype=torch.int32)))
+
+
+class _AlltoallFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        ctx.process_set = process_set
+        ctx.shape = tensor.shape
+        out, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return out, received
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        back, _ = synchronize(alltoall_async(grad, ctx.received, process_set=ctx.process_set))
+        return back.reshape(ctx.shape), None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends splits[p] rows to rank p (default: equal blocks). Returns the rows
+    received in rank order, and with `splits` given also the rows received from
+    each rank. Differentiable."""
+    check(tensor, "alltoall")
+    out, received = _AlltoallFunction.apply(tensor, splits, name, process_set)
+    return out if splits is None else (out, received)
+
+
+# ---- reducescatter ----
+
+def _scaled(tensor, factor):
+    if factor == 1.0:
+        return tensor
+    return (tensor * factor).to(tensor.dtype)
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    send = _scaled(contiguous(tensor, "reducescatter"), prescale_factor)
+    h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set))
+    return h.then(lambda out: _scaled(out, postscale_factor))
+
+
+class _ReducescatterFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale, postscale):
+        if op not in (Sum, Average):
+            raise ValueError("reducescatter: op must be Sum or Average, got %s" %
+                             _ops.OP_NAMES.get(op, op))
+        ctx.args = (op, process_set, prescale * postscale)
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale,
+                                               postscale))
+
+    @staticmethod
+    def backward(ctx, grad):
+        op, process_set, scale = ctx.args
+        if op == Average:
+            scale /= set_size(process_set)
+        return _scaled(synchronize(allgather_async(grad, process_set=process_set)), scale), \
+            None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's block of the first dimension of op (Sum or Average) over
+    ranks; the first rows % size ranks get one row more. Differentiable."""
+    check(tensor, "reducescatter")
+    compressed, cctx = compression.compress(tensor)
+    out = _ReducescatterFunction.apply(compressed, name, op, process_set, prescale_factor,
+                                       postscale_factor)
+    return compression.decompress(out, cctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    base = _ops.names.make("grouped_reducescatter", name)
+    handles = [reducescatter_async(t, "%s.%d" % (base, i), op, process_set, prescale_factor,
+                                   postscale_factor) for i, t in enumerate(tensors)]
+    return _ops.Handle([], handles, lambda ids: [h.wait() for h in handles])
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    base = _ops.names.make("grouped_reducescatter", name)
+    return [reducescatter(t, "%s.%d" % (base, i), compression, op, process_set, prescale_factor,
+                          postscale_factor) for i, t in enumerate(tensors)]
+
+
+# ---- synchronization ----
+
+def join(device=-1):
+    """Marks this rank as out of data: until every rank has joined it takes part
+    in the others' allreduces with zeros. Returns the last rank to join."""
+    del device  # CPU only; kept for Horovod's signature
+    return synchronize(_ops.join_async())
+
+
+def barrier(process_set=global_process_set):
+    synchronize(_ops.barrier_async(set_id(process_set)))

@@ -1,0 +1,224 @@
+"""DistributedOptimizer, as in horovod.torch: wraps a torch optimizer so that
+each gradient is averaged over the ranks before step().
+
+A hook on every parameter's gradient accumulator starts that gradient's
+allreduce as soon as backward has produced it, so communication of the last
+layers overlaps the backward pass through the first ones; step() (or
+synchronize()) waits for them all."""
+import warnings
+from contextlib import contextmanager
+
+import torch
+
+from .. import _cohort
+from ..process_sets import global_process_set
+from .compression import Compression
+from .mpi_ops import Average, allreduce_async_, grouped_allreduce_async_, synchronize
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 op=Average, gradient_predivide_factor=1.0, groups=None,
+                 process_set=global_process_set):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._parameter_names = self._names_of(named_parameters)
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {p: backward_passes_per_step for p in self._parameter_names}
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.process_set = process_set
+        self._handles = {}  # parameter -> (handle or None, compression context)
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        self._groups = self._group_index(groups)
+        self._group_ready = {}  # group index -> parameters whose gradients are ready
+        if _cohort.size() > 1:
+            self._register_hooks()
+
+    def _names_of(self, named_parameters):
+        params = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is None:
+            return {p: "allreduce.noname.%d.%d" % (i, j)
+                    for i, group in enumerate(self.param_groups)
+                    for j, p in enumerate(group["params"])}
+        named = list(named_parameters)
+        if any(not isinstance(p, tuple) for p in named):
+            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                             "usually produced by model.named_parameters().")
+        names = [k for k, _ in named]
+        dups = sorted({k for k in names if names.count(k) > 1})
+        if dups:
+            raise ValueError("Parameter names in named_parameters must be unique. Found "
+                             "duplicates: %s" % ", ".join(dups))
+        named_ids = {id(v) for _, v in named}
+        unnamed = [id(p) for p in params if id(p) not in named_ids]
+        if unnamed:
+            raise ValueError("named_parameters was specified, but one or more model parameters "
+                             "were not named. Python object ids: %s" %
+                             ", ".join(str(i) for i in unnamed))
+        return {v: "allreduce." + k for k, v in sorted(named, key=lambda kv: kv[0])}
+
+    def _group_index(self, groups):
+        """parameter -> group number, for gradients allreduced together."""
+        if groups is None:
+            return None
+        params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
+        if isinstance(groups, int):
+            if groups <= 0:
+                raise ValueError("groups must be a positive number or a list of lists of "
+                                 "parameters, got %d" % groups)
+            per = (len(params) + groups - 1) // groups
+            groups = [params[i:i + per] for i in range(0, len(params), per)]
+        index = {}
+        for g, members in enumerate(groups):
+            for p in members:
+                if p in index:
+                    raise ValueError("groups: a parameter appears in more than one group")
+                index[p] = g
+        for p in params:  # parameters in no listed group are reduced alone
+            if p not in index:
+                index[p] = len(groups)
+                groups.append([p])
+        self._group_members = [list(m) for m in groups]
+        return index
+
+    def _register_hooks(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    self._requires_update.add(p)
+                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_acc.register_hook(self._make_hook(p))
+                    self._grad_accs.append(grad_acc)
+
+    def _scale_factors(self):
+        # The engine divides Average by the set size after the postscale; the
+        # predivide factor moves part of that division before the sum.
+        if self.op == Average:
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _allreduce_grad_async(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        compressed, ctx = self._compression.compress(p.grad)
+        pre, post = self._scale_factors()
+        handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
+                                  prescale_factor=pre, postscale_factor=post,
+                                  process_set=self.process_set)
+        return handle, (compressed, ctx)
+
+    def _allreduce_group_async(self, g):
+        members = self._group_members[g]
+        for p in members:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        compressed = [self._compression.compress(p.grad) for p in members]
+        pre, post = self._scale_factors()
+        handle = grouped_allreduce_async_(
+            [c for c, _ in compressed], name="allreduce.group.%d.%s" % (
+                g, self._parameter_names[members[0]]), op=self.op, prescale_factor=pre,
+            postscale_factor=post, process_set=self.process_set)
+        for p, c in zip(members, compressed):
+            self._handles[p] = (handle, c)
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            self._allreduce_delay[p] -= 1
+            self._handles[p] = (None, None)
+            if self._allreduce_delay[p] == 0:
+                self._submit(p)
+        return hook
+
+    def _submit(self, p):
+        if self._groups is None:
+            self._handles[p] = self._allreduce_grad_async(p)
+            return
+        g = self._groups[p]
+        ready = self._group_ready.setdefault(g, set())
+        ready.add(p)
+        if len(ready) == len(self._group_members[g]):
+            del self._group_ready[g]
+            self._allreduce_group_async(g)
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those whose hooks
+        did not fire) and puts the averaged gradients into p.grad."""
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = (None, None)
+        for p in list(self._handles):
+            if self._handles[p][0] is None:
+                if self._groups is None:
+                    self._handles[p] = self._allreduce_grad_async(p)
+                elif p not in self._group_ready.get(self._groups[p], ()):
+                    self._submit(p)
+        for g in list(self._group_ready):  # groups some of whose gradients never came
+            del self._group_ready[g]
+            self._allreduce_group_async(g)
+        for p, (handle, (compressed, ctx)) in list(self._handles.items()):
+            synchronize(handle)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+            p.grad.set_(self._compression.decompress(compressed, ctx))
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """step() inside this block does not synchronize (call synchronize() first)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none=False):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """An optimizer of optimizer's class whose step() first averages (op)
+    each gradient over the ranks of process_set. `groups`: a number of groups
+    or a list of lists of parameters whose gradients are reduced together."""
+    del sparse_as_dense  # gradients are dense on CPU; kept for Horovod's signature
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be removed",
+                      DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    if backward_passes_per_step < 1:
+        raise ValueError("backward_passes_per_step must be at least 1, got %d" %
+                         backward_passes_per_step)
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, process_set)
