@@ -254,13 +254,16 @@ std::vector<Result<HttpResponse>> HttpClient::PerformMany(
     int running = 0;
     curl_multi_perform(m, &running);
     int left = 0;
+    bool completed = false;
     while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
       complete(*t, msg->data.result);
+      completed = true;
     }
     if (finished == requests.size()) break;
+    if (completed) continue;  // a slot is free: start the next request before waiting
     // Wait for socket activity, or until the next retry is due (at most 100 ms,
     // so a retry that became due while transfers run starts promptly).
     int wait_ms = 100;
