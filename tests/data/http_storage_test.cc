@@ -89,12 +89,7 @@ TEST(HttpStorage, InjectedFaultsMidReadAreRetried) {
   server.InjectFault(3, HttpTestServer::Fault::kStatus503);
   server.InjectFault(4, HttpTestServer::Fault::kDropMidBody);
   auto s = OpenOrFail(server.url(), FastRetries(6));
-  std::vector<ByteRange> ranges;
-  for (uint64_t i = 0; i < 8; ++i) ranges.push_back({"obj", i * 131072, 131072});
-  Result<std::vector<std::string>> many = s->ReadMany(ranges);
-  ASSERT_TRUE(many.ok()) << many.status().ToString();
-  for (size_t i = 0; i < ranges.size(); ++i)
-    EXPECT_EQ((*many)[i], data.substr(ranges[i].offset, ranges[i].len)) << "range " << i;
+  testing::ExpectReadManyExact(*s, "obj", data, 8, 131072);
   EXPECT_EQ(server.requests(), 12) << "8 reads + 4 retries";
   server.InjectFault(13, HttpTestServer::Fault::kDropMidBody);
   EXPECT_EQ(**s->Get("obj"), data) << "a whole-object GET is retried too";

@@ -98,12 +98,7 @@ TEST_F(S3Storage, ObjectsRoundTrip) {
   EXPECT_EQ(*s->List("a"), std::vector<std::string>({"a/b c", "a/d"}));
   EXPECT_EQ(*s->List(""), std::vector<std::string>({"a/b c", "a/d", "ab", "big"}));
   EXPECT_TRUE(s->List("missing")->empty());
-  std::vector<ByteRange> ranges;
-  for (uint64_t i = 0; i < 24; ++i) ranges.push_back({"big", i * 131072, 131072});
-  Result<std::vector<std::string>> many = s->ReadMany(ranges);
-  ASSERT_TRUE(many.ok()) << many.status().ToString();
-  for (size_t i = 0; i < ranges.size(); ++i)
-    EXPECT_EQ((*many)[i], big.substr(ranges[i].offset, ranges[i].len)) << "range " << i;
+  testing::ExpectReadManyExact(*s, "big", big, 24, 131072);
 }
 
 TEST_F(S3Storage, ListingPagesPastAThousandKeys) {

@@ -10,6 +10,7 @@
 
 #include "cohort/data.h"
 #include "data/data_test_util.h"
+#include "data/storage.h"
 
 namespace cohort::data::testing {
 
@@ -50,6 +51,18 @@ inline void ExpectSmallDataset(const std::string& location, const std::string& h
   auto v1 = Dataset::Open(location, "v1");
   ASSERT_TRUE(v1.ok()) << v1.status().ToString();
   EXPECT_EQ((*v1)->size(), 200u);
+}
+
+// `object` (whose bytes are `data`) read through one ReadMany as `count`
+// consecutive ranges of `len` bytes from offset 0 gives exactly those bytes.
+inline void ExpectReadManyExact(Storage& storage, const std::string& object,
+                                const std::string& data, uint64_t count, uint64_t len) {
+  std::vector<ByteRange> ranges;
+  for (uint64_t i = 0; i < count; ++i) ranges.push_back({object, i * len, len});
+  Result<std::vector<std::string>> many = storage.ReadMany(ranges);
+  ASSERT_TRUE(many.ok()) << many.status().ToString();
+  for (size_t i = 0; i < ranges.size(); ++i)
+    EXPECT_EQ((*many)[i], data.substr(ranges[i].offset, len)) << "range " << i;
 }
 
 }  // namespace cohort::data::testing
