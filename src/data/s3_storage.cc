@@ -24,19 +24,6 @@ namespace cohort::data {
 
 namespace {
 
-std::string PercentDecode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(static_cast<char>(std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
 std::string XmlUnescape(const std::string& s) {
   static const std::pair<const char*, char> kEntities[] = {
       {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
@@ -136,27 +123,7 @@ class S3Storage : public HttpStorage {
 
  protected:
   void Prepare(HttpRequest* r) const override {
-    SigV4Request s;
-    s.method = r->method;
-    const size_t host_at = r->url.find("://") + 3;
-    const size_t path_at = r->url.find('/', host_at);
-    const size_t query_at = r->url.find('?');
-    s.host = r->url.substr(host_at, std::min(path_at, query_at) - host_at);
-    s.canonical_uri = path_at == std::string::npos || path_at > query_at
-                          ? "/"
-                          : r->url.substr(path_at, query_at - path_at);
-    if (query_at != std::string::npos) {
-      std::string q = r->url.substr(query_at + 1);
-      for (size_t at = 0; at <= q.size();) {
-        size_t amp = std::min(q.find('&', at), q.size());
-        std::string pair = q.substr(at, amp - at);
-        size_t eq = pair.find('=');
-        s.query.emplace_back(PercentDecode(pair.substr(0, eq)),
-                             eq == std::string::npos ? "" : PercentDecode(pair.substr(eq + 1)));
-        at = amp + 1;
-      }
-    }
-    s.payload_sha256 = Sha256Hex(r->body);
+    SigV4Request s = SigV4RequestFor(r->method, r->url, Sha256Hex(r->body));
     for (std::string& h : SignV4(s, credentials_, region_, "s3", AmzDate(std::time(nullptr))))
       r->headers.push_back(std::move(h));
   }

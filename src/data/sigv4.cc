@@ -71,6 +71,43 @@ std::string CanonicalQuery(const SigV4Request& r) {
 
 }  // namespace
 
+std::string UriDecode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+SigV4Request SigV4RequestFor(const std::string& method, const std::string& url,
+                             const std::string& payload_sha256) {
+  SigV4Request s;
+  s.method = method;
+  s.payload_sha256 = payload_sha256;
+  const size_t scheme = url.find("://");
+  const size_t host_at = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t query_at = url.find('?', host_at);
+  const size_t path_at = std::min(url.find('/', host_at), query_at);
+  s.host = url.substr(host_at, path_at - host_at);
+  s.canonical_uri = path_at == query_at ? "/" : url.substr(path_at, query_at - path_at);
+  if (query_at == std::string::npos) return s;
+  const std::string q = url.substr(query_at + 1);
+  for (size_t at = 0; at < q.size();) {
+    const size_t amp = std::min(q.find('&', at), q.size());
+    const std::string pair = q.substr(at, amp - at);
+    const size_t eq = pair.find('=');
+    s.query.emplace_back(UriDecode(pair.substr(0, eq)),
+                         eq == std::string::npos ? "" : UriDecode(pair.substr(eq + 1)));
+    at = amp + 1;
+  }
+  return s;
+}
+
 std::string UriEncode(std::string_view text, bool encode_slash) {
   static const char kDigits[] = "0123456789ABCDEF";
   std::string out;

@@ -26,6 +26,11 @@ struct SigV4Request {
   std::string payload_sha256;                                // hex SHA-256 of the body
 };
 
+// The request to sign for `url` ("http://host:port/path?a=b&c=d", path and
+// query already percent-encoded): host, canonical URI and decoded query.
+SigV4Request SigV4RequestFor(const std::string& method, const std::string& url,
+                             const std::string& payload_sha256);
+
 // The header lines ("Name: value") to send with the request: x-amz-date,
 // x-amz-content-sha256, x-amz-security-token (with a session token) and
 // Authorization. `amz_date` is "YYYYMMDDTHHMMSSZ" (AmzDate).
@@ -44,6 +49,8 @@ std::string AmzDate(std::time_t t);
 // RFC 3986 percent-encoding as SigV4 wants it: unreserved characters stay,
 // '/' stays unless `encode_slash`, everything else becomes %XX (upper case).
 std::string UriEncode(std::string_view text, bool encode_slash);
+// %XX sequences back to bytes.
+std::string UriDecode(const std::string& text);
 
 }  // namespace cohort::data
 

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/sigv4.h"
+
 namespace cohort::testing {
 
 namespace {
@@ -41,19 +43,6 @@ std::string HeaderValue(const std::string& head, const std::string& name) {
     return b == std::string::npos ? "" : line.substr(b, e - b + 1);
   }
   return "";
-}
-
-std::string PercentDecode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
 }
 
 std::string Response(int status, const std::string& reason, const std::vector<std::string>& headers,
@@ -178,7 +167,7 @@ bool HttpTestServer::Answer(int fd, const std::string& head) {
     return SendAll(
         fd, Response(503, "Service Unavailable", {}, body.size()) + (method == "HEAD" ? "" : body));
   }
-  const std::string path = PercentDecode(target.substr(0, target.find('?')));
+  const std::string path = data::UriDecode(target.substr(0, target.find('?')));
   std::string bytes;
   bool found = path.find("..") == std::string::npos;
   if (found) {
