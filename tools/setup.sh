@@ -11,8 +11,10 @@ PACKAGES=(
   libgtest-dev                                   # C++ tests
   libssl-dev                                     # HMAC-SHA256 for job authentication; dataset object ids
   libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
+  libcurl4-openssl-dev                           # datasets over HTTP(S) and S3
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
+  python3-botocore                               # storage tests: an independent SigV4 signer
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
@@ -26,6 +28,20 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# The S3-compatible server the storage tests start (npm package s3rver, which
+# checks request signatures), in a project-local folder. node may come from
+# elsewhere (nodesource); install Debian's only when there is none.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  echo "setup: installing nodejs npm"
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm
+fi
+if [[ ! -f build-tools/s3rver/node_modules/s3rver/package.json ]]; then
+  echo "setup: installing s3rver into build-tools/s3rver"
+  mkdir -p build-tools/s3rver
+  npm install --prefix build-tools/s3rver --no-audit --no-fund s3rver@3.7.1
 fi
 
 jobs=$(nproc)

@@ -178,6 +178,26 @@ Result<VerifyReport> Verify(const std::string& location);
 // True for the Status a Commit returns when another writer moved the branch.
 bool IsConflict(const Status& status);
 
+// --- Copying a dataset between storages (`cohort data cp`) ---
+// Locations are directories, "s3://bucket/prefix" or (as a source only, since
+// HTTP cannot list) never "http(s)://".
+struct CopyProgress {
+  uint64_t objects_done = 0, objects_total = 0;
+  uint64_t bytes_copied = 0;  // bytes written so far (objects already there are skipped)
+};
+struct CopyOptions {
+  std::function<void(const CopyProgress&)> on_progress;  // after each batch of objects
+};
+struct CopyResult {
+  uint64_t copied = 0, skipped = 0, bytes = 0;
+};
+// Copies every object, then format and HEAD, then the refs, so a copy that
+// stops early holds no ref and is never taken for a complete dataset; run
+// again, it skips the objects already there. Each chunk and commit object is
+// checked against its SHA-256 on the way. Fails when `destination` has refs.
+Result<CopyResult> CopyDataset(const std::string& source, const std::string& destination,
+                               const CopyOptions& options = {});
+
 }  // namespace cohort::data
 
 #endif  // COHORT_DATA_H_

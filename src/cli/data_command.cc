@@ -1,5 +1,7 @@
 // `cohort data`: inspect, verify, check out and ingest datasets. Parses the
 // command line and calls the public data API (include/cohort/data.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -31,7 +33,11 @@ void PrintUsage(FILE* out) {
                "                         checksum and SHA-256; exit 1 on any problem\n"
                "  ingest numpy FILE.npy  append each row of FILE.npy as one sample and commit\n"
                "                         (creates the dataset when it does not exist)\n"
+               "  cp SRC DST             copy a dataset (all commits, branches and tags) from\n"
+               "                         SRC to the empty location DST, refs last\n"
                "\n"
+               "DATASET, SRC and DST are directories or s3://BUCKET/PREFIX (credentials and\n"
+               "endpoint from AWS_*); DATASET may also be http(s)://... (read-only).\n"
                "REF is a branch, a tag, a commit id or a unique prefix of one, or HEAD;\n"
                "REF~N is the commit N parents back (REF~ = REF~1).\n"
                "\n"
@@ -220,6 +226,37 @@ int IngestCommand(const Args& args, const std::string& command_line) {
   return 0;
 }
 
+// Progress on stderr: one rewritten line on a terminal, else a line per tenth.
+void ShowCopyProgress(const data::CopyProgress& p, int* last_tenth) {
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const int tenth =
+      p.objects_total == 0 ? 10 : static_cast<int>(p.objects_done * 10 / p.objects_total);
+  if (!tty && tenth == *last_tenth) return;
+  *last_tenth = tenth;
+  std::fprintf(stderr, "%scp: %llu/%llu objects, %.1f MiB written%s", tty ? "\r" : "",
+               static_cast<unsigned long long>(p.objects_done),
+               static_cast<unsigned long long>(p.objects_total),
+               static_cast<double>(p.bytes_copied) / (1 << 20), tty ? "" : "\n");
+  std::fflush(stderr);
+}
+
+int CpCommand(const Args& args) {
+  if (args.positional.size() != 3)
+    return UsageError("cp needs a source and a destination: cp SRC DST");
+  int last_tenth = -1;
+  data::CopyOptions options;
+  options.on_progress = [&](const data::CopyProgress& p) { ShowCopyProgress(p, &last_tenth); };
+  Result<data::CopyResult> result =
+      data::CopyDataset(args.positional[1], args.positional[2], options);
+  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\n");
+  if (!result.ok()) return Failure(result.status());
+  std::printf("copied %llu objects (%llu bytes) from %s to %s; %llu were already there\n",
+              static_cast<unsigned long long>(result->copied),
+              static_cast<unsigned long long>(result->bytes), args.positional[1].c_str(),
+              args.positional[2].c_str(), static_cast<unsigned long long>(result->skipped));
+  return 0;
+}
+
 }  // namespace
 
 int DataCommand(int argc, char** argv) {
@@ -231,7 +268,7 @@ int DataCommand(int argc, char** argv) {
   }
   if (args->positional.empty()) return UsageError("no command given");
   const std::string& command = args->positional[0];
-  for (const char* no_options : {"info", "log", "diff", "checkout", "verify"}) {
+  for (const char* no_options : {"info", "log", "diff", "checkout", "verify", "cp"}) {
     if (command == no_options && !args->options.empty()) {
       return UsageError("'" + command + "' takes no option other than -d");
     }
@@ -243,6 +280,7 @@ int DataCommand(int argc, char** argv) {
   if (command == "diff") return DiffCommand(*args);
   if (command == "checkout") return CheckoutCommand(*args);
   if (command == "verify") return VerifyCommand(*args);
+  if (command == "cp") return CpCommand(*args);
   if (command == "ingest") {
     std::string line = "cohort data";
     for (int i = 0; i < argc; ++i) line += std::string(" ") + argv[i];

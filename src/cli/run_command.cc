@@ -34,6 +34,11 @@ constexpr EnvFlag kEnvFlags[] = {
     {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
     {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
     {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
+    {"--data-cache-dir", "COHORT_DATA_CACHE_DIR", "local cache of remote dataset chunks"},
+    {"--data-cache-size", "COHORT_DATA_CACHE_SIZE", "size limit of that cache (LRU eviction)"},
+    {"--data-retries", "COHORT_DATA_RETRIES", "retries of a failed dataset request"},
+    {"--data-request-timeout", "COHORT_DATA_REQUEST_TIMEOUT", "s one dataset request may take"},
+    {"--data-in-flight", "COHORT_DATA_IN_FLIGHT", "dataset requests in flight per batch"},
 };
 
 const EnvFlag* FindEnvFlag(const std::string& name) {

@@ -98,7 +98,10 @@ class LocalStorage : public Storage {
     std::string full = Full(path);
     Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return Errno("cannot open", full);
-    return PreadAll(fd.get(), offset, len, full);
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", full);
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    return PreadAll(fd.get(), offset, offset >= size ? 0 : std::min(len, size - offset), full);
   }
 
   Result<bool> Exists(const std::string& path) override {
@@ -150,8 +153,8 @@ class LocalStorage : public Storage {
     Result<std::optional<std::string>> current = Get(path);
     if (!current.ok()) return current.status();
     if (*current != expected) {
-      return ConflictError(path + " changed: expected " + Quote(expected) + ", found " +
-                           Quote(*current));
+      return ConflictError(path + " changed: expected " + QuoteContent(expected) + ", found " +
+                           QuoteContent(*current));
     }
     if (while_locked) while_locked();
     return Put(path, bytes);  // the lock is released when `lock` closes
@@ -159,16 +162,6 @@ class LocalStorage : public Storage {
 
  private:
   std::string Full(const std::string& path) const { return dir_ + "/" + path; }
-
-  // A key's content for a message: 'text' without the newline, or "none".
-  static std::string Quote(const std::optional<std::string>& content) {
-    if (!content) return "none";
-    std::string q(1, '\'');
-    q.append(*content);
-    while (q.size() > 1 && (q.back() == '\n' || q.back() == ' ')) q.pop_back();
-    q.push_back('\'');
-    return q;
-  }
 
   // Waits for the lock with a deadline; the holder only renames one file, so
   // the wait is short unless the disk is stuck.
@@ -234,6 +227,24 @@ Status ConflictError(const std::string& message) {
   return Status::Mismatch("conflict: " + message);
 }
 
+std::string QuoteContent(const std::optional<std::string>& content) {
+  if (!content) return "none";
+  std::string q = *content;
+  while (!q.empty() && (q.back() == '\n' || q.back() == ' ')) q.pop_back();
+  return "'" + q + "'";
+}
+
+Result<std::vector<std::string>> Storage::ReadMany(const std::vector<ByteRange>& ranges) {
+  std::vector<std::string> out;
+  out.reserve(ranges.size());
+  for (const ByteRange& range : ranges) {
+    Result<std::string> bytes = Read(range.path, range.offset, range.len);
+    if (!bytes.ok()) return bytes.status();
+    out.push_back(std::move(*bytes));
+  }
+  return out;
+}
+
 Result<std::unique_ptr<Storage>> OpenLocalStorage(const std::string& dir, bool create) {
   std::string clean = dir;
   while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
@@ -244,17 +255,6 @@ Result<std::unique_ptr<Storage>> OpenLocalStorage(const std::string& dir, bool c
     return Status::IoError("dataset " + clean + ": no such directory");
   }
   return std::unique_ptr<Storage>(new LocalStorage(clean));
-}
-
-Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create) {
-  for (const char* scheme : {"http://", "https://", "s3://"}) {
-    if (location.rfind(scheme, 0) == 0) {
-      return Status::InvalidArgument("dataset " + location + ": " + scheme +
-                                     " storage is not supported yet (local directories only)");
-    }
-  }
-  std::string path = location.rfind("file://", 0) == 0 ? location.substr(7) : location;
-  return OpenLocalStorage(path, create);
 }
 
 }  // namespace cohort::data

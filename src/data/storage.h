@@ -1,6 +1,6 @@
 // Storage: where a dataset's objects and refs live. One interface so the
-// local-file backend here and later HTTP (read-only, range requests) and S3
-// backends serve the same reader and writer.
+// local-file, HTTP (read-only, range requests) and S3 backends serve the same
+// reader and writer; an optional local cache wraps any of them.
 //
 // Paths are relative, '/'-separated keys ("chunks/ab/cdef...", "refs/heads/main").
 // Invariants every backend keeps:
@@ -9,7 +9,8 @@
 //  - ReplaceIf is a compare-and-swap: it succeeds only when the key still
 //    holds `expected` (or is absent, for nullopt), else fails with a conflict
 //    (local: flock on KEY.lock around read-compare-rename; S3: conditional PUT
-//    with If-Match on the ETag / If-None-Match: *).
+//    with If-Match on the ETag / If-None-Match: *; see s3_storage.cc for
+//    servers that ignore those headers).
 #ifndef COHORT_DATA_STORAGE_H_
 #define COHORT_DATA_STORAGE_H_
 
@@ -25,6 +26,16 @@
 
 namespace cohort::data {
 
+// Reads to end of object: Read(path, offset, kToEnd).
+inline constexpr uint64_t kToEnd = ~uint64_t{0};
+
+// One ranged read of a batch (see Storage::ReadMany).
+struct ByteRange {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t len = kToEnd;
+};
+
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -37,6 +48,10 @@ class Storage {
   // Up to `len` bytes from `offset` (fewer at the end of the object); an
   // absent object is an error. The call HTTP range reads will implement.
   virtual Result<std::string> Read(const std::string& path, uint64_t offset, uint64_t len) = 0;
+  // Every range of `ranges`, results in the same order; fails as a whole
+  // when one read fails. Remote backends keep many requests in flight, so a
+  // loader can fetch the chunks it will need next in one call.
+  virtual Result<std::vector<std::string>> ReadMany(const std::vector<ByteRange>& ranges);
   virtual Result<bool> Exists(const std::string& path) = 0;
   virtual Status Put(const std::string& path, std::string_view bytes) = 0;
   // Keys under `prefix` (recursively), sorted; temporary and lock files are not listed.
@@ -47,15 +62,53 @@ class Storage {
                            std::string_view bytes, const std::function<void()>& while_locked) = 0;
 };
 
+// How remote requests are retried: 5xx answers, 408/429, timeouts and
+// broken connections are tried again after an exponential backoff (doubling
+// from `initial_backoff_s` up to `max_backoff_s`); other answers are final.
+struct RetryPolicy {
+  int max_attempts = 5;  // attempts per request, the first included
+  double initial_backoff_s = 0.1;
+  double max_backoff_s = 5;
+  double request_timeout_s = 120;  // one attempt, connection to last byte
+  double connect_timeout_s = 10;
+};
+
+// Settings of the remote backends and the cache. Defaults come from COHORT_*
+// and AWS_* variables (StorageOptionsFromEnv); docs/configuration.md lists them.
+struct StorageOptions {
+  RetryPolicy retry;
+  int max_in_flight = 16;  // concurrent requests of one ReadMany
+  // Cache of immutable objects (chunks/, commits/) under this directory;
+  // empty: no cache. Only remote storages are cached.
+  std::string cache_dir;
+  uint64_t cache_bytes = 10ull << 30;  // LRU eviction keeps the cache below this
+  // S3: empty fields fall back to AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+  // AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION (else us-east-1) and
+  // AWS_ENDPOINT_URL (else https://s3.REGION.amazonaws.com).
+  std::string s3_endpoint, s3_region, s3_access_key, s3_secret_key, s3_session_token;
+};
+Result<StorageOptions> StorageOptionsFromEnv();
+
 // A local directory (created when `create`).
 Result<std::unique_ptr<Storage>> OpenLocalStorage(const std::string& dir, bool create);
+// "http://host/path" or "https://...": read-only; List is not available.
+Result<std::unique_ptr<Storage>> OpenHttpStorage(const std::string& url,
+                                                 const StorageOptions& options);
+// "s3://bucket/prefix", path-style requests to the endpoint, signed with SigV4.
+Result<std::unique_ptr<Storage>> OpenS3Storage(const std::string& url,
+                                               const StorageOptions& options);
 
-// Picks the backend from the location's form: today only local paths;
-// "http://", "https://" and "s3://" fail with a clear "not supported yet".
+// Picks the backend from the location's form: "http://", "https://", "s3://"
+// or a local path ("file://" optional); remote ones get the cache when
+// options.cache_dir is set. The first form takes its options from the environment.
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create);
+Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create,
+                                             const StorageOptions& options);
 
 // The Status ReplaceIf returns when the key no longer holds what was expected.
 Status ConflictError(const std::string& message);
+// A key's content for a conflict message: 'text' without the newline, or "none".
+std::string QuoteContent(const std::optional<std::string>& content);
 
 }  // namespace cohort::data
 

@@ -23,6 +23,10 @@ TEST(DataStorage, LocalPutGetReadList) {
   EXPECT_FALSE(s.Get("nope")->has_value());
   EXPECT_EQ(*s.Read("a/b/c", 6, 5), "world");
   EXPECT_EQ(*s.Read("a/b/c", 6, 100), "world") << "short at the end";
+  EXPECT_EQ(*s.Read("a/b/c", 6, kToEnd), "world") << "to the end, no huge allocation";
+  EXPECT_EQ(*s.Read("a/b/c", 20, 5), "");
+  EXPECT_EQ(*s.ReadMany({{"a/b/c", 0, 5}, {"a/d", 2, 3}}),
+            std::vector<std::string>({"hello", "pla"}));
   EXPECT_FALSE(s.Read("nope", 0, 1).ok());
   EXPECT_TRUE(*s.Exists("a/d"));
   EXPECT_FALSE(*s.Exists("a/e"));
@@ -51,12 +55,21 @@ TEST(DataStorage, ReplaceIfIsCompareAndSwap) {
   EXPECT_EQ(**s.Get("ref"), "two");
 }
 
-TEST(DataStorage, RemoteSchemesAreNotSupportedYet) {
-  for (const char* location : {"s3://bucket/ds", "http://host/ds", "https://host/ds"}) {
-    auto storage = OpenStorage(location, false);
-    ASSERT_FALSE(storage.ok());
-    EXPECT_NE(storage.status().message().find("not supported yet"), std::string::npos);
-  }
+TEST(DataStorage, LocationFormsPickTheBackend) {
+  StorageOptions options;
+  EXPECT_TRUE(OpenStorage("http://127.0.0.1:1/ds", false, options).ok());
+  EXPECT_TRUE(OpenStorage("http://127.0.0.1:1", false, options).ok()) << "a dataset at the root";
+  auto no_host = OpenStorage("https:///ds", false, options);
+  ASSERT_FALSE(no_host.ok());
+  EXPECT_NE(no_host.status().message().find("expected http(s)://HOST"), std::string::npos);
+  auto no_creds = OpenStorage("s3://bucket/ds", false, options);
+  ASSERT_FALSE(no_creds.ok());
+  EXPECT_NE(no_creds.status().message().find("no S3 credentials"), std::string::npos);
+  options.s3_access_key = options.s3_secret_key = "k";
+  auto no_bucket = OpenStorage("s3:///ds", false, options);
+  ASSERT_FALSE(no_bucket.ok());
+  EXPECT_NE(no_bucket.status().message().find("no bucket name"), std::string::npos);
+  EXPECT_EQ((*OpenStorage("s3://bucket/ds/", false, options))->location(), "s3://bucket/ds");
   TempDir dir;
   EXPECT_FALSE(OpenStorage(dir.Sub("absent"), false).ok());
   EXPECT_TRUE(OpenStorage("file://" + dir.path(), false).ok());

@@ -1,0 +1,66 @@
+// HttpClient: many HTTP requests in flight over one libcurl multi handle,
+// each retried with backoff on 5xx answers, timeouts and broken connections
+// (RetryPolicy). The HTTP and S3 storage backends are built on it.
+#ifndef COHORT_DATA_HTTP_CLIENT_H_
+#define COHORT_DATA_HTTP_CLIENT_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+#include "data/storage.h"
+
+namespace cohort::data {
+
+struct HttpRequest {
+  std::string method = "GET";  // GET, HEAD or PUT
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string body;                  // sent with PUT
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+  // The header's value, or "" when absent. `name` in lower case.
+  std::string Header(const std::string& name) const;
+};
+
+class HttpClient {
+ public:
+  HttpClient(RetryPolicy retry, int max_in_flight);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Performs every request, up to max_in_flight at once; results in request
+  // order. A result fails only when no final answer came: the transfer broke,
+  // or a retryable status persisted, through every attempt; the message names
+  // the method, URL, the last status or curl error and the attempts. Every
+  // other answer (200, 404, 412, 403, ...) is returned for the caller to judge.
+  std::vector<Result<HttpResponse>> PerformMany(const std::vector<HttpRequest>& requests);
+  Result<HttpResponse> Perform(const HttpRequest& request);
+
+ private:
+  class MultiHandle;
+  std::unique_ptr<MultiHandle> TakeMulti();
+  void ReturnMulti(std::unique_ptr<MultiHandle> multi);
+
+  RetryPolicy retry_;
+  int max_in_flight_;
+  std::mutex mu_;
+  // Idle multi handles; each keeps its connections open for reuse.
+  std::vector<std::unique_ptr<MultiHandle>> idle_;
+};
+
+// "HTTP 503 Service Unavailable"-style short text for an error message,
+// with the start of the body when it says more (an S3 error code).
+std::string DescribeAnswer(const HttpRequest& request, const HttpResponse& response);
+
+}  // namespace cohort::data
+
+#endif  // COHORT_DATA_HTTP_CLIENT_H_
