@@ -30,8 +30,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# The S3-compatible server the storage tests start (npm package s3rver, which
-# checks request signatures), in a project-local folder. node may come from
+# The S3-compatible server the storage tests start (npm package s3rver; it
+# checks access key ids, not signatures), in a project-local folder. node may come from
 # elsewhere (nodesource); install Debian's only when there is none.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   echo "setup: installing nodejs npm"

@@ -1,7 +1,5 @@
 """Process sets through cohort.torch: collectives among a subset of ranks.
-Run under `cohort run -np 3`. Needs the engine's process sets (main's
-AddProcessSet); while the engine answers "not available yet" the file is
-skipped with that reason, so it starts checking once they land."""
+Run under `cohort run -np 3`."""
 import pytest
 import torch
 
@@ -11,12 +9,7 @@ from cohort import _cohort
 @pytest.fixture(scope="module")
 def even(hvd):
     """The set of even ranks {0, 2}, added on every rank."""
-    try:
-        ps = hvd.add_process_set([0, 2])
-    except ValueError as e:
-        if "not available yet" in str(e):
-            pytest.skip("the engine has no process sets yet: %s" % e)
-        raise
+    ps = hvd.add_process_set([0, 2])
     yield ps
     hvd.remove_process_set(ps)
     assert ps.process_set_id is None
