@@ -53,7 +53,7 @@ class Error : public std::runtime_error {
 // Horovod's does.
 struct ReduceOptions {
   ReduceOp op = ReduceOp::kAverage;
-  std::string name;                              // empty: "<op>.noname.<n>"
+  std::string name{};  // empty: "<op>.noname.<n>" ({}: g++ -Wextra accepts {.op = ...} alone)
   double prescale_factor = 1.0;                  // applied to each rank's input before reducing
   double postscale_factor = 1.0;                 // applied to the result
   Compression compression = Compression::kNone;  // float32 only; see cohort.h

@@ -195,6 +195,16 @@ void CheckGatherScatter(at::ScalarType type) {
                Reduce(op, AllInputs({rows, 3}), type).narrow(0, BlockStart(split, me), split[me]),
                "reducescatter " + t + " " + cohort::ReduceOpName(op));
   }
+  if (c10::isFloatingType(type)) {
+    at::Tensor scaled = ct::reducescatter(Input(me, {rows, 3}, type), {.op = cohort::ReduceOp::kSum,
+                                                                       .name = "rs_scaled." + t,
+                                                                       .prescale_factor = 0.5,
+                                                                       .postscale_factor = 4.0});
+    CheckClose(
+        scaled,
+        (AllInputs({rows, 3}).sum(0) * 2).to(type).narrow(0, BlockStart(split, me), split[me]),
+        "reducescatter " + t + " scale factors");
+  }
   // alltoall: rank q sends (q + p) % 2 + 1 rows to rank p.
   auto splits_of = [&](int q) {
     std::vector<int64_t> s;
@@ -250,6 +260,30 @@ void CheckJoin() {
   Check(last == ct::size() - 1, "join returned " + std::to_string(last));
 }
 
+// Unnamed calls get matching automatic names because every rank makes them
+// in the same order.
+void CheckUnnamedAndGroupedInPlace() {
+  const int me = ct::rank();
+  const at::Tensor input = Input(me, {4}, at::kFloat);
+  CheckClose(ct::allreduce(input, {.op = cohort::ReduceOp::kSum}),
+             AllInputs({4}).sum(0).to(at::kFloat), "unnamed allreduce");
+  CheckClose(ct::allreduce(input), (AllInputs({4}).sum(0) / ct::size()).to(at::kFloat),
+             "unnamed allreduce averages by default");
+  CheckClose(ct::broadcast(input, 0), Input(0, {4}, at::kFloat), "unnamed broadcast");
+  ct::Handle gathered = ct::allgather_async(input);
+  std::vector<at::Tensor> parts;
+  for (int r = 0; r < ct::size(); ++r) parts.push_back(Input(r, {4}, at::kFloat));
+  CheckClose(ct::synchronize(gathered), at::cat(parts), "unnamed allgather_async");
+  // In place, one tensor transposed (its result is copied back), mixed dtypes.
+  std::vector<at::Tensor> group = {Input(me, {2, 3}, at::kInt).t(), Input(me, {5}, at::kFloat)};
+  for (ct::Handle& h : ct::grouped_allreduce_async_(group, {.op = cohort::ReduceOp::kSum})) {
+    h.wait();
+  }
+  CheckClose(group[0], AllInputs({2, 3}).sum(0).to(at::kInt).t(),
+             "grouped allreduce_ on a transposed tensor");
+  CheckClose(group[1], AllInputs({5}).sum(0).to(at::kFloat), "grouped allreduce_ float32");
+}
+
 int RunCollectives() {
   for (at::ScalarType type : kTypes) {
     CheckAllreduce(type);
@@ -257,6 +291,7 @@ int RunCollectives() {
     CheckGatherScatter(type);
     CheckBroadcast(type);
   }
+  CheckUnnamedAndGroupedInPlace();
   ct::barrier();
   CheckJoin();
   if (g_failures == 0) std::printf("collectives ok\n");
