@@ -18,6 +18,7 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
+  libtorch-dev                                   # the LibTorch adapter's tests and C++ example
 )
 
 missing=()
