@@ -14,6 +14,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
+  openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
 )
 
 missing=()

@@ -106,6 +106,8 @@ Status ApplyHostSettings(const std::map<std::string, std::string>& settings,
         hosts.empty() ? ParseHostfile(hostfile) : ParseHostList(hosts);
     if (!list.ok()) return list.status();
     options->hosts = std::move(list).value();
+    Result<JobPlacement> placed = PlaceRanks(options->hosts, options->np);
+    if (!placed.ok()) return placed.status();
   }
   if (const std::string port = get("COHORT_SSH_PORT"); !port.empty()) {
     Result<int> value = ParsePositiveInt("--ssh-port", port);
