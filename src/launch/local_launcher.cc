@@ -544,7 +544,8 @@ Result<int> RunJob(const LaunchOptions& options) {
   }
   // Remote ranks look their command up on their own host (the agent does).
   std::string local_path, ssh_path;
-  if (HasLocalRanks(options)) {
+  const RankLocations where = WhereRanksRun(options);
+  if (where.here) {
     std::optional<std::string> path = FindExecutable(options.command[0]);
     if (!path) {
       Say("command not found: '" + options.command[0] + "'");
@@ -552,7 +553,7 @@ Result<int> RunJob(const LaunchOptions& options) {
     }
     local_path = *path;
   }
-  if (HasRemoteRanks(options)) {
+  if (where.elsewhere) {
     std::optional<std::string> path = FindExecutable(options.ssh.command.at(0));
     if (!path) {
       Say("ssh client not found: '" + options.ssh.command[0] + "'");

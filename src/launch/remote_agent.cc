@@ -82,6 +82,7 @@ class AgentLoop {
   void OnLauncherGone();
   void Signal(int sig) { ::kill(-worker_, sig); }
   std::optional<WorkerExit> Reaped();
+  WorkerExit ExitFrom(int wait_status);
 
   const RemoteAgentOptions& o_;
   const SignalRouting& signals_;
@@ -116,6 +117,10 @@ std::optional<WorkerExit> AgentLoop::Reaped() {
   int status = 0;
   const pid_t pid = ::waitpid(worker_, &status, WNOHANG);
   if (pid != worker_) return std::nullopt;
+  return ExitFrom(status);
+}
+
+WorkerExit AgentLoop::ExitFrom(int status) {
   // Whatever the worker started in its group goes with it.
   Signal(SIGKILL);
   const bool stopped = stop_requested_ || !stdin_open_;
@@ -133,8 +138,16 @@ WorkerExit AgentLoop::Run(const std::string& early_bytes) {
     }
     pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {stdin_open_ ? 0 : -1, POLLIN, 0}};
     const int timeout = kill_deadline_ ? kill_deadline_->RemainingMs() : -1;
-    if (::poll(fds, 2, timeout) < 0 && errno != EINTR) {
+    if (::poll(fds, 2, timeout) < 0) {
+      if (errno == EINTR) continue;
+      // Nothing left to watch with: end the worker rather than leave it.
+      Say(o_, "poll: " + ErrnoText(errno) + "; killing the worker");
+      stop_requested_ = true;
       Signal(SIGKILL);
+      int status = 0;
+      while (::waitpid(worker_, &status, 0) < 0 && errno == EINTR) {
+      }
+      return ExitFrom(status);
     }
     if (fds[1].revents != 0) {
       const ssize_t n = ::read(0, buf, sizeof(buf));

@@ -176,24 +176,15 @@ Result<std::vector<WorkerLaunch>> PlanWorkers(const LaunchOptions& o, const JobA
   return launches;
 }
 
-bool HasLocalRanks(const LaunchOptions& options) {
-  if (options.hosts.empty()) return true;
+RankLocations WhereRanksRun(const LaunchOptions& options) {
+  if (options.hosts.empty()) return {true, false};
+  RankLocations where;
   Result<JobPlacement> placed = PlaceRanks(options.hosts, options.np);
-  if (!placed.ok()) return false;
+  if (!placed.ok()) return where;
   for (const RankPlacement& r : placed->ranks) {
-    if (RunsLocally(r.host)) return true;
+    (RunsLocally(r.host) ? where.here : where.elsewhere) = true;
   }
-  return false;
-}
-
-bool HasRemoteRanks(const LaunchOptions& options) {
-  if (options.hosts.empty()) return false;
-  Result<JobPlacement> placed = PlaceRanks(options.hosts, options.np);
-  if (!placed.ok()) return false;
-  for (const RankPlacement& r : placed->ranks) {
-    if (!RunsLocally(r.host)) return true;
-  }
-  return false;
+  return where;
 }
 
 }  // namespace cohort

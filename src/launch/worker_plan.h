@@ -37,9 +37,13 @@ Result<std::vector<WorkerLaunch>> PlanWorkers(const LaunchOptions& options, cons
                                               const std::string& local_path,
                                               const std::string& ssh_path);
 
-// Whether some rank runs on this host without ssh / on another host.
-bool HasLocalRanks(const LaunchOptions& options);
-bool HasRemoteRanks(const LaunchOptions& options);
+// Whether some rank runs on this host without ssh, and whether some runs on
+// another host. Both false when the ranks do not fit the hosts' slots.
+struct RankLocations {
+  bool here = false;
+  bool elsewhere = false;
+};
+RankLocations WhereRanksRun(const LaunchOptions& options);
 
 // Where the store must listen so every host of the job reaches it: 127.0.0.1
 // when all ranks are local, else the address of options.network_interface,

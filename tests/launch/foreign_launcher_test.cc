@@ -17,15 +17,12 @@ namespace {
 // Starts one worker per entry of `envs` and expects each to check every
 // collective exactly.
 void ExpectAllExact(const std::vector<std::map<std::string, std::string>>& envs) {
-  std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (const auto& env : envs) {
-    ranks.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{TestBinary("collectives_worker"), "all", "quick"}, env));
-  }
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    Finished f = ranks[r]->Finish(Deadline::AfterSeconds(120));
-    EXPECT_EQ(f.exit_code, 0) << "rank " << r << ": " << f.out << f.err;
-    EXPECT_TRUE(Contains(f.out, "rank " + std::to_string(r) + ": ")) << f.out;
+  const std::vector<std::vector<std::string>> argvs(
+      envs.size(), {TestBinary("collectives_worker"), "all", "quick"});
+  const std::vector<Finished> results = RunTogether(argvs, envs, 120);
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].out << results[r].err;
+    EXPECT_TRUE(Contains(results[r].out, "rank " + std::to_string(r) + ": ")) << results[r].out;
   }
 }
 

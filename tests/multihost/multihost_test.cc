@@ -67,6 +67,22 @@ class MultiHost : public ::testing::Test {
     return n;
   }
 
+  // Plays srun or mpirun: starts rank r with envs[r] in the namespace of host
+  // r / 2; every rank must check every collective exactly.
+  void ExpectRanksExactInNamespaces(const std::vector<std::map<std::string, std::string>>& envs) {
+    std::vector<std::vector<std::string>> argvs;
+    for (size_t r = 0; r < envs.size(); ++r) {
+      argvs.push_back({"/usr/sbin/ip", "netns", "exec", cluster_->netns(static_cast<int>(r) / 2),
+                       "/usr/bin/env", mark_, TestBinary("collectives_worker"), "all", "quick"});
+    }
+    const std::vector<Finished> results = RunTogether(argvs, envs, kJobSeconds);
+    for (size_t r = 0; r < results.size(); ++r) {
+      EXPECT_EQ(results[r].exit_code, 0)
+          << "rank " << r << ": " << results[r].out << results[r].err;
+      EXPECT_TRUE(Contains(results[r].out, "rank " + std::to_string(r) + ": ")) << results[r].out;
+    }
+  }
+
   std::string mark_;
   std::unique_ptr<TestCluster> cluster_;
 };
@@ -151,6 +167,35 @@ TEST_F(MultiHost, RemoteWorkersGetDirectoryAndVariables) {
   ExpectNothingLeft();
 }
 
+// --network-interface names the interface per host: each takes the first
+// of the list it has, so the bridge on the launcher's host (which also has
+// an eth0, toward the outside) and eth0 on the emulated hosts. The store
+// listens on the bridge's address and the collectives run; an interface no host has is an error
+// that names it.
+TEST_F(MultiHost, NetworkInterfaceChoosesTheAddresses) {
+  if (!Up(2)) return;
+  const std::string interfaces = cluster_->name() + "-br,eth0";
+  Finished f = Run(2, cluster_->HostList(2, 1),
+                   {"sh", "-c",
+                    "echo store=$COHORT_STORE_ADDR if=$COHORT_NETWORK_INTERFACE && exec " +
+                        Worker() + " all quick"},
+                   {"--network-interface", interfaces});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  const std::string bridge =
+      cluster_->address(0).substr(0, cluster_->address(0).rfind('.')) + ".254:";
+  EXPECT_TRUE(Contains(f.out, "[1] store=" + bridge)) << f.out;
+  EXPECT_TRUE(Contains(f.out, " if=" + interfaces + "\n")) << f.out;
+  EXPECT_EQ(ExactRanks(f.out), 2) << f.out << f.err;
+
+  Finished bad = Run(2, cluster_->HostList(2, 1), {"true"}, {"--network-interface", "nosuch0"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_TRUE(Contains(bad.err,
+                       "network interface 'nosuch0': none of them is up with an IPv4 "
+                       "address on this host (it has: "))
+      << bad.err;
+  ExpectNothingLeft();
+}
+
 // A worker on another host dies mid-allreduce: the job stops with a message
 // naming the rank and its host, within the timeout, leaving nothing behind.
 TEST_F(MultiHost, WorkerKilledOnAnotherHostStopsTheJob) {
@@ -230,29 +275,21 @@ TEST_F(MultiHost, SlurmEnvironmentAcrossHosts) {
   if (!Up(2)) return;
   const std::string list =
       cluster_->address(0).substr(0, cluster_->address(0).rfind('.')) + ".[1-2]";
-  std::vector<std::unique_ptr<ChildProcess>> tasks;
+  std::vector<std::map<std::string, std::string>> envs;
   for (int rank = 0; rank < 4; ++rank) {
     const int node = rank / 2;
-    std::map<std::string, std::string> env = {{"SLURM_PROCID", std::to_string(rank)},
-                                              {"SLURM_NTASKS", "4"},
-                                              {"SLURM_LOCALID", std::to_string(rank % 2)},
-                                              {"SLURM_NODEID", std::to_string(node)},
-                                              {"SLURM_NNODES", "2"},
-                                              {"SLURM_TASKS_PER_NODE", "2(x2)"},
-                                              {"SLURM_JOB_NODELIST", list},
-                                              {"SLURM_JOB_ID", "4242"},
-                                              {"COHORT_SECRET", "slurm-test-secret"},
-                                              {"COHORT_TIMEOUT", "20"}};
-    tasks.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", cluster_->netns(node),
-                                 "/usr/bin/env", mark_, Worker(), "all", "quick"},
-        env));
+    envs.push_back({{"SLURM_PROCID", std::to_string(rank)},
+                    {"SLURM_NTASKS", "4"},
+                    {"SLURM_LOCALID", std::to_string(rank % 2)},
+                    {"SLURM_NODEID", std::to_string(node)},
+                    {"SLURM_NNODES", "2"},
+                    {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                    {"SLURM_JOB_NODELIST", list},
+                    {"SLURM_JOB_ID", "4242"},
+                    {"COHORT_SECRET", "slurm-test-secret"},
+                    {"COHORT_TIMEOUT", "20"}});
   }
-  for (int rank = 0; rank < 4; ++rank) {
-    Finished f = tasks[rank]->Finish(Deadline::AfterSeconds(kJobSeconds));
-    EXPECT_EQ(f.exit_code, 0) << "rank " << rank << ": " << f.out << f.err;
-    EXPECT_TRUE(Contains(f.out, "rank " + std::to_string(rank) + ": ")) << f.out << f.err;
-  }
+  ExpectRanksExactInNamespaces(envs);
   ExpectNothingLeft();
 }
 
@@ -260,28 +297,19 @@ TEST_F(MultiHost, SlurmEnvironmentAcrossHosts) {
 // from COHORT_STORE_ADDR, as docs/multi-host.md says for mpirun.
 TEST_F(MultiHost, MpirunEnvironmentAcrossHosts) {
   if (!Up(2)) return;
-  std::vector<std::unique_ptr<ChildProcess>> tasks;
+  std::vector<std::map<std::string, std::string>> envs;
   for (int rank = 0; rank < 4; ++rank) {
     const int node = rank / 2;
-    std::map<std::string, std::string> env = {
-        {"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
-        {"OMPI_COMM_WORLD_SIZE", "4"},
-        {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank % 2)},
-        {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-        {"OMPI_COMM_WORLD_NODE_RANK", std::to_string(node)},
-        {"COHORT_STORE_ADDR", cluster_->address(0) + ":29411"},
-        {"COHORT_SECRET", "mpirun-test-secret"},
-        {"COHORT_TIMEOUT", "20"}};
-    tasks.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", cluster_->netns(node),
-                                 "/usr/bin/env", mark_, Worker(), "all", "quick"},
-        env));
+    envs.push_back({{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+                    {"OMPI_COMM_WORLD_SIZE", "4"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank % 2)},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_NODE_RANK", std::to_string(node)},
+                    {"COHORT_STORE_ADDR", cluster_->address(0) + ":29411"},
+                    {"COHORT_SECRET", "mpirun-test-secret"},
+                    {"COHORT_TIMEOUT", "20"}});
   }
-  for (int rank = 0; rank < 4; ++rank) {
-    Finished f = tasks[rank]->Finish(Deadline::AfterSeconds(kJobSeconds));
-    EXPECT_EQ(f.exit_code, 0) << "rank " << rank << ": " << f.out << f.err;
-    EXPECT_TRUE(Contains(f.out, "rank " + std::to_string(rank) + ": ")) << f.out << f.err;
-  }
+  ExpectRanksExactInNamespaces(envs);
   ExpectNothingLeft();
 }
 

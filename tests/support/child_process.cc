@@ -148,6 +148,19 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds,
   return child.Finish(Deadline::AfterSeconds(seconds));
 }
 
+std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& argvs,
+                                  const std::vector<std::map<std::string, std::string>>& envs,
+                                  double seconds) {
+  const Deadline deadline = Deadline::AfterSeconds(seconds);
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    children.push_back(std::make_unique<ChildProcess>(argvs[i], envs.at(i)));
+  }
+  std::vector<Finished> results;
+  for (auto& child : children) results.push_back(child->Finish(deadline));
+  return results;
+}
+
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -73,6 +73,12 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds = 60,
 std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
     int np, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
 
+// Starts one process per argv (argvs[i] with envs[i]) at once, then waits for
+// each within `seconds` of the start; results in the same order.
+std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& argvs,
+                                  const std::vector<std::map<std::string, std::string>>& envs,
+                                  double seconds);
+
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreePort();
 
