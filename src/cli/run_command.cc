@@ -149,7 +149,12 @@ void PrintUsage(FILE* out) {
                "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
                "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
                "                       wait may take before it fails (default 300)\n"
-               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n"
+               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n");
+  for (const EnvFlag& f : kEnvFlags) {
+    std::fprintf(out, "  %-20s %s: %s\n", (std::string(f.flag) + " V").c_str(), f.variable, f.help);
+  }
+  std::fprintf(out,
+               "  -h, --help           print this help\n"
                "\n"
                "hosts (ranks fill each host's slots in order; without hosts, all run here):\n"
                "  -H, --host LIST      COHORT_HOSTS: host1:2,host2:2 (no :N means 1 slot;\n"
@@ -165,12 +170,7 @@ void PrintUsage(FILE* out) {
                "  -x NAME[=VALUE]      pass NAME to remote workers (COHORT_* always are)\n"
                "Remote workers run in this working directory, through `cohort run\n"
                "--remote-agent` at this binary's path on each host; the job secret reaches\n"
-               "them over ssh's stdin, never a command line.\n");
-  for (const EnvFlag& f : kEnvFlags) {
-    std::fprintf(out, "  %-20s %s: %s\n", (std::string(f.flag) + " V").c_str(), f.variable, f.help);
-  }
-  std::fprintf(out,
-               "  -h, --help           print this help\n"
+               "them over ssh's stdin, never a command line. See docs/multi-host.md.\n"
                "\n"
                "exit status: 0 when every worker exits 0; 127 when COMMAND is not found;\n"
                "126 when it cannot be executed; 2 for a usage error.\n");
