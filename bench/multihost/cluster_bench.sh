@@ -10,7 +10,7 @@
 #
 # Usage (as root, from anywhere):
 #   bench/multihost/cluster_bench.sh [--rates "1gbit 10gbit"] [--hosts "2 3 4"]
-#       [--sizes "4K 16M 64M"] [--reps 3] [--tools cohort,gloo,mpi] [--build-dir build]
+#       [--sizes "4K 16M 64M"] [--reps 3] [--tools cohort,gloo,mpi] [--mtu 1500] [--build-dir build]
 # Needs: a build with the `cohort` binary, root (namespaces), mpicc/mpirun for
 # mpi, /usr/bin/python3 with torch for gloo.
 set -euo pipefail
@@ -23,6 +23,7 @@ SIZES="4K 16M 64M"
 REPS=3
 TOOLS="cohort,gloo,mpi"
 BUILD_DIR=build
+MTU=1500
 NAME=cbench
 SUBNET=10.77.250
 
@@ -34,6 +35,7 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift 2 ;;
     --tools) TOOLS="$2"; shift 2 ;;
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
+    --mtu) MTU="$2"; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster_bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -91,11 +93,11 @@ run_tool() {  # tool hosts size iters -> appends "tool size time busbw wrong" to
 }
 
 echo "# allreduce across emulated hosts (tools/cluster), 1 rank per host, float32 sum, in place"
-echo "# median of $REPS interleaved runs; machine: $(nproc) cores, shared with other work"
+echo "# link MTU $MTU; median of $REPS interleaved runs; machine: $(nproc) cores, shared with other work"
 printf "%-6s %-5s %9s %-7s %11s %10s %8s %8s\n" rate hosts size tool "time(us)" "busbw" "%link" "vs-cohort"
 for rate in $RATES; do
   for h in $HOSTS; do
-    "$ROOT/tools/cluster" up --hosts "$h" --rate "$rate" --name $NAME --subnet $SUBNET --state-dir "$STATE" >/dev/null
+    "$ROOT/tools/cluster" up --hosts "$h" --rate "$rate" --mtu "$MTU" --name $NAME --subnet $SUBNET --state-dir "$STATE" >/dev/null
     : >"$RAW/rows"
     for size in $SIZES; do
       n=$(iters_for "$(bytes "$size")" "$rate")
