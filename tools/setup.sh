@@ -19,6 +19,7 @@ PACKAGES=(
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example
+  openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
 )
 
 missing=()

@@ -1,13 +1,17 @@
 // `cohort run`: parses the command line and hands the job to
-// launch/local_launcher, which does the work.
+// launch/local_launcher, which does the work. `cohort run --remote-agent` is
+// the launcher's own helper on remote hosts (launch/remote_agent.h).
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "cohort/status.h"
 #include "launch/local_launcher.h"
+#include "launch/remote_agent.h"
 
 namespace cohort::cli {
 
@@ -23,14 +27,21 @@ struct EnvFlag {
   const char* help;
 };
 constexpr EnvFlag kEnvFlags[] = {
-    {"--fusion-threshold", "COHORT_FUSION_THRESHOLD", "bytes of small allreduces fused into one (0: off)"},
-    {"--fusion-max-tensor", "COHORT_FUSION_MAX_TENSOR", "largest tensor copied into the fusion buffer"},
-    {"--cache-capacity", "COHORT_CACHE_CAPACITY", "response-cache slots for repeated steps (0: off)"},
+    {"--fusion-threshold", "COHORT_FUSION_THRESHOLD",
+     "bytes of small allreduces fused into one (0: off)"},
+    {"--fusion-max-tensor", "COHORT_FUSION_MAX_TENSOR",
+     "largest tensor copied into the fusion buffer"},
+    {"--cache-capacity", "COHORT_CACHE_CAPACITY",
+     "response-cache slots for repeated steps (0: off)"},
     {"--cycle-time", "COHORT_CYCLE_TIME", "ms an idle engine waits before negotiating again"},
-    {"--stall-check-time", "COHORT_STALL_CHECK_TIME", "s before tensors missing on some ranks are reported"},
-    {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME", "s before they fail on every rank (0: never)"},
-    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM", "auto, shm, ring or recursive_doubling"},
-    {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES", "size up to which latency-optimal algorithms run"},
+    {"--stall-check-time", "COHORT_STALL_CHECK_TIME",
+     "s before tensors missing on some ranks are reported"},
+    {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME",
+     "s before they fail on every rank (0: never)"},
+    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM",
+     "auto, shm, ring or recursive_doubling"},
+    {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES",
+     "size up to which latency-optimal algorithms run"},
     {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
     {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
     {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
@@ -48,9 +59,86 @@ const EnvFlag* FindEnvFlag(const std::string& name) {
   return nullptr;
 }
 
+// Multi-host settings: flag, variable. -x accumulates and has no variable.
+constexpr std::pair<const char*, const char*> kHostFlags[] = {
+    {"-H", "COHORT_HOSTS"},
+    {"--host", "COHORT_HOSTS"},
+    {"--hostfile", "COHORT_HOSTFILE"},
+    {"--ssh-port", "COHORT_SSH_PORT"},
+    {"--ssh-identity-file", "COHORT_SSH_IDENTITY_FILE"},
+    {"--ssh-command", "COHORT_SSH_COMMAND"},
+    {"--ssh-connect-timeout", "COHORT_SSH_CONNECT_TIMEOUT"},
+    {"--network-interface", "COHORT_NETWORK_INTERFACE"},
+    {"-x", "-x"},
+};
+constexpr const char* kHostVariables[] = {"COHORT_HOSTS",
+                                          "COHORT_HOSTFILE",
+                                          "COHORT_SSH_PORT",
+                                          "COHORT_SSH_COMMAND",
+                                          "COHORT_SSH_IDENTITY_FILE",
+                                          "COHORT_SSH_CONNECT_TIMEOUT",
+                                          "COHORT_NETWORK_INTERFACE"};
+
+bool IsHostFlag(const std::string& name) {
+  for (const auto& [flag, variable] : kHostFlags) {
+    if (name == flag) return true;
+  }
+  return false;
+}
+
+std::string HostFlagVariable(const std::string& name) {
+  for (const auto& [flag, variable] : kHostFlags) {
+    if (name == flag) return variable;
+  }
+  return "";
+}
+
+// Fills the multi-host part of `options` from the settings (variable ->
+// value), naming the flag or variable in errors.
+Status ApplyHostSettings(const std::map<std::string, std::string>& settings,
+                         LaunchOptions* options) {
+  auto get = [&](const char* variable) -> std::string {
+    auto it = settings.find(variable);
+    return it == settings.end() ? "" : it->second;
+  };
+  const std::string hosts = get("COHORT_HOSTS"), hostfile = get("COHORT_HOSTFILE");
+  if (!hosts.empty() && !hostfile.empty()) {
+    return Status::InvalidArgument(
+        "give -H (COHORT_HOSTS) or --hostfile (COHORT_HOSTFILE), not both");
+  }
+  if (!hosts.empty() || !hostfile.empty()) {
+    Result<std::vector<HostSlots>> list =
+        hosts.empty() ? ParseHostfile(hostfile) : ParseHostList(hosts);
+    if (!list.ok()) return list.status();
+    options->hosts = std::move(list).value();
+    Result<JobPlacement> placed = PlaceRanks(options->hosts, options->np);
+    if (!placed.ok()) return placed.status();
+  }
+  if (const std::string port = get("COHORT_SSH_PORT"); !port.empty()) {
+    Result<int> value = ParsePositiveInt("--ssh-port", port);
+    if (!value.ok()) return value.status();
+    if (*value > 65535) return Status::InvalidArgument("--ssh-port '" + port + "' is above 65535");
+    options->ssh.port = *value;
+  }
+  if (const std::string timeout = get("COHORT_SSH_CONNECT_TIMEOUT"); !timeout.empty()) {
+    Result<double> value = ParsePositiveSeconds("--ssh-connect-timeout", timeout);
+    if (!value.ok()) return value.status();
+    options->ssh.connect_timeout_seconds = *value;
+  }
+  if (const std::string command = get("COHORT_SSH_COMMAND"); !command.empty()) {
+    Result<std::vector<std::string>> words = ParseSshCommand(command);
+    if (!words.ok()) return words.status().WithContext("--ssh-command");
+    options->ssh.command = std::move(words).value();
+  }
+  options->ssh.identity_file = get("COHORT_SSH_IDENTITY_FILE");
+  options->network_interface = get("COHORT_NETWORK_INTERFACE");
+  return Status::OK();
+}
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort run -np N [options] [--] COMMAND [ARGS...]\n"
+               "usage: cohort run -np N [-H HOST:SLOTS,... | --hostfile FILE] [options] [--] "
+               "COMMAND [ARGS...]\n"
                "\n"
                "Starts N copies of COMMAND on this host as ranks 0..N-1 of one job, with the\n"
                "rendezvous store's address and the job secret in their environment\n"
@@ -73,6 +161,22 @@ void PrintUsage(FILE* out) {
   std::fprintf(out,
                "  -h, --help           print this help\n"
                "\n"
+               "hosts (ranks fill each host's slots in order; without hosts, all run here):\n"
+               "  -H, --host LIST      COHORT_HOSTS: host1:2,host2:2 (no :N means 1 slot;\n"
+               "                       localhost runs without ssh)\n"
+               "  --hostfile FILE      COHORT_HOSTFILE: lines \"host slots=N\", # comments\n"
+               "  --ssh-port P         COHORT_SSH_PORT: port of the hosts' sshd\n"
+               "  --ssh-identity-file F  COHORT_SSH_IDENTITY_FILE: private key for ssh -i\n"
+               "  --ssh-command CMD    COHORT_SSH_COMMAND: client and options (default ssh),\n"
+               "                       e.g. \"ssh -F cluster/ssh_config\"\n"
+               "  --ssh-connect-timeout S  COHORT_SSH_CONNECT_TIMEOUT: seconds (default 10)\n"
+               "  --network-interface IF  COHORT_NETWORK_INTERFACE: interface(s) whose address\n"
+               "                       the store and the mesh use (eth0 or eth0,ib0)\n"
+               "  -x NAME[=VALUE]      pass NAME to remote workers (COHORT_* always are)\n"
+               "Remote workers run in this working directory, through `cohort run\n"
+               "--remote-agent` at this binary's path on each host; the job secret reaches\n"
+               "them over ssh's stdin, never a command line. See docs/multi-host.md.\n"
+               "\n"
                "exit status: 0 when every worker exits 0; 127 when COMMAND is not found;\n"
                "126 when it cannot be executed; 2 for a usage error.\n");
 }
@@ -93,6 +197,11 @@ struct RunFlags {
 Result<RunFlags> ParseFlags(int argc, char** argv) {
   RunFlags flags;
   flags.options.np = 0;
+  // Host settings from the environment, overridden by flags.
+  std::map<std::string, std::string> host_settings;
+  for (const char* variable : kHostVariables) {
+    if (const char* value = std::getenv(variable)) host_settings[variable] = value;
+  }
   int i = 0;
   for (; i < argc; ++i) {
     std::string arg = argv[i];
@@ -112,7 +221,8 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (name == "-np" || name == "--np" || name == "-n" || name == "--timeout-secs" ||
-               name == "--timeout" || name == "--transport" || FindEnvFlag(name) != nullptr) {
+               name == "--timeout" || name == "--transport" || IsHostFlag(name) ||
+               FindEnvFlag(name) != nullptr) {
       if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
       value = argv[++i];
     }
@@ -133,6 +243,9 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
         return Status::InvalidArgument("--transport '" + value + "' is not auto, shm or tcp");
       }
       flags.options.extra_env["COHORT_TRANSPORT"] = value;
+    } else if (IsHostFlag(name)) {
+      host_settings[HostFlagVariable(name)] = value;
+      if (name == "-x") flags.options.exported_env.push_back(value);
     } else if (const EnvFlag* f = FindEnvFlag(name)) {
       flags.options.extra_env[f->variable] = value;
     } else {
@@ -140,21 +253,63 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     }
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
+  COHORT_RETURN_IF_ERROR(ApplyHostSettings(host_settings, &flags.options));
   for (; i < argc; ++i) flags.options.command.push_back(argv[i]);
   if (flags.options.command.empty()) return Status::InvalidArgument("no COMMAND given");
   return flags;
 }
 
+// `cohort run --remote-agent --host H --rank R --cwd DIR --grace-secs S --
+// COMMAND...`, as ssh_launcher.cc writes it; not meant to be typed.
+Result<RemoteAgentOptions> ParseAgentFlags(int argc, char** argv) {
+  RemoteAgentOptions agent;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string name = argv[i];
+    if (name == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
+    const std::string value = argv[++i];
+    if (name == "--host") {
+      agent.host = value;
+    } else if (name == "--rank") {
+      Result<int> rank = ParseNonNegativeInt(name, value);
+      if (!rank.ok()) return rank.status();
+      agent.rank = *rank;
+    } else if (name == "--cwd") {
+      agent.cwd = value;
+    } else if (name == "--grace-secs") {
+      Result<double> grace = ParseNonNegativeNumber(name, value);
+      if (!grace.ok()) return grace.status();
+      agent.grace_seconds = *grace;
+    } else {
+      return Status::InvalidArgument("unknown --remote-agent option '" + name + "'");
+    }
+  }
+  for (; i < argc; ++i) agent.command.push_back(argv[i]);
+  return agent;
+}
+
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
+  if (argc > 0 && std::string(argv[0]) == "--remote-agent") {
+    Result<RemoteAgentOptions> agent = ParseAgentFlags(argc, argv);
+    if (!agent.ok()) {
+      std::fprintf(stderr, "cohort run --remote-agent: %s\n", agent.status().message().c_str());
+      return kExitUsage;
+    }
+    return RunRemoteAgent(*agent);
+  }
   Result<RunFlags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) return UsageError(flags.status().message());
   if (flags->help) {
     PrintUsage(stdout);
     return 0;
   }
-  Result<int> exit_code = RunLocalJob(flags->options);
+  Result<int> exit_code = RunJob(flags->options);
   if (!exit_code.ok()) {
     std::fprintf(stderr, "cohort run: %s\n", exit_code.status().ToString().c_str());
     return 1;

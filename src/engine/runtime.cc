@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "rendezvous/local_address.h"
 #include "rendezvous/mesh_builder.h"
 #include "rendezvous/store_client.h"
 
@@ -100,7 +101,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   Result<std::unique_ptr<StoreClient>> store =
       StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
   if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
-  Result<std::string> listen_host = LocalAddressToward(j.store_host);
+  // A rank's host is one of several when the launcher says so.
+  const bool multi_host = j.cross_size > 1 || (j.local_size > 0 && j.local_size < j.size);
+  Result<std::string> listen_host = SelectAdvertiseAddress(
+      j.store_host, EnvString(env, "COHORT_NETWORK_INTERFACE").value_or(""), multi_host);
   if (!listen_host.ok()) return listen_host.status();
 
   MeshOptions mo;

@@ -1,5 +1,6 @@
-// Process management for `cohort run` on one host: spawning the workers,
-// relaying their output, waiting for them and stopping them.
+// Process management for `cohort run`: spawning the workers (or, for ranks
+// on other hosts, their ssh clients), relaying their output, waiting for them
+// and stopping them.
 //
 // Process groups. Each worker runs in a process group of its own, and the
 // launcher signals whole groups. A Ctrl-C at a terminal goes to the
@@ -11,6 +12,16 @@
 // shell's children, data-loader processes), so a stopped job leaves nothing
 // running. The price: a worker outside the foreground group cannot read the
 // terminal, so every worker's stdin is /dev/null.
+//
+// Remote ranks. The launcher's child is an ssh client running the remote
+// agent (remote_agent.h). Its stdin is a pipe: the rank's environment goes
+// first, then each signal for the worker as one byte. Signalling the ssh
+// client instead would end the connection at once and leave the remote
+// worker's end to the agent after the launcher is gone; forwarding the signal
+// keeps the ssh client alive until the worker has really exited, so when the
+// launcher returns nothing of the job is left on any host it could reach.
+// SIGKILL is the exception: the ssh client is killed and the pipe closed,
+// and the agent kills the worker's group at once on the end of its stdin.
 //
 // One thread does all the work: poll(2) over every worker's stdout and
 // stderr pipe plus a signalfd that carries SIGCHLD, SIGINT, SIGTERM and
@@ -36,6 +47,8 @@
 #include <utility>
 
 #include "common/deadline.h"
+#include "launch/process_util.h"
+#include "launch/worker_plan.h"
 #include "net/auth.h"
 #include "rendezvous/store_server.h"
 
@@ -50,11 +63,6 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Reading a worker's pipes before reporting its exit stops after this much,
 // in case a process it left behind keeps writing.
 constexpr size_t kMaxDrainBytes = 1 << 20;
-
-std::string ErrnoText(int error) {
-  char buf[256];
-  return strerror_r(error, buf, sizeof(buf));  // the GNU variant: returns the text
-}
 
 std::string Plural(int n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
@@ -80,190 +88,9 @@ std::string SignalName(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-// Writes all of `data`. A write error (the reader went away: EPIPE, with
-// SIGPIPE ignored) drops the output rather than stopping the job. This waits
-// as long as the reader makes it, like any program writing to its stdout.
-void WriteAll(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd writable = {fd, POLLOUT, 0};
-      ::poll(&writable, 1, -1);
-    } else if (!(n < 0 && errno == EINTR)) {
-      return;
-    }
-  }
-}
-
 // One diagnostic line on stderr, in a single write so it does not interleave
 // with relayed worker output.
 void Say(const std::string& message) { WriteAll(STDERR_FILENO, "cohort run: " + message + "\n"); }
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Close();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { Close(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-struct Pipe {
-  Fd read;
-  Fd write;
-};
-
-Result<Pipe> MakePipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::IoError("pipe: " + ErrnoText(errno));
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
-}
-
-// Opens /dev/null on any of fds 0-2 that is closed, so that no pipe opened
-// later lands there: the child's dup2 onto 0-2 relies on its sources being
-// other descriptors.
-Status EnsureStandardFds() {
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
-    int opened = ::open("/dev/null", O_RDWR);  // the lowest free descriptor: `fd`
-    if (opened < 0) return Status::IoError("/dev/null: " + ErrnoText(errno));
-  }
-  return Status::OK();
-}
-
-// What execve should run for `name`: `name` itself when it holds a '/', else
-// the first executable regular file of that name in PATH, as execvp searches.
-std::optional<std::string> FindExecutable(const std::string& name) {
-  if (name.empty()) return std::nullopt;
-  if (name.find('/') != std::string::npos) {
-    if (::access(name.c_str(), F_OK) != 0) return std::nullopt;
-    return name;
-  }
-  const char* path = std::getenv("PATH");
-  const std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = std::min(dirs.find(':', start), dirs.size());
-    std::string dir = dirs.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    start = end + 1;
-  }
-  return std::nullopt;
-}
-
-// Each worker's environment as "NAME=value" entries: the launcher's own,
-// then options.extra_env, then the per-rank COHORT_* variables.
-std::vector<std::vector<std::string>> WorkerEnvironments(const LaunchOptions& options,
-                                                         int store_port,
-                                                         const std::string& secret) {
-  std::map<std::string, std::string> base;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const char* eq = std::strchr(*entry, '=');
-    if (eq != nullptr) base.emplace(std::string(*entry, eq - *entry), std::string(eq + 1));
-  }
-  for (const auto& [name, value] : options.extra_env) base[name] = value;
-  const std::string np = std::to_string(options.np);
-  base["COHORT_SIZE"] = np;
-  base["COHORT_LOCAL_SIZE"] = np;
-  base["COHORT_CROSS_RANK"] = "0";
-  base["COHORT_CROSS_SIZE"] = "1";
-  base["COHORT_STORE_ADDR"] = "127.0.0.1:" + std::to_string(store_port);
-  base["COHORT_SECRET"] = secret;
-  std::vector<std::vector<std::string>> envs;
-  for (int rank = 0; rank < options.np; ++rank) {
-    base["COHORT_RANK"] = std::to_string(rank);
-    base["COHORT_LOCAL_RANK"] = std::to_string(rank);
-    std::vector<std::string> env;
-    for (const auto& [name, value] : base) env.push_back(name + "=" + value);
-    envs.push_back(std::move(env));
-  }
-  return envs;
-}
-
-// Routes the signals the launcher handles into a signalfd while the object
-// lives, and puts the signal mask and dispositions back afterwards.
-class SignalRouting {
- public:
-  SignalRouting() = default;
-  SignalRouting(const SignalRouting&) = delete;
-  SignalRouting& operator=(const SignalRouting&) = delete;
-  ~SignalRouting() { Restore(); }
-
-  Status Install();
-  int fd() const { return fd_.get(); }
-
-  // Puts back the mask and dispositions the launcher started with.
-  // Async-signal-safe: a forked worker calls it before exec too, since both
-  // survive exec.
-  void Restore() const {
-    if (!installed_) return;
-    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
-    ::sigaction(SIGCHLD, &old_chld_, nullptr);
-    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-  }
-
- private:
-  bool installed_ = false;
-  sigset_t old_mask_;
-  struct sigaction old_pipe_ = {};
-  struct sigaction old_chld_ = {};
-  Fd fd_;
-};
-
-Status SignalRouting::Install() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  // A signal the launcher was started ignoring (nohup; `&` in a script)
-  // stays ignored: a blocked signal is queued even when ignored, so routing
-  // it would undo that choice.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction current;
-    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) {
-      sigaddset(&set, sig);
-    }
-  }
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  struct sigaction ign = {};
-  ign.sa_handler = SIG_IGN;
-  // With SIGCHLD ignored the kernel would reap the workers itself and their
-  // exit statuses would be lost. With SIGPIPE at its default a reader of the
-  // launcher's output going away would kill the launcher and orphan the job.
-  if (::sigaction(SIGCHLD, &dfl, &old_chld_) != 0 || ::sigaction(SIGPIPE, &ign, &old_pipe_) != 0 ||
-      ::pthread_sigmask(SIG_BLOCK, &set, &old_mask_) != 0) {
-    return Status::IoError("setting up signal handling: " + ErrnoText(errno));
-  }
-  installed_ = true;
-  int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0) return Status::IoError("signalfd: " + ErrnoText(errno));
-  fd_ = Fd(fd);
-  return Status::OK();
-}
 
 // Everything a forked child needs, prepared before fork: between fork and
 // exec the child of a multi-threaded process may only make async-signal-safe
@@ -298,13 +125,6 @@ struct ChildSetup {
   ::_exit(error == ENOENT ? kExitCommandNotFound : kExitCannotExecute);
 }
 
-std::vector<char*> NullTerminated(const std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (const std::string& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
 // "[3] ". Built by appending: GCC 12 warns falsely (-Wrestrict) about
 // "literal" + std::string temporaries at -O3.
 std::string RankPrefix(int rank) {
@@ -318,6 +138,8 @@ struct Worker {
   int rank = 0;
   pid_t pid = -1;
   bool reaped = false;
+  std::string host;  // remote ranks: the host; the process is its ssh client
+  Fd control;        // remote ranks: the ssh client's stdin (signals as bytes)
 };
 
 // One of a worker's stdout/stderr pipes, read end.
@@ -334,7 +156,7 @@ class LocalJob {
 
   // Starts the workers in rank order. A worker whose command cannot be
   // executed counts as the job's first failure and ends the starting.
-  Status Start(const std::string& path, const std::vector<std::vector<std::string>>& envs);
+  Status Start(const std::vector<WorkerLaunch>& launches);
   // Stops the job (SIGTERM, then SIGKILL after the grace period) with exit
   // status `exit_code`, unless it is already stopping.
   void Stop(const std::string& message, int exit_code);
@@ -343,7 +165,9 @@ class LocalJob {
   Result<int> Wait();
 
  private:
-  Status Spawn(int rank, const std::string& path, const std::vector<std::string>& env);
+  Status Spawn(const WorkerLaunch& launch);
+  void SignalWorker(Worker& worker, int sig);
+  std::string Describe(const Worker& worker) const;
   size_t Pump(OutputPipe& pipe);
   void Relay(OutputPipe& pipe, const char* data, size_t size);
   void ClosePipe(OutputPipe& pipe);
@@ -379,34 +203,58 @@ LocalJob::LocalJob(const LaunchOptions& options, const SignalRouting& signals)
   if (options.timeout_seconds > 0) job_deadline_ = Deadline::AfterSeconds(options.timeout_seconds);
 }
 
-Status LocalJob::Start(const std::string& path, const std::vector<std::vector<std::string>>& envs) {
+Status LocalJob::Start(const std::vector<WorkerLaunch>& launches) {
   dev_null_ = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null_.valid()) return Status::IoError("/dev/null: " + ErrnoText(errno));
-  for (int rank = 0; rank < options_.np && !stopping_; ++rank) {
-    COHORT_RETURN_IF_ERROR(Spawn(rank, path, envs[rank]));
+  for (size_t i = 0; i < launches.size() && !stopping_; ++i) {
+    COHORT_RETURN_IF_ERROR(Spawn(launches[i]));
   }
   return Status::OK();
 }
 
-Status LocalJob::Spawn(int rank, const std::string& path, const std::vector<std::string>& env) {
+// Remote ranks' stdin: the environment block now (the pipe is made large
+// enough to hold it, so this does not wait for ssh to connect), later signals.
+Result<Fd> ControlPipe(const WorkerLaunch& launch, Fd* child_end) {
+  Result<Pipe> pipe = MakePipe();
+  if (!pipe.ok()) return pipe.status();
+  const int needed = static_cast<int>(launch.stdin_data.size()) + 4096;
+  if (needed > 65536) ::fcntl(pipe->write.get(), F_SETPIPE_SZ, needed);
+  WriteAll(pipe->write.get(), launch.stdin_data);
+  ::fcntl(pipe->write.get(), F_SETFL, ::fcntl(pipe->write.get(), F_GETFL) | O_NONBLOCK);
+  *child_end = std::move(pipe->read);
+  return std::move(pipe->write);
+}
+
+Status LocalJob::Spawn(const WorkerLaunch& launch) {
+  const int rank = launch.rank;
+  const std::string& path = launch.path;
+  Fd child_stdin;
+  Fd control;
+  if (launch.remote()) {
+    Result<Fd> pipe = ControlPipe(launch, &child_stdin);
+    if (!pipe.ok()) return pipe.status();
+    control = std::move(pipe).value();
+  }
   Result<Pipe> out = MakePipe();
   if (!out.ok()) return out.status();
   Result<Pipe> err = MakePipe();
   if (!err.ok()) return err.status();
   Result<Pipe> report = MakePipe();
   if (!report.ok()) return report.status();
-  std::vector<char*> argv = NullTerminated(options_.command);
-  std::vector<char*> envp = NullTerminated(env);
-  const ChildSetup child = {path.c_str(),        argv.data(),      envp.data(),
-                            dev_null_.get(),     out->write.get(), err->write.get(),
-                            report->write.get(), ::getpid(),       &signals_};
+  std::vector<char*> argv = NullTerminated(launch.argv);
+  std::vector<char*> envp = NullTerminated(launch.env);
+  const int stdin_fd = launch.remote() ? child_stdin.get() : dev_null_.get();
+  const ChildSetup child = {path.c_str(),     argv.data(),      envp.data(),         stdin_fd,
+                            out->write.get(), err->write.get(), report->write.get(), ::getpid(),
+                            &signals_};
   pid_t pid = ::fork();
   if (pid < 0) return Status::IoError("fork: " + ErrnoText(errno));
   if (pid == 0) ExecWorker(child);
   // The child does the same; whichever runs first, the group exists before
   // the launcher can signal it.
   ::setpgid(pid, pid);
-  workers_.push_back({rank, pid, false});
+  workers_.push_back({rank, pid, false, launch.host, std::move(control)});
+  child_stdin.Close();
   out->write.Close();
   err->write.Close();
   report->write.Close();
@@ -527,9 +375,17 @@ void LocalJob::ReapExited() {
     pid_t pid = ::waitpid(worker.pid, &status, WNOHANG);
     if (pid == 0 || (pid < 0 && errno == EINTR)) continue;
     worker.reaped = true;
+    worker.control.Close();
     if (pid < 0) continue;  // not our child any more (cannot happen); nothing to report
     OnExit(worker, status);
   }
+}
+
+// "rank 3 (pid 123)" here; "rank 3 on host node2" for a remote rank.
+std::string LocalJob::Describe(const Worker& worker) const {
+  if (!worker.host.empty())
+    return "rank " + std::to_string(worker.rank) + " on host " + worker.host;
+  return "rank " + std::to_string(worker.rank) + " (pid " + std::to_string(worker.pid) + ")";
 }
 
 void LocalJob::OnExit(const Worker& worker, int status) {
@@ -537,13 +393,17 @@ void LocalJob::OnExit(const Worker& worker, int status) {
   DrainPipesOf(worker.rank);
   if (stopping_) return;  // exits caused by the stop are not news
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  std::string what =
-      "rank " + std::to_string(worker.rank) + " (pid " + std::to_string(worker.pid) + ") ";
+  std::string what = Describe(worker) + " ";
   int code;
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     what += "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
     code = 128 + sig;
+  } else if (!worker.host.empty() && WEXITSTATUS(status) == kExitSshFailed) {
+    // ssh's own failure (unreachable host, refused login, lost connection);
+    // its message was relayed just above with the rank's prefix.
+    what += "could not be reached or lost its connection (ssh exited with status 255)";
+    code = kExitSshFailed;
   } else {
     code = WEXITSTATUS(status);
     what += "exited with status " + std::to_string(code);
@@ -574,7 +434,9 @@ void LocalJob::OnDeadlines() {
   if (stopping_ && !killed_ && kill_deadline_ && kill_deadline_->Expired() && Running() > 0) {
     std::string ranks;
     for (const Worker& worker : workers_) {
-      if (!worker.reaped) ranks += (ranks.empty() ? "" : ", ") + std::to_string(worker.rank);
+      if (worker.reaped) continue;
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(worker.rank);
+      if (!worker.host.empty()) ranks += " (host " + worker.host + ")";
     }
     Say(std::string(Running() == 1 ? "rank " : "ranks ") + ranks + " still running " +
         FormatSeconds(options_.grace_seconds) + " s after " + stop_signal_ + "; sending SIGKILL");
@@ -582,11 +444,21 @@ void LocalJob::OnDeadlines() {
   }
 }
 
+void LocalJob::SignalWorker(Worker& worker, int sig) {
+  if (worker.control.valid() && sig != SIGKILL) {
+    const char byte = static_cast<char>(sig);
+    if (::write(worker.control.get(), &byte, 1) == 1) return;
+  }
+  // SIGKILL, or the agent no longer listens: end the connection; the agent
+  // kills the worker when its stdin closes.
+  if (sig == SIGKILL) worker.control.Close();
+  if (::kill(-worker.pid, sig) != 0 && errno == ESRCH) ::kill(worker.pid, sig);
+}
+
 void LocalJob::SignalAll(int sig) {
-  for (const Worker& worker : workers_) {
+  for (Worker& worker : workers_) {
     // Only an unreaped worker's pid, and so its group id, is surely still ours.
-    if (worker.reaped) continue;
-    if (::kill(-worker.pid, sig) != 0 && errno == ESRCH) ::kill(worker.pid, sig);
+    if (!worker.reaped) SignalWorker(worker, sig);
   }
 }
 
@@ -662,7 +534,7 @@ Result<int> LocalJob::Wait() {
 
 }  // namespace
 
-Result<int> RunLocalJob(const LaunchOptions& options) {
+Result<int> RunJob(const LaunchOptions& options) {
   if (options.np < 1) {
     return Status::InvalidArgument("np=" + std::to_string(options.np) + " must be at least 1");
   }
@@ -670,20 +542,42 @@ Result<int> RunLocalJob(const LaunchOptions& options) {
   if (!(options.grace_seconds >= 0) || !(options.timeout_seconds >= 0)) {
     return Status::InvalidArgument("grace_seconds and timeout_seconds must not be negative");
   }
-  std::optional<std::string> path = FindExecutable(options.command[0]);
-  if (!path) {
-    Say("command not found: '" + options.command[0] + "'");
-    return kExitCommandNotFound;
+  // Remote ranks look their command up on their own host (the agent does).
+  std::string local_path, ssh_path;
+  const RankLocations where = WhereRanksRun(options);
+  if (where.here) {
+    std::optional<std::string> path = FindExecutable(options.command[0]);
+    if (!path) {
+      Say("command not found: '" + options.command[0] + "'");
+      return kExitCommandNotFound;
+    }
+    local_path = *path;
   }
+  if (where.elsewhere) {
+    std::optional<std::string> path = FindExecutable(options.ssh.command.at(0));
+    if (!path) {
+      Say("ssh client not found: '" + options.ssh.command[0] + "'");
+      return kExitCommandNotFound;
+    }
+    ssh_path = *path;
+  }
+  Result<std::string> store_host = StoreListenAddress(options);
+  if (!store_host.ok()) return store_host.status();
   COHORT_RETURN_IF_ERROR(EnsureStandardFds());
   SignalRouting signals;
   COHORT_RETURN_IF_ERROR(signals.Install());
   const std::string secret = GenerateSecret();
-  Result<std::unique_ptr<StoreServer>> store = StoreServer::Start("127.0.0.1", 0, secret);
+  Result<std::unique_ptr<StoreServer>> store = StoreServer::Start(*store_host, 0, secret);
   if (!store.ok()) return store.status().WithContext("starting the rendezvous store");
+  Result<std::vector<WorkerLaunch>> launches =
+      PlanWorkers(options, {*store_host, (*store)->port(), secret}, local_path, ssh_path);
+  if (!launches.ok()) {
+    (*store)->Stop();
+    return launches.status();
+  }
 
   LocalJob job(options, signals);
-  Status started = job.Start(*path, WorkerEnvironments(options, (*store)->port(), secret));
+  Status started = job.Start(*launches);
   // Workers started before a failure must still be stopped and reaped.
   if (!started.ok()) job.Stop("", 1);
   Result<int> exit_code = job.Wait();

@@ -1,7 +1,9 @@
-// `cohort run` on one host: starts the job's rendezvous store and N worker
-// processes, relays their output line by line with a "[rank] " prefix, and
-// stops the whole job as soon as one worker fails or the launcher is told to
-// stop (SIGINT, SIGTERM, SIGHUP).
+// `cohort run`: starts the job's rendezvous store and N worker processes, on
+// this host or, with a host list, on other hosts over ssh (ssh_launcher.h);
+// relays their output line by line with a "[rank] " prefix, and stops the
+// whole job as soon as one worker fails or the launcher is told to stop
+// (SIGINT, SIGTERM, SIGHUP). Every process the launcher starts is a local
+// one: a worker, or the ssh client that runs a remote worker.
 #ifndef COHORT_LAUNCH_LOCAL_LAUNCHER_H_
 #define COHORT_LAUNCH_LOCAL_LAUNCHER_H_
 
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "launch/host_list.h"
+#include "launch/ssh_launcher.h"
 
 namespace cohort {
 
@@ -23,12 +27,27 @@ struct LaunchOptions {
   double grace_seconds = 2.0;
   // Wall-clock limit for the whole job; 0 means none.
   double timeout_seconds = 0;
+
+  // Multi-host jobs. Empty `hosts`: every rank on this host.
+  std::vector<HostSlots> hosts;
+  SshOptions ssh;
+  // Interfaces whose address the store listens on and workers advertise
+  // ("eth0" or "eth0,br0": each host takes the first it has). Empty: the
+  // route toward the first remote host decides (COHORT_NETWORK_INTERFACE).
+  std::string network_interface;
+  // Variables remote workers get from the launcher's environment besides
+  // COHORT_*: "NAME" (its value here) or "NAME=value" (-x, like mpirun).
+  std::vector<std::string> exported_env;
+  // The `cohort` binary remote hosts run as the agent; the same path on
+  // every host. Empty: this process's own executable.
+  std::string cohort_path;
 };
 
-// Exit statuses RunLocalJob returns besides the workers' own.
+// Exit statuses RunJob returns besides the workers' own.
 inline constexpr int kExitJobTimedOut = 124;      // timeout_seconds passed
 inline constexpr int kExitCannotExecute = 126;    // command found but exec failed
 inline constexpr int kExitCommandNotFound = 127;  // command not in PATH
+inline constexpr int kExitSshFailed = 255;        // ssh's own status for its errors
 
 // Runs the job to the end and returns the launcher's exit status: 0 when every
 // worker exits 0; else the status of the first worker to fail (128+N when
@@ -40,7 +59,7 @@ inline constexpr int kExitCommandNotFound = 127;  // command not in PATH
 // Must be called from the main thread of a process that has nothing else to
 // do meanwhile: it blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD, ignores
 // SIGPIPE, and restores all of that before it returns.
-Result<int> RunLocalJob(const LaunchOptions& options);
+Result<int> RunJob(const LaunchOptions& options);
 
 }  // namespace cohort
 

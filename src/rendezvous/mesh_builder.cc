@@ -1,8 +1,6 @@
 // Mesh construction: publish, learn the peers, connect TCP, map shared memory.
 #include "rendezvous/mesh_builder.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
@@ -172,27 +170,6 @@ std::string LocalHostKey() {
   struct stat st {};
   std::string netns = ::stat("/proc/self/ns/net", &st) == 0 ? std::to_string(st.st_ino) : "";
   return Hostname() + "/" + ReadFirstLine("/proc/sys/kernel/random/boot_id") + "/" + netns;
-}
-
-Result<std::string> LocalAddressToward(const std::string& remote_host) {
-  Result<std::string> ip = ResolveHost(remote_host);
-  if (!ip.ok()) return ip.status();
-  if (ip->rfind("127.", 0) == 0) return std::string("127.0.0.1");
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(9);
-  ::inet_pton(AF_INET, ip->c_str(), &addr.sin_addr);
-  // connect() on a UDP socket sends nothing; it only picks the route.
-  sockaddr_in local{};
-  socklen_t len = sizeof(local);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
-  ::close(fd);
-  if (!ok) return Status::IoError("no route to " + remote_host);
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
-  return std::string(text);
 }
 
 Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& o) {

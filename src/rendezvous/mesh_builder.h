@@ -31,10 +31,6 @@ Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& options);
 // separate hosts.
 std::string LocalHostKey();
 
-// The local address used to reach `remote_host` (the route's source
-// address); 127.0.0.1 for loopback.
-Result<std::string> LocalAddressToward(const std::string& remote_host);
-
 }  // namespace cohort
 
 #endif  // COHORT_RENDEZVOUS_MESH_BUILDER_H_

@@ -3,9 +3,9 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,10 +19,14 @@
 namespace cohort::testing {
 
 ChildProcess::ChildProcess(const std::vector<std::string>& args,
-                           const std::map<std::string, std::string>& env, bool own_group) {
-  int out[2], err[2];
+                           const std::map<std::string, std::string>& env, bool own_group,
+                           bool stdin_pipe) {
+  int out[2], err[2], in[2] = {-1, -1};
   EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
   EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
+  if (stdin_pipe) {
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  }
   std::vector<std::string> full = args;
   std::vector<char*> argv;
   for (std::string& arg : full) argv.push_back(arg.data());
@@ -32,6 +36,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& args,
   if (pid_ == 0) {
     if (own_group) ::setpgid(0, 0);
     for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
+    if (stdin_pipe) ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     ::execv(argv[0], argv.data());
@@ -41,6 +46,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& args,
   if (own_group) ::setpgid(pid_, pid_);
   ::close(out[1]);
   ::close(err[1]);
+  if (stdin_pipe) {
+    ::close(in[0]);
+    in_fd_ = in[1];
+  }
   out_fd_ = out[0];
   err_fd_ = err[0];
   pid_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
@@ -52,9 +61,25 @@ ChildProcess::~ChildProcess() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  for (int fd : {out_fd_, err_fd_, pid_fd_}) {
+  for (int fd : {out_fd_, err_fd_, pid_fd_, in_fd_}) {
     if (fd >= 0) ::close(fd);
   }
+}
+
+bool ChildProcess::WriteStdin(const std::string& data) {
+  size_t done = 0;
+  while (in_fd_ >= 0 && done < data.size()) {
+    const ssize_t n = ::write(in_fd_, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return in_fd_ >= 0;
+}
+
+void ChildProcess::CloseStdin() {
+  if (in_fd_ >= 0) ::close(in_fd_);
+  in_fd_ = -1;
 }
 
 bool ChildProcess::WaitFor(const std::function<bool()>& done, Deadline deadline) {
@@ -123,7 +148,18 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds,
   return child.Finish(Deadline::AfterSeconds(seconds));
 }
 
-namespace {
+std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& argvs,
+                                  const std::vector<std::map<std::string, std::string>>& envs,
+                                  double seconds) {
+  const Deadline deadline = Deadline::AfterSeconds(seconds);
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    children.push_back(std::make_unique<ChildProcess>(argvs[i], envs.at(i)));
+  }
+  std::vector<Finished> results;
+  for (auto& child : children) results.push_back(child->Finish(deadline));
+  return results;
+}
 
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -136,8 +172,6 @@ int FreePort() {
   ::close(fd);
   return ntohs(addr.sin_port);
 }
-
-}  // namespace
 
 std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
     int np, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
@@ -157,7 +191,9 @@ std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
   return workers;
 }
 
-std::string TestBinary(const std::string& name) { return std::string(COHORT_TEST_BIN_DIR) + "/" + name; }
+std::string TestBinary(const std::string& name) {
+  return std::string(COHORT_TEST_BIN_DIR) + "/" + name;
+}
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -27,10 +27,12 @@ class ChildProcess {
  public:
   // Starts argv[0] (a path) with the test's environment plus `env`. With
   // `own_group`, the child leads a new process group, like a job a shell
-  // starts, so the test can signal the group as a terminal would.
+  // starts, so the test can signal the group as a terminal would. With
+  // `stdin_pipe`, the test writes the child's stdin (WriteStdin, CloseStdin);
+  // otherwise the child shares the test's.
   explicit ChildProcess(const std::vector<std::string>& argv,
-                        const std::map<std::string, std::string>& env = {},
-                        bool own_group = false);
+                        const std::map<std::string, std::string>& env = {}, bool own_group = false,
+                        bool stdin_pipe = false);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -38,6 +40,10 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }
+
+  // Writes all of `data` to the child's stdin (false when it cannot).
+  bool WriteStdin(const std::string& data);
+  void CloseStdin();
 
   // Reads output until `done()` holds; false when the deadline passes first.
   bool WaitFor(const std::function<bool()>& done, Deadline deadline);
@@ -50,7 +56,7 @@ class ChildProcess {
   bool PumpOnce(Deadline deadline);
 
   pid_t pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1, pid_fd_ = -1;
+  int out_fd_ = -1, err_fd_ = -1, pid_fd_ = -1, in_fd_ = -1;
   bool exited_ = false, reaped_ = false;
   Clock::time_point start_;
   std::string out_, err_;
@@ -66,6 +72,15 @@ Finished RunCohort(const std::vector<std::string>& args, double seconds = 60,
 // so a test can watch each survivor.
 std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(
     int np, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+
+// Starts one process per argv (argvs[i] with envs[i]) at once, then waits for
+// each within `seconds` of the start; results in the same order.
+std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& argvs,
+                                  const std::vector<std::map<std::string, std::string>>& envs,
+                                  double seconds);
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort();
 
 // Path of a test worker program built next to the test binary.
 std::string TestBinary(const std::string& name);

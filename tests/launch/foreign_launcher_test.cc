@@ -1,0 +1,65 @@
+// Workers started by a foreign launcher on this host: the test plays srun or
+// mpirun, starting each rank with the variables that launcher sets, and the
+// collectives must come out exact. (The same across emulated hosts:
+// tests/multihost/.)
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/child_process.h"
+
+namespace cohort::testing {
+namespace {
+
+// Starts one worker per entry of `envs` and expects each to check every
+// collective exactly.
+void ExpectAllExact(const std::vector<std::map<std::string, std::string>>& envs) {
+  const std::vector<std::vector<std::string>> argvs(
+      envs.size(), {TestBinary("collectives_worker"), "all", "quick"});
+  const std::vector<Finished> results = RunTogether(argvs, envs, 120);
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].out << results[r].err;
+    EXPECT_TRUE(Contains(results[r].out, "rank " + std::to_string(r) + ": ")) << results[r].out;
+  }
+}
+
+TEST(ForeignLauncher, SrunVariablesOnOneHost) {
+  const std::string port = std::to_string(FreePort());
+  std::vector<std::map<std::string, std::string>> envs;
+  for (int r = 0; r < 3; ++r) {
+    envs.push_back({{"SLURM_PROCID", std::to_string(r)},
+                    {"SLURM_NTASKS", "3"},
+                    {"SLURM_LOCALID", std::to_string(r)},
+                    {"SLURM_NODEID", "0"},
+                    {"SLURM_NNODES", "1"},
+                    {"SLURM_TASKS_PER_NODE", "3"},
+                    {"SLURM_JOB_NODELIST", "localhost"},
+                    {"SLURM_JOB_ID", "77"},
+                    {"COHORT_STORE_PORT", port},
+                    {"COHORT_SECRET", "srun-test-secret"},
+                    {"COHORT_TIMEOUT", "30"}});
+  }
+  ExpectAllExact(envs);
+}
+
+TEST(ForeignLauncher, MpirunVariablesOnOneHost) {
+  const std::string port = std::to_string(FreePort());
+  std::vector<std::map<std::string, std::string>> envs;
+  for (int r = 0; r < 3; ++r) {
+    envs.push_back({{"OMPI_COMM_WORLD_RANK", std::to_string(r)},
+                    {"OMPI_COMM_WORLD_SIZE", "3"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(r)},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                    {"OMPI_COMM_WORLD_NODE_RANK", "0"},
+                    {"COHORT_STORE_PORT", port},
+                    {"COHORT_SECRET", "mpirun-test-secret"},
+                    {"COHORT_TIMEOUT", "30"}});
+  }
+  ExpectAllExact(envs);
+}
+
+}  // namespace
+}  // namespace cohort::testing
