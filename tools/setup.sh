@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev                                   # C++ tests
   libssl-dev                                     # HMAC-SHA256 for job authentication; dataset object ids
   libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
+  libturbojpeg0-dev libjpeg62-turbo-dev          # data loader: JPEG decoding (libjpeg-turbo)
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
