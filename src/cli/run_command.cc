@@ -33,6 +33,9 @@ constexpr EnvFlag kEnvFlags[] = {
     {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES", "size up to which latency-optimal algorithms run"},
     {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
     {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
+    {"--loader-threads", "COHORT_LOADER_THREADS", "data loader decode/batch threads per rank"},
+    {"--loader-prefetch", "COHORT_LOADER_PREFETCH", "batches the data loader builds ahead"},
+    {"--shuffle-window", "COHORT_SHUFFLE_WINDOW", "chunks whose samples the loader mixes together"},
     {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
 };
 

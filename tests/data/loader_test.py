@@ -122,3 +122,14 @@ def test_bad_options_raise_with_the_reason(image_dataset):
         DataLoader(location, batch_size=2, rank=3, world_size=2)
     with pytest.raises(TypeError, match="unknown option 'batchsize'"):
         _data.Loader(location, batchsize=2)
+
+
+def test_settings_from_the_environment_are_checked(image_dataset, monkeypatch):
+    _, location = image_dataset
+    monkeypatch.setenv("COHORT_LOADER_THREADS", "0")
+    with pytest.raises(ValueError, match="COHORT_LOADER_THREADS must be 1..256, is 0"):
+        DataLoader(location, batch_size=2)
+    monkeypatch.setenv("COHORT_LOADER_THREADS", "3")
+    monkeypatch.setenv("COHORT_SHUFFLE_WINDOW", "many")
+    with pytest.raises(ValueError, match="COHORT_SHUFFLE_WINDOW"):
+        DataLoader(location, batch_size=2)
