@@ -20,6 +20,7 @@ struct ErrorManager {
   jpeg_error_mgr base;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool bad_region = false;  // the failure is the caller's region, not the data
 };
 
 void OnError(j_common_ptr cinfo) {
@@ -28,7 +29,12 @@ void OnError(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-void IgnoreMessage(j_common_ptr) {}  // warnings (e.g. extraneous bytes) are not errors
+void IgnoreMessage(j_common_ptr) {}
+
+bool RegionInside(const Box& r, unsigned width, unsigned height) {
+  return r.x >= 0 && r.y >= 0 && r.width > 0 && r.height > 0 &&
+         unsigned(r.x) + unsigned(r.width) <= width && unsigned(r.y) + unsigned(r.height) <= height;
+}  // warnings (e.g. extraneous bytes) are not errors
 
 // The libjpeg part, kept free of C++ objects with destructors because
 // longjmp would skip them. Returns false with err->message set on failure.
@@ -46,6 +52,14 @@ bool DecodeInto(std::string_view jpeg, const Box* region, Image* out, Box* origi
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(jpeg.data()),
                static_cast<unsigned long>(jpeg.size()));
   jpeg_read_header(&cinfo, TRUE);
+  if (region != nullptr && !RegionInside(*region, cinfo.image_width, cinfo.image_height)) {
+    std::snprintf(err->message, sizeof err->message,
+                  "JPEG region %dx%d+%d+%d lies outside the %ux%u image", region->width,
+                  region->height, region->x, region->y, cinfo.image_width, cinfo.image_height);
+    err->bad_region = true;
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   JDIMENSION x = 0, width = cinfo.output_width, y = 0, height = cinfo.output_height;
@@ -90,20 +104,10 @@ Result<Box> JpegSize(std::string_view jpeg) {
 }
 
 Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin) {
-  if (region != nullptr) {
-    Result<Box> size = JpegSize(jpeg);
-    if (!size.ok()) return size.status();
-    if (region->x < 0 || region->y < 0 || region->width <= 0 || region->height <= 0 ||
-        region->x + region->width > size->width || region->y + region->height > size->height) {
-      return Status::InvalidArgument(
-          "JPEG region " + std::to_string(region->width) + "x" + std::to_string(region->height) +
-          "+" + std::to_string(region->x) + "+" + std::to_string(region->y) + " lies outside the " +
-          std::to_string(size->width) + "x" + std::to_string(size->height) + " image");
-    }
-  }
   Image image;
   ErrorManager err;
   if (!DecodeInto(jpeg, region, &image, origin, &err)) {
+    if (err.bad_region) return Status::InvalidArgument(err.message);
     return Status::InvalidArgument(std::string("cannot decode JPEG: ") + err.message);
   }
   return image;
