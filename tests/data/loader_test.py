@@ -98,7 +98,7 @@ def test_decode_matches_pil():
     ours = _data.decode_jpeg(data)
     theirs = np.asarray(PIL.open(io.BytesIO(data)).convert("RGB"))
     assert ours.shape == theirs.shape
-    assert np.abs(ours.astype(int) - theirs).max() <= 1
+    assert np.abs(ours.astype(int) - theirs).max() == 0
     region = _data.decode_jpeg(data, (17, 9, 50, 40))
     assert (region == ours[9:49, 17:67]).all()
 
@@ -111,7 +111,7 @@ def test_resize_matches_pil_bilinear(box, size):
     ours = _data.resize_region(pixels, box, size[0], size[1])
     theirs = np.asarray(PIL.fromarray(pixels).crop((x, y, x + w, y + h)).resize(size, PIL.BILINEAR))
     assert ours.shape == theirs.shape
-    assert np.abs(ours.astype(int) - theirs).max() <= 1
+    assert np.abs(ours.astype(int) - theirs).max() == 0
 
 
 def test_bad_options_raise_with_the_reason(image_dataset):
