@@ -77,8 +77,9 @@ Status CheckOptions(const LoaderOptions& o) {
 class EpochRun {
  public:
   EpochRun(Repository* repo, const CommitInfo& info, const CommitObject& commit,
-           const std::vector<size_t>& columns, const LoaderOptions& options, LoaderState start)
-      : commit_(commit), columns_(columns), options_(options), start_(start) {
+           const std::vector<size_t>& columns, const LoaderOptions& options, LoaderState start,
+           BufferPool* buffers)
+      : commit_(commit), columns_(columns), options_(options), start_(start), buffers_(buffers) {
     std::vector<uint64_t> sizes;
     for (const ChunkRef& c : commit.chunks) sizes.push_back(c.num_samples);
     EpochOrder order(sizes, {options.shuffle, start.seed, options.window_chunks}, start.epoch);
@@ -136,7 +137,7 @@ class EpochRun {
   Result<Batch> Build(uint64_t b) {
     const uint64_t n = options_.batch_size;
     std::vector<ColumnBatcher> batchers;
-    for (size_t c : columns_) batchers.emplace_back(commit_.schema[c], options_.image, n);
+    for (size_t c : columns_) batchers.emplace_back(commit_.schema[c], options_.image, n, buffers_);
     Batch batch;
     batch.epoch = start_.epoch;
     batch.step = (start_.consumed / plan_.step_samples) + b;
@@ -181,6 +182,7 @@ class EpochRun {
   const std::vector<size_t>& columns_;
   const LoaderOptions& options_;
   const LoaderState start_;
+  BufferPool* buffers_;
   std::string context_;
   LoaderPlan plan_;
   std::unique_ptr<ChunkFetcher> fetcher_;
@@ -202,13 +204,16 @@ class LoaderImpl : public Loader {
         commit_(std::move(commit)),
         columns_(std::move(columns)),
         options_(std::move(options)),
-        state_(options_.start) {}
+        state_(options_.start),
+        // Batches in flight or being built, plus a few the consumer still holds.
+        buffers_((options_.prefetch_batches + options_.threads + 4) * columns_.size()) {}
 
   ~LoaderImpl() override { run_.reset(); }
 
   Result<std::optional<Batch>> Next() override {
     if (!run_)
-      run_ = std::make_unique<EpochRun>(repo_.get(), info_, commit_, columns_, options_, state_);
+      run_ = std::make_unique<EpochRun>(repo_.get(), info_, commit_, columns_, options_, state_,
+                                        &buffers_);
     if (run_->delivered() == run_->batches()) {
       // The last batch's state_after already points at the next epoch; a
       // run with no batches (started at or past the end) moves there now.
@@ -238,6 +243,7 @@ class LoaderImpl : public Loader {
   std::vector<size_t> columns_;
   LoaderOptions options_;
   LoaderState state_;
+  BufferPool buffers_;
   std::unique_ptr<EpochRun> run_;
 };
 

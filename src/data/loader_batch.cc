@@ -39,7 +39,7 @@ Status ColumnBatcher::Allocate(DataType dtype, std::vector<uint64_t> row_shape) 
   tensor_.shape = {batch_size_};
   tensor_.shape.insert(tensor_.shape.end(), row_shape_.begin(), row_shape_.end());
   tensor_.nbytes = row_bytes_ * batch_size_;
-  tensor_.storage = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<uint64_t>(1, tensor_.nbytes)]);
+  tensor_.storage = buffers_->Get(tensor_.nbytes);
   return Status::OK();
 }
 

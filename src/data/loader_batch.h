@@ -11,14 +11,16 @@
 
 #include "cohort/data.h"
 #include "cohort/loader.h"
+#include "data/loader_buffers.h"
 #include "data/loader_record.h"
 
 namespace cohort::data {
 
 class ColumnBatcher {
  public:
-  ColumnBatcher(const Column& column, const ImageOptions& image, uint64_t batch_size)
-      : column_(column), image_(image), batch_size_(batch_size) {}
+  ColumnBatcher(const Column& column, const ImageOptions& image, uint64_t batch_size,
+                BufferPool* buffers)
+      : column_(column), image_(image), batch_size_(batch_size), buffers_(buffers) {}
 
   // Row `row` of the batch from `value`; `key` seeds the row's random transform.
   Status Add(uint64_t row, const ValueView& value, uint64_t key);
@@ -32,6 +34,7 @@ class ColumnBatcher {
   const Column& column_;
   const ImageOptions& image_;
   uint64_t batch_size_;
+  BufferPool* buffers_;
   std::vector<uint64_t> row_shape_;
   uint64_t row_bytes_ = 0;
   Tensor tensor_;
