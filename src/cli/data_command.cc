@@ -248,14 +248,16 @@ int IngestImageFolderCommand(const Args& args, const std::string& command_line) 
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  bool progress_shown = false;
   options.progress = [&](uint64_t done, uint64_t total) {
+    progress_shown = true;
     std::fprintf(stderr, "\ringest: %llu/%llu images, %.0f images/s", (unsigned long long)done,
                  (unsigned long long)total, done / std::max(seconds(), 1e-9));
     std::fflush(stderr);
   };
   Result<data::ImageFolderIngestResult> result =
       data::IngestImageFolder(args.positional[2], dataset, options);
-  std::fprintf(stderr, "\n");
+  if (progress_shown) std::fprintf(stderr, "\n");
   if (!result.ok()) return Failure(result.status());
   std::printf("%s %llu images in %zu classes from %s into %s at commit %s (%.1f s%s)\n",
               result->ingest.created ? "created dataset with" : "appended",

@@ -86,6 +86,10 @@ TEST(ImageFolderIngestTest, ABrokenImageFailsNamingTheFile) {
   auto empty = RunCohort({"data", "ingest", "imagefolder", dir.Sub("tree") + "/a", dir.Sub("x")});
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_TRUE(Contains(empty.err, "has no class folders (expected DIR/CLASS/IMAGE)")) << empty.err;
+  auto missing = RunCohort({"data", "ingest", "imagefolder", dir.Sub("nope"), dir.Sub("x")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err,
+            "cohort data: invalid argument: " + dir.Sub("nope") + " is not a directory\n");
 }
 
 }  // namespace
