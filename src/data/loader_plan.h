@@ -43,8 +43,8 @@ struct LoaderPlan {
   uint64_t step_samples = 0;           // R * B: global samples per step
   std::vector<PlannedSample> samples;  // batches * batch_size entries; batch b = [b*B, (b+1)*B)
   std::vector<ChunkLoad> loads;
-  // Loads the fetcher may hold at once: the widest span of loads one batch
-  // needs, plus `lookahead`.
+  // Loads the fetcher may hold at once: the most that can be live while one
+  // batch is the oldest unfinished (see loader_plan.cc), plus `lookahead`.
   size_t capacity = 0;
 };
 
