@@ -1,7 +1,8 @@
 // `cohort data`: inspect, verify, check out and ingest datasets. Parses the
 // command line and calls the public data API (include/cohort/data.h).
 #include <unistd.h>
-
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cohort/data.h"
 #include "common/env_config.h"
+#include "data/image_folder_ingest.h"
 #include "data/ingest.h"
 
 namespace cohort::cli {
@@ -35,6 +37,10 @@ void PrintUsage(FILE* out) {
                "                         (creates the dataset when it does not exist)\n"
                "  cp SRC DST             copy a dataset (all commits, branches and tags) from\n"
                "                         SRC to the empty location DST, refs last\n"
+               "  ingest imagefolder DIR [DATASET]\n"
+               "                         append DIR/CLASS/IMAGE files (.jpg, .jpeg, .png) as\n"
+               "                         image + label samples (label: index of CLASS among\n"
+               "                         the sorted folders), read in parallel, and commit\n"
                "\n"
                "DATASET, SRC and DST are directories or s3://BUCKET/PREFIX (credentials and\n"
                "endpoint from AWS_*); DATASET may also be http(s)://... (read-only).\n"
@@ -51,6 +57,7 @@ void PrintUsage(FILE* out) {
                "  --compression C        none, zstd or lz4 (default none)\n"
                "  -m, --message TEXT     commit message\n"
                "  --author NAME          commit author (default $USER)\n"
+               "  --threads N            imagefolder: reader threads (default: one per core)\n"
                "\n"
                "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n");
 }
@@ -83,7 +90,8 @@ Result<Args> ParseArgs(int argc, char** argv) {
                                                             {"--compression", "--compression"},
                                                             {"-m", "--message"},
                                                             {"--message", "--message"},
-                                                            {"--author", "--author"}};
+                                                            {"--author", "--author"},
+                                                            {"--threads", "--threads"}};
   Args args;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -192,30 +200,96 @@ int VerifyCommand(const Args& args) {
   return report->problems.empty() ? 0 : kExitFailure;
 }
 
-int IngestCommand(const Args& args, const std::string& command_line) {
-  if (args.positional.size() != 3 || args.positional[1] != "numpy") {
-    return UsageError("ingest needs a kind and a file: ingest numpy FILE.npy");
-  }
-  data::NumpyIngestOptions options;
+// The options every ingest kind shares; false after printing a usage error.
+bool WriterFlags(const Args& args, data::WriterOptions* writer, int* exit_code) {
   auto get = [&](const char* name) {
     auto it = args.options.find(name);
     return it == args.options.end() ? std::string() : it->second;
   };
-  if (!get("--column").empty()) options.column = get("--column");
-  options.writer.branch = get("--branch");
+  writer->branch = get("--branch");
   if (!get("--chunk-size").empty()) {
     Result<uint64_t> size = ParseByteSize(get("--chunk-size"));
-    if (!size.ok() || *size == 0)
-      return UsageError("--chunk-size '" + get("--chunk-size") + "' is not a positive size");
-    options.writer.chunk_bytes = *size;
+    if (!size.ok() || *size == 0) {
+      *exit_code = UsageError("--chunk-size '" + get("--chunk-size") + "' is not a positive size");
+      return false;
+    }
+    writer->chunk_bytes = *size;
   }
   if (!get("--compression").empty()) {
     Result<data::Compression> c = data::ParseCompression(get("--compression"));
-    if (!c.ok()) return UsageError(c.status().message());
-    options.writer.compression = *c;
+    if (!c.ok()) {
+      *exit_code = UsageError(c.status().message());
+      return false;
+    }
+    writer->compression = *c;
   }
-  options.message = get("--message");
-  options.author = get("--author");
+  return true;
+}
+
+std::string Option(const Args& args, const char* name) {
+  auto it = args.options.find(name);
+  return it == args.options.end() ? std::string() : it->second;
+}
+
+int IngestImageFolderCommand(const Args& args, const std::string& command_line) {
+  if (args.positional.size() != 3 && args.positional.size() != 4) {
+    return UsageError("ingest imagefolder needs a folder: ingest imagefolder DIR [DATASET]");
+  }
+  data::ImageFolderIngestOptions options;
+  int code = 0;
+  if (!WriterFlags(args, &options.writer, &code)) return code;
+  if (!Option(args, "--column").empty()) return UsageError("imagefolder ingest has no --column");
+  if (!Option(args, "--threads").empty()) {
+    Result<uint64_t> n = ParseByteSize(Option(args, "--threads"));
+    if (!n.ok() || *n == 0 || *n > 1024)
+      return UsageError("--threads '" + Option(args, "--threads") + "' is not a count of 1..1024");
+    options.threads = static_cast<int>(*n);
+  }
+  options.message = Option(args, "--message");
+  options.author = Option(args, "--author");
+  options.command = command_line;
+  const std::string dataset = args.positional.size() == 4 ? args.positional[3] : args.dataset;
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  bool progress_shown = false;
+  options.progress = [&](uint64_t done, uint64_t total) {
+    progress_shown = true;
+    std::fprintf(stderr, "\ringest: %llu/%llu images, %.0f images/s", (unsigned long long)done,
+                 (unsigned long long)total, done / std::max(seconds(), 1e-9));
+    std::fflush(stderr);
+  };
+  Result<data::ImageFolderIngestResult> result =
+      data::IngestImageFolder(args.positional[2], dataset, options);
+  if (progress_shown) std::fprintf(stderr, "\n");
+  if (!result.ok()) return Failure(result.status());
+  std::printf("%s %llu images in %zu classes from %s into %s at commit %s (%.1f s%s)\n",
+              result->ingest.created ? "created dataset with" : "appended",
+              static_cast<unsigned long long>(result->ingest.samples), result->classes.size(),
+              args.positional[2].c_str(), dataset.c_str(), result->ingest.commit.c_str(), seconds(),
+              result->skipped ? (", skipped " + std::to_string(result->skipped) +
+                                 " files that are not .jpg, .jpeg or .png")
+                                    .c_str()
+                              : "");
+  return 0;
+}
+
+int IngestCommand(const Args& args, const std::string& command_line) {
+  if (args.positional.size() >= 2 && args.positional[1] == "imagefolder") {
+    return IngestImageFolderCommand(args, command_line);
+  }
+  if (args.positional.size() != 3 || args.positional[1] != "numpy") {
+    return UsageError(
+        "ingest needs a kind and a source: ingest numpy FILE.npy, ingest imagefolder DIR");
+  }
+  if (!Option(args, "--threads").empty()) return UsageError("numpy ingest has no --threads");
+  data::NumpyIngestOptions options;
+  int code = 0;
+  if (!WriterFlags(args, &options.writer, &code)) return code;
+  if (!Option(args, "--column").empty()) options.column = Option(args, "--column");
+  options.message = Option(args, "--message");
+  options.author = Option(args, "--author");
   options.command = command_line;
   Result<data::IngestResult> result = data::IngestNumpy(args.dataset, args.positional[2], options);
   if (!result.ok()) return Failure(result.status());

@@ -142,7 +142,8 @@ TEST(DataCli, UsageErrorsExitTwo) {
                                              {"data", "frobnicate"},
                                              {"data", "diff", "A"},
                                              {"data", "checkout"},
-                                             {"data", "ingest", "imagefolder", "x"},
+                                             {"data", "ingest", "tarball", "x"},
+                                             {"data", "ingest", "imagefolder"},
                                              {"data", "info", "--bogus"},
                                              {"data", "verify", "-d"},
                                              {"data", "log", "--column", "x"}}) {

@@ -1,0 +1,127 @@
+// cohort data loader: streams a dataset commit (include/cohort/data.h) as
+// batches for data-parallel training.
+//
+//   data::LoaderOptions o;
+//   o.rank = rank; o.world_size = size; o.batch_size = 256;
+//   o.image.size = 224;                       // random resized crop + flip + normalise
+//   auto loader = data::Loader::Open("/data/imagenet", o);
+//   while (true) {
+//     Result<std::optional<data::Batch>> b = (*loader)->Next();
+//     if (!b.ok()) ...;                        // names the dataset, commit and chunk
+//     if (!*b) break;                          // end of the epoch; Next() starts the next one
+//     float* x = (*b)->column("image").data<float>();   // [256, 3, 224, 224]
+//   }
+//   checkpoint((*loader)->state());            // {seed, epoch, consumed}
+//
+// An epoch has one global sample order that depends only on (seed, epoch):
+// chunks are permuted, then the samples of each window of `window_chunks`
+// consecutive chunks are permuted together. Step t of the job hands global
+// positions [consumed + t*R*B, consumed + (t+1)*R*B) out, B to each of the R
+// ranks in rank order, so every rank gets the same number of batches and a
+// state saved at any step resumes exactly, with the same or another number
+// of ranks. Memory is bounded: a rank holds at most the chunks of the
+// windows its batches in flight touch, plus one window fetched ahead.
+#ifndef COHORT_LOADER_H_
+#define COHORT_LOADER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+#include "cohort/types.h"
+
+namespace cohort::data {
+
+// Where an epoch's sample stream stands; identical on every rank between steps.
+struct LoaderState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t consumed = 0;  // samples of this epoch consumed by all ranks together
+  bool operator==(const LoaderState&) const = default;
+};
+
+// How image columns (JPEG) become fixed-size tensors.
+struct ImageOptions {
+  int size = 0;  // output is size x size; 0: decode only (a batch's images must then agree)
+  // Training: torchvision's RandomResizedCrop (area and aspect drawn per
+  // sample) and a random horizontal flip. Otherwise: the central square of
+  // side `center_fraction` * the shorter side, resized.
+  bool random_crop = true;
+  double scale_min = 0.08, scale_max = 1.0;
+  double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+  double flip_probability = 0.5;  // only with random_crop
+  double center_fraction = 0.875;
+  // Output: float32 CHW normalised as (x/255 - mean) / std, or uint8 CHW.
+  bool to_float = true;
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+};
+
+struct LoaderOptions {
+  std::string ref;                   // branch, tag or commit; empty: HEAD
+  std::vector<std::string> columns;  // columns to load, in this order; empty: all
+  int rank = 0, world_size = 1;
+  uint64_t batch_size = 32;
+  // Last step of an epoch when the samples left do not fill R*B: drop them, or
+  // pad with samples from the start of the epoch's order (Batch::padded says how many).
+  bool drop_last = false;
+  bool shuffle = true;
+  uint64_t window_chunks = 8;  // chunks whose samples are mixed together (COHORT_SHUFFLE_WINDOW)
+  LoaderState start;           // seed, epoch and where to start (resume from a saved state)
+  int threads = 2;             // decode and batch assembly threads (COHORT_LOADER_THREADS)
+  int prefetch_batches = 4;    // batches built ahead of Next() (COHORT_LOADER_PREFETCH)
+  ImageOptions image;
+};
+
+// Reads COHORT_LOADER_THREADS, COHORT_LOADER_PREFETCH and COHORT_SHUFFLE_WINDOW
+// over `options`; errors name the variable and the bad value.
+Status ApplyLoaderEnv(LoaderOptions* options);
+
+// A contiguous, row-major array owned by shared storage (kept alive by copies).
+struct Tensor {
+  DataType dtype = DataType::kUInt8;
+  std::vector<uint64_t> shape;
+  std::shared_ptr<uint8_t[]> storage;
+  uint64_t nbytes = 0;
+
+  template <typename T>
+  T* data() const {
+    return reinterpret_cast<T*>(storage.get());
+  }
+};
+
+struct Batch {
+  std::vector<std::string> names;  // one per tensor, the column names
+  std::vector<Tensor> tensors;     // [B, ...] each
+  std::vector<uint64_t> indices;   // dataset sample index of each row
+  uint64_t padded = 0;             // trailing rows repeating earlier samples (pad mode)
+  uint64_t epoch = 0, step = 0;    // step counts from the epoch's start
+  LoaderState state_after;         // the state to save after training on this batch
+
+  // The tensor of column `name`; fails loudly (aborts) when absent.
+  const Tensor& column(const std::string& name) const;
+};
+
+class Loader {
+ public:
+  // `location` is a dataset directory (see Dataset::Open).
+  static Result<std::unique_ptr<Loader>> Open(const std::string& location, LoaderOptions options);
+  virtual ~Loader() = default;
+
+  // The next batch of this rank, or nullopt at the end of an epoch; the call
+  // after that starts the next epoch.
+  virtual Result<std::optional<Batch>> Next() = 0;
+  // The state after the last batch Next() returned (options.start before any).
+  virtual LoaderState state() const = 0;
+  // Batches each rank still gets in the current epoch from state().
+  virtual uint64_t batches_left() const = 0;
+  virtual uint64_t dataset_size() const = 0;
+};
+
+}  // namespace cohort::data
+
+#endif  // COHORT_LOADER_H_

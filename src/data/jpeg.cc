@@ -1,0 +1,135 @@
+// libjpeg-turbo behind Status: the libjpeg API for (region) decoding, whose
+// errors arrive through longjmp, and TurboJPEG for encoding.
+#include "data/jpeg.h"
+
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+// jpeglib.h needs FILE and size_t declared first.
+#include <jpeglib.h>
+
+namespace cohort::data {
+
+namespace {
+
+constexpr unsigned kRegionMargin = 16;  // pixels decoded around a region (two 8x8 blocks)
+
+struct ErrorManager {
+  jpeg_error_mgr base;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  bool bad_region = false;  // the failure is the caller's region, not the data
+};
+
+void OnError(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  cinfo->err->format_message(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void IgnoreMessage(j_common_ptr) {}
+
+bool RegionInside(const Box& r, unsigned width, unsigned height) {
+  return r.x >= 0 && r.y >= 0 && r.width > 0 && r.height > 0 &&
+         unsigned(r.x) + unsigned(r.width) <= width && unsigned(r.y) + unsigned(r.height) <= height;
+}  // warnings (e.g. extraneous bytes) are not errors
+
+// The libjpeg part, kept free of C++ objects with destructors because
+// longjmp would skip them. Returns false with err->message set on failure.
+bool DecodeInto(std::string_view jpeg, const Box* region, Image* out, Box* origin,
+                ErrorManager* err) {
+  jpeg_decompress_struct cinfo;
+  cinfo.err = jpeg_std_error(&err->base);
+  err->base.error_exit = OnError;
+  err->base.output_message = IgnoreMessage;
+  if (setjmp(err->jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(jpeg.data()),
+               static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  if (region != nullptr && !RegionInside(*region, cinfo.image_width, cinfo.image_height)) {
+    std::snprintf(err->message, sizeof err->message,
+                  "JPEG region %dx%d+%d+%d lies outside the %ux%u image", region->width,
+                  region->height, region->x, region->y, cinfo.image_width, cinfo.image_height);
+    err->bad_region = true;
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  cinfo.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  JDIMENSION x = 0, width = cinfo.output_width, y = 0, height = cinfo.output_height;
+  if (region != nullptr) {
+    // Chroma upsampling blends neighbouring samples, so pixels at a crop's
+    // edge can differ from a full decode; a margin keeps the region exact.
+    const JDIMENSION m = kRegionMargin;
+    x = static_cast<JDIMENSION>(region->x) > m ? region->x - m : 0;
+    y = static_cast<JDIMENSION>(region->y) > m ? region->y - m : 0;
+    width = std::min<JDIMENSION>(region->x + region->width + m, cinfo.output_width) - x;
+    height = std::min<JDIMENSION>(region->y + region->height + m, cinfo.output_height) - y;
+    if (x != 0 || width != cinfo.output_width) jpeg_crop_scanline(&cinfo, &x, &width);
+    if (y > 0) jpeg_skip_scanlines(&cinfo, y);
+  }
+  out->width = static_cast<int>(cinfo.output_width);  // the cropped width
+  out->height = static_cast<int>(height);
+  out->channels = 3;
+  out->pixels.resize(size_t(out->width) * out->height * 3);
+  while (cinfo.output_scanline < y + height) {
+    JSAMPROW row = out->row(static_cast<int>(cinfo.output_scanline - y));
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  if (origin != nullptr) *origin = {int(x), int(y), out->width, out->height};
+  jpeg_abort_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
+}  // namespace
+
+Result<Box> JpegSize(std::string_view jpeg) {
+  tjhandle tj = tjInitDecompress();
+  if (tj == nullptr) return Status::Internal("cannot start a TurboJPEG decoder");
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  const int rc = tjDecompressHeader3(tj, reinterpret_cast<const unsigned char*>(jpeg.data()),
+                                     static_cast<unsigned long>(jpeg.size()), &width, &height,
+                                     &subsampling, &colorspace);
+  std::string why = rc != 0 ? tjGetErrorStr2(tj) : "";
+  tjDestroy(tj);
+  if (rc != 0) return Status::InvalidArgument("not a JPEG image: " + why);
+  return Box{0, 0, width, height};
+}
+
+Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin) {
+  Image image;
+  ErrorManager err;
+  if (!DecodeInto(jpeg, region, &image, origin, &err)) {
+    if (err.bad_region) return Status::InvalidArgument(err.message);
+    return Status::InvalidArgument(std::string("cannot decode JPEG: ") + err.message);
+  }
+  return image;
+}
+
+Result<std::string> EncodeJpeg(const Image& image, int quality) {
+  if (image.channels != 3 && image.channels != 1)
+    return Status::InvalidArgument("JPEG needs 1 or 3 channels, image has " +
+                                   std::to_string(image.channels));
+  tjhandle tj = tjInitCompress();
+  if (tj == nullptr) return Status::Internal("cannot start a TurboJPEG encoder");
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(tj, image.pixels.data(), image.width, 0, image.height,
+                             image.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
+                             image.channels == 3 ? TJSAMP_420 : TJSAMP_GRAY, quality, 0);
+  std::string why = rc != 0 ? tjGetErrorStr2(tj) : "";
+  std::string bytes = rc == 0 ? std::string(reinterpret_cast<char*>(out), size) : "";
+  tjFree(out);
+  tjDestroy(tj);
+  if (rc != 0) return Status::InvalidArgument("cannot encode JPEG: " + why);
+  return bytes;
+}
+
+}  // namespace cohort::data

@@ -1,0 +1,289 @@
+// Loader: one epoch at a time, a plan (loader_plan.h), a read-ahead thread
+// (loader_fetch.h) and `threads` workers that each build whole batches, at
+// most `prefetch_batches` ahead of Next(). Batch b goes to whichever worker
+// claims it next, and everything random is keyed by the sample's position,
+// so the output does not depend on the number of threads.
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cohort/loader.h"
+#include "common/env_config.h"
+#include "data/loader_batch.h"
+#include "data/loader_fetch.h"
+#include "data/loader_plan.h"
+#include "data/shuffle_rng.h"
+
+namespace cohort::data {
+
+const Tensor& Batch::column(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return tensors[i];
+  }
+  std::fprintf(stderr, "cohort loader: the batch has no column '%s'\n", name.c_str());
+  std::abort();
+}
+
+Status ApplyLoaderEnv(LoaderOptions* options) {
+  const EnvLookup env = ProcessEnv();
+  Result<int64_t> threads = EnvInt(env, "COHORT_LOADER_THREADS", options->threads);
+  if (!threads.ok()) return threads.status();
+  Result<int64_t> prefetch = EnvInt(env, "COHORT_LOADER_PREFETCH", options->prefetch_batches);
+  if (!prefetch.ok()) return prefetch.status();
+  Result<int64_t> window =
+      EnvInt(env, "COHORT_SHUFFLE_WINDOW", static_cast<int64_t>(options->window_chunks));
+  if (!window.ok()) return window.status();
+  if (*threads < 1 || *threads > 256)
+    return Status::InvalidArgument("COHORT_LOADER_THREADS must be 1..256, is " +
+                                   std::to_string(*threads));
+  if (*prefetch < 1)
+    return Status::InvalidArgument("COHORT_LOADER_PREFETCH must be at least 1, is " +
+                                   std::to_string(*prefetch));
+  if (*window < 1)
+    return Status::InvalidArgument("COHORT_SHUFFLE_WINDOW must be at least 1, is " +
+                                   std::to_string(*window));
+  options->threads = static_cast<int>(*threads);
+  options->prefetch_batches = static_cast<int>(*prefetch);
+  options->window_chunks = static_cast<uint64_t>(*window);
+  return Status::OK();
+}
+
+namespace {
+
+Status CheckOptions(const LoaderOptions& o) {
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    return Status::InvalidArgument("loader rank " + std::to_string(o.rank) +
+                                   " is not in [0, world size " + std::to_string(o.world_size) +
+                                   ")");
+  }
+  if (o.batch_size == 0) return Status::InvalidArgument("loader batch size must be positive");
+  if (o.threads < 1) return Status::InvalidArgument("loader threads must be at least 1");
+  if (o.prefetch_batches < 1)
+    return Status::InvalidArgument("loader prefetch_batches must be at least 1");
+  if (o.window_chunks < 1)
+    return Status::InvalidArgument("loader window_chunks must be at least 1");
+  if (o.image.size < 0) return Status::InvalidArgument("loader image size must not be negative");
+  if (!(o.image.scale_min > 0 && o.image.scale_min <= o.image.scale_max) ||
+      !(o.image.ratio_min > 0 && o.image.ratio_min <= o.image.ratio_max)) {
+    return Status::InvalidArgument(
+        "loader image scale and ratio ranges must be positive, min <= max");
+  }
+  return Status::OK();
+}
+
+// One epoch in flight: the plan, the fetcher and the workers.
+class EpochRun {
+ public:
+  EpochRun(Repository* repo, const CommitInfo& info, const CommitObject& commit,
+           const std::vector<size_t>& columns, const LoaderOptions& options, LoaderState start,
+           BufferPool* buffers)
+      : commit_(commit), columns_(columns), options_(options), start_(start), buffers_(buffers) {
+    std::vector<uint64_t> sizes;
+    for (const ChunkRef& c : commit.chunks) sizes.push_back(c.num_samples);
+    EpochOrder order(sizes, {options.shuffle, start.seed, options.window_chunks}, start.epoch);
+    plan_ = MakeLoaderPlan(
+        order,
+        {options.rank, options.world_size, options.batch_size, options.drop_last, start.consumed},
+        options.window_chunks);
+    context_ = repo->location();
+    fetcher_ = std::make_unique<ChunkFetcher>(repo, info.id, &commit.chunks, &plan_);
+    for (int t = 0; t < options.threads; ++t) workers_.emplace_back([this] { Work(); });
+  }
+
+  ~EpochRun() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    fetcher_->Stop();  // wakes workers waiting for chunks; they still Release into it
+    for (std::thread& t : workers_) t.join();
+  }
+
+  uint64_t batches() const { return plan_.batches; }
+  uint64_t delivered() const { return delivered_; }
+
+  Result<Batch> Take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait(lock, [&] { return done_.count(delivered_) != 0; });
+    Result<Batch> batch = std::move(done_.at(delivered_));
+    done_.erase(delivered_++);
+    wake_.notify_all();
+    return batch;
+  }
+
+ private:
+  void Work() {
+    while (true) {
+      uint64_t b = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] {
+          return stop_ || claimed_ >= plan_.batches ||
+                 claimed_ < delivered_ + uint64_t(options_.prefetch_batches);
+        });
+        if (stop_ || claimed_ >= plan_.batches) return;
+        b = claimed_++;
+      }
+      Result<Batch> batch = Build(b);
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.emplace(b, std::move(batch));
+      wake_.notify_all();
+    }
+  }
+
+  Result<Batch> Build(uint64_t b) {
+    const uint64_t n = options_.batch_size;
+    std::vector<ColumnBatcher> batchers;
+    for (size_t c : columns_) batchers.emplace_back(commit_.schema[c], options_.image, n, buffers_);
+    Batch batch;
+    batch.epoch = start_.epoch;
+    batch.step = (start_.consumed / plan_.step_samples) + b;
+    batch.indices.resize(n);
+    std::vector<ValueView> views;
+    Status status;
+    uint64_t row = 0;
+    for (; row < n && status.ok(); ++row) {
+      const PlannedSample& s = plan_.samples[b * n + row];
+      Result<const DecodedChunk*> chunk = fetcher_->Wait(s.load);
+      if (!chunk.ok()) {
+        status = chunk.status();
+        break;
+      }
+      status = ParseRecordView(commit_.schema, (*chunk)->record(s.offset), &views);
+      for (size_t k = 0; k < columns_.size() && status.ok(); ++k) {
+        const uint64_t key = ShuffleRng::Key({start_.seed, start_.epoch, s.position, k});
+        status = batchers[k].Add(row, views[columns_[k]], key);
+      }
+      if (!status.ok()) {
+        status = status.WithContext(context_ + ", sample " + std::to_string(s.index));
+      }
+      fetcher_->Release(s.load);
+      batch.indices[row] = s.index;
+      batch.padded += s.position >= plan_.epoch_size;
+    }
+    // Uses of the rows not built must still be released, or the fetcher would wait forever.
+    for (uint64_t r = status.ok() ? n : row; r < n; ++r)
+      fetcher_->Release(plan_.samples[b * n + r].load);
+    if (!status.ok()) return status;
+    for (size_t k = 0; k < columns_.size(); ++k) {
+      batch.names.push_back(commit_.schema[columns_[k]].name);
+      batch.tensors.push_back(batchers[k].Finish());
+    }
+    const bool last = b + 1 == plan_.batches;
+    batch.state_after = {start_.seed, last ? start_.epoch + 1 : start_.epoch,
+                         last ? 0 : start_.consumed + (b + 1) * plan_.step_samples};
+    return batch;
+  }
+
+  const CommitObject& commit_;
+  const std::vector<size_t>& columns_;
+  const LoaderOptions& options_;
+  const LoaderState start_;
+  BufferPool* buffers_;
+  std::string context_;
+  LoaderPlan plan_;
+  std::unique_ptr<ChunkFetcher> fetcher_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  uint64_t claimed_ = 0, delivered_ = 0;
+  std::map<uint64_t, Result<Batch>> done_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+class LoaderImpl : public Loader {
+ public:
+  LoaderImpl(std::unique_ptr<Repository> repo, CommitInfo info, CommitObject commit,
+             std::vector<size_t> columns, LoaderOptions options)
+      : repo_(std::move(repo)),
+        info_(std::move(info)),
+        commit_(std::move(commit)),
+        columns_(std::move(columns)),
+        options_(std::move(options)),
+        state_(options_.start),
+        // Batches in flight or being built, plus a few the consumer still holds.
+        buffers_((options_.prefetch_batches + options_.threads + 4) * columns_.size()) {}
+
+  ~LoaderImpl() override { run_.reset(); }
+
+  Result<std::optional<Batch>> Next() override {
+    if (!run_)
+      run_ = std::make_unique<EpochRun>(repo_.get(), info_, commit_, columns_, options_, state_,
+                                        &buffers_);
+    if (run_->delivered() == run_->batches()) {
+      // The last batch's state_after already points at the next epoch; a
+      // run with no batches (started at or past the end) moves there now.
+      if (run_->batches() == 0) state_ = {state_.seed, state_.epoch + 1, 0};
+      run_.reset();
+      return std::optional<Batch>();
+    }
+    Result<Batch> batch = run_->Take();
+    if (!batch.ok()) return batch.status();
+    state_ = batch->state_after;
+    return std::optional<Batch>(std::move(*batch));
+  }
+
+  LoaderState state() const override { return state_; }
+
+  uint64_t batches_left() const override {
+    PlanRequest r{options_.rank, options_.world_size, options_.batch_size, options_.drop_last,
+                  state_.consumed};
+    return StepsLeft(info_.num_samples, r);
+  }
+  uint64_t dataset_size() const override { return info_.num_samples; }
+
+ private:
+  std::unique_ptr<Repository> repo_;
+  CommitInfo info_;
+  CommitObject commit_;
+  std::vector<size_t> columns_;
+  LoaderOptions options_;
+  LoaderState state_;
+  BufferPool buffers_;
+  std::unique_ptr<EpochRun> run_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Loader>> Loader::Open(const std::string& location, LoaderOptions options) {
+  COHORT_RETURN_IF_ERROR(CheckOptions(options));
+  Result<std::unique_ptr<Repository>> repo = Repository::Open(location);
+  if (!repo.ok()) return repo.status();
+  Result<std::string> id = (*repo)->Resolve(options.ref);
+  if (!id.ok()) return id.status();
+  Result<CommitObject> commit = (*repo)->LoadCommit(*id);
+  if (!commit.ok()) return commit.status();
+  std::vector<size_t> columns;
+  const Schema& schema = commit->schema;
+  if (options.columns.empty()) {
+    for (size_t c = 0; c < schema.size(); ++c) columns.push_back(c);
+  }
+  for (const std::string& name : options.columns) {
+    size_t c = 0;
+    while (c < schema.size() && schema[c].name != name) ++c;
+    if (c == schema.size()) {
+      std::string have;
+      for (const Column& col : schema) {
+        if (!have.empty()) have += ", ";
+        have += col.name;
+      }
+      return Status::InvalidArgument("dataset " + location + " has no column '" + name +
+                                     "' (it has: " + have + ")");
+    }
+    columns.push_back(c);
+  }
+  for (size_t c : columns) {
+    Status s = CheckBatchable(schema[c]);
+    if (!s.ok()) return s.WithContext("dataset " + location);
+  }
+  CommitInfo info = CommitInfoOf(*id, *commit);
+  return std::unique_ptr<Loader>(new LoaderImpl(std::move(*repo), std::move(info),
+                                                std::move(*commit), std::move(columns),
+                                                std::move(options)));
+}
+
+}  // namespace cohort::data

@@ -1,0 +1,110 @@
+// Per-column batch assembly and the per-sample image pipeline.
+#include "data/loader_batch.h"
+
+#include <cstring>
+
+#include "data/jpeg.h"
+#include "data/transforms.h"
+
+namespace cohort::data {
+
+namespace {
+
+std::string ShapeString(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  s += ']';
+  return s;
+}
+
+}  // namespace
+
+Status CheckBatchable(const Column& column) {
+  if (column.kind == ColumnKind::kText || column.kind == ColumnKind::kJson) {
+    return Status::InvalidArgument(
+        "column '" + column.name + "' holds " + ColumnKindName(column.kind) +
+        ", which cannot be batched; leave it out of the loader's columns");
+  }
+  return Status::OK();
+}
+
+Status ColumnBatcher::Allocate(DataType dtype, std::vector<uint64_t> row_shape) {
+  row_bytes_ = DataTypeSize(dtype);
+  for (uint64_t d : row_shape) row_bytes_ *= d;
+  row_shape_ = std::move(row_shape);
+  tensor_.dtype = dtype;
+  tensor_.shape = {batch_size_};
+  tensor_.shape.insert(tensor_.shape.end(), row_shape_.begin(), row_shape_.end());
+  tensor_.nbytes = row_bytes_ * batch_size_;
+  tensor_.storage = buffers_->Get(tensor_.nbytes);
+  return Status::OK();
+}
+
+Status ColumnBatcher::Add(uint64_t row, const ValueView& value, uint64_t key) {
+  switch (column_.kind) {
+    case ColumnKind::kArray:
+      return AddArray(row, value, column_.dtype);
+    case ColumnKind::kLabel:
+      return AddArray(row, value, DataType::kInt64);
+    case ColumnKind::kImage:
+      return AddImage(row, value, key);
+    default:
+      return CheckBatchable(column_);
+  }
+}
+
+Status ColumnBatcher::AddArray(uint64_t row, const ValueView& value, DataType dtype) {
+  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, value.shape));
+  if (value.shape != row_shape_) {
+    return Status::InvalidArgument("column '" + column_.name + "': a sample of shape " +
+                                   ShapeString(value.shape) + " cannot join a batch of shape " +
+                                   ShapeString(row_shape_) +
+                                   " (arrays of different shapes are not batched)");
+  }
+  std::memcpy(tensor_.storage.get() + row * row_bytes_, value.bytes.data(), row_bytes_);
+  return Status::OK();
+}
+
+Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t key) {
+  ShuffleRng rng(key);
+  Image image;
+  bool flip = false;
+  if (image_.size > 0) {
+    Result<Box> size = JpegSize(value.bytes);
+    if (!size.ok()) return size.status().WithContext("column '" + column_.name + "'");
+    const Box crop = image_.random_crop
+                         ? RandomResizedCropBox(size->width, size->height, image_, &rng)
+                         : CenterCropBox(size->width, size->height, image_.center_fraction);
+    flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
+    Box origin;
+    Result<Image> decoded = DecodeJpeg(value.bytes, &crop, &origin);
+    if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
+    const Box in_decoded{crop.x - origin.x, crop.y - origin.y, crop.width, crop.height};
+    image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
+  } else {
+    Result<Image> decoded = DecodeJpeg(value.bytes);
+    if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
+    image = std::move(*decoded);
+  }
+  const std::vector<uint64_t> shape = {3, uint64_t(image.height), uint64_t(image.width)};
+  const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
+  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
+  if (shape != row_shape_) {
+    return Status::InvalidArgument("column '" + column_.name + "': an image of " +
+                                   ShapeString(shape) + " cannot join a batch of " +
+                                   ShapeString(row_shape_) +
+                                   " (set the loader's image size to crop every image alike)");
+  }
+  uint8_t* out = tensor_.storage.get() + row * row_bytes_;
+  if (image_.to_float) {
+    WriteChwFloat(image, flip, image_.mean, image_.std, reinterpret_cast<float*>(out));
+  } else {
+    WriteChwUint8(image, flip, out);
+  }
+  return Status::OK();
+}
+
+}  // namespace cohort::data

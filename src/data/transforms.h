@@ -1,0 +1,33 @@
+// Image transforms of the loader, deterministic from a ShuffleRng: the crop
+// boxes of torchvision's RandomResizedCrop and of a center crop, PIL's
+// antialiased bilinear resampling, and the final write of a batch row as CHW
+// (optionally mirrored, as float normalised or as uint8).
+#ifndef COHORT_DATA_TRANSFORMS_H_
+#define COHORT_DATA_TRANSFORMS_H_
+
+#include <array>
+
+#include "cohort/loader.h"
+#include "data/jpeg.h"
+#include "data/shuffle_rng.h"
+
+namespace cohort::data {
+
+// torchvision.transforms.RandomResizedCrop.get_params: up to 10 draws of
+// area (scale) and log-uniform aspect ratio, then the central fallback.
+Box RandomResizedCropBox(int width, int height, const ImageOptions& options, ShuffleRng* rng);
+// The central square of side `fraction` * min(width, height).
+Box CenterCropBox(int width, int height, double fraction);
+
+// PIL's Image.resize(BILINEAR) of the part `box` of `src` (the box's edges
+// act as the image's edges, as after a crop) to out_width x out_height.
+Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height);
+
+// Writes `image` (3 channels) as planes C x H x W, mirrored left-right with `flip`.
+void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,
+                   const std::array<float, 3>& std, float* out);
+void WriteChwUint8(const Image& image, bool flip, uint8_t* out);
+
+}  // namespace cohort::data
+
+#endif  // COHORT_DATA_TRANSFORMS_H_
