@@ -29,9 +29,10 @@ constexpr EnvFlag kEnvFlags[] = {
     {"--cycle-time", "COHORT_CYCLE_TIME", "ms an idle engine waits before negotiating again"},
     {"--stall-check-time", "COHORT_STALL_CHECK_TIME", "s before tensors missing on some ranks are reported"},
     {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME", "s before they fail on every rank (0: never)"},
-    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM", "auto, shm, ring or recursive_doubling"},
+    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM", "auto, shm, ring, recursive_doubling or hierarchical"},
     {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES", "size up to which latency-optimal algorithms run"},
     {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
+    {"--tcp-streams", "COHORT_TCP_STREAMS", "TCP connections per pair of ranks, bytes striped over them"},
     {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
     {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
 };

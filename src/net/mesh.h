@@ -33,6 +33,9 @@ struct Mesh {
   std::vector<PeerInfo> peers;              // indexed by rank, self included
   std::vector<std::unique_ptr<Link>> links;  // indexed by rank; null for self
   std::vector<int> local_ranks;             // global ranks on this host, ascending
+  // Global ranks of every host, ascending; hosts ordered by their lowest
+  // rank (so hosts[cross_rank] == local_ranks).
+  std::vector<std::vector<int>> hosts;
 
   // Present when the ranks on this host talk through shared memory.
   std::optional<HostSegmentLayout> layout;
