@@ -241,63 +241,59 @@ void CheckAlltoall(DataType t, size_t count) {
   }
 }
 
+constexpr DataType kTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
+                               DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
+                               DataType::kFloat32, DataType::kFloat64};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kProduct};
+
+// Allreduce with every op, then with pre/post scaling; returns the checks made.
+int CheckAllreduceVariants(DataType t, size_t count) {
+  for (ReduceOp op : kOps) CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
+  CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
+  CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
+  return 7;
+}
+
+// Exit status of a checking mode: 0 and "N <what> checks exact" when no
+// element was wrong.
+int Report(int checks, const char* what) {
+  if (g_failures > 0) {
+    std::fprintf(stderr, "rank %d: %d wrong elements\n", Rank(), g_failures);
+    return 1;
+  }
+  std::printf("rank %d: %d %s checks exact\n", Rank(), checks, what);
+  return 0;
+}
+
 int RunAll(bool quick) {
-  const DataType types[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
-                            DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
-                            DataType::kFloat32, DataType::kFloat64};
-  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                          ReduceOp::kProduct};
   int checks = 0;
-  for (DataType t : types) {
+  for (DataType t : kTypes) {
     for (size_t count : Sizes(t, quick)) {
-      for (ReduceOp op : ops) {
-        CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
-        CheckReduceScatter(t, op, count / Size());
-        checks += 2;
-      }
-      CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
-      CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
+      checks += CheckAllreduceVariants(t, count);
+      for (ReduceOp op : kOps) CheckReduceScatter(t, op, count / Size());
       CheckAllgather(t, count / Size());
       CheckBroadcast(t, count);
       CheckAlltoall(t, count / Size());
       CHECK_OK(Barrier());
-      checks += 6;
+      checks += 5 + 4;
     }
   }
-  if (g_failures > 0) {
-    std::fprintf(stderr, "rank %d: %d wrong elements\n", Rank(), g_failures);
-    return 1;
-  }
-  std::printf("rank %d: %d collective checks exact\n", Rank(), checks);
-  return 0;
+  return Report(checks, "collective");
 }
 
 // Allreduce alone, for algorithms chosen by the environment (hierarchical on
-// emulated hosts, striped TCP links): topology line, then exactness.
+// emulated hosts, striped TCP links): topology line, then exactness at sizes
+// 0, 1, odd and several MiB + odd.
 int RunAllreduceOnly(bool quick) {
   std::printf("rank %d: local_size %d cross_size %d\n", Rank(), LocalSize(), CrossSize());
-  const DataType types[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
-                            DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                            DataType::kFloat32, DataType::kFloat64};
-  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                          ReduceOp::kProduct};
   int checks = 0;
-  for (DataType t : types) {
+  for (DataType t : kTypes) {
     std::vector<size_t> sizes = {0, 1, 7, 1001};
-    if (!quick) sizes.push_back((3u << 20) / DataTypeSize(t) + 3);  // several MiB, odd
-    for (size_t count : sizes) {
-      for (ReduceOp op : ops) CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
-      CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
-      CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
-      checks += 7;
-    }
+    if (!quick) sizes.push_back((3u << 20) / DataTypeSize(t) + 3);
+    for (size_t count : sizes) checks += CheckAllreduceVariants(t, count);
   }
-  if (g_failures > 0) {
-    std::fprintf(stderr, "rank %d: %d wrong elements\n", Rank(), g_failures);
-    return 1;
-  }
-  std::printf("rank %d: %d allreduce checks exact\n", Rank(), checks);
-  return 0;
+  return Report(checks, "allreduce");
 }
 
 int RunAllreduceFails() {
@@ -352,7 +348,8 @@ int RunCApi() {
   cohort_error err{};
   std::vector<int64_t> v(5, Rank() + 1);
   expect(cohort_allreduce(v.data(), v.data(), v.size(), COHORT_INT64, COHORT_SUM, 1, 1, &err) ==
-             COHORT_OK, err.message);
+             COHORT_OK,
+         err.message);
   expect(v[4] == static_cast<int64_t>(Size()) * (Size() + 1) / 2, "allreduce sum");
   std::vector<uint64_t> counts(Size());
   expect(cohort_allgather_counts(Rank() + 2, counts.data(), &err) == COHORT_OK, err.message);
