@@ -8,6 +8,7 @@
 #include "collectives/alltoall.h"
 #include "collectives/broadcast.h"
 #include "collectives/call_header.h"
+#include "collectives/hierarchical_allreduce.h"
 #include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring.h"
@@ -65,17 +66,18 @@ RingBlocks BlocksFromCounts(const size_t* counts, int n, DataType type) {
 Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType type, ReduceOp op,
                      double postscale, const CallHeader& header) {
   const int n = comm.size(), r = comm.rank();
+  const RingMembers ring = AllRanks(comm);
   Transfers transfers(comm, "allreduce");
-  transfers.PostHeaderCheck(RightOf(r, n), LeftOf(r, n), header, header);
+  transfers.PostHeaderCheck(ring.right(), ring.left(), header, header);
   const RingBlocks blocks = EvenBlocks(count, n, type);
   Clock::time_point start = Clock::now();
-  COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, buf, blocks, op));
+  COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, ring, buf, blocks, op));
   const size_t esize = DataTypeSize(type);
   FinishReduction(static_cast<unsigned char*>(buf) + blocks.offsets[r] * esize,
                   blocks.offsets[r + 1] - blocks.offsets[r], type, op, n, postscale);
   comm.Phase("RING_REDUCESCATTER", start);
   start = Clock::now();
-  COHORT_RETURN_IF_ERROR(RingAllgatherPhase(comm, transfers, buf, blocks));
+  COHORT_RETURN_IF_ERROR(RingAllgatherPhase(comm, transfers, ring, buf, blocks));
   comm.Phase("RING_ALLGATHER", start);
   return Status::OK();
 }
@@ -87,8 +89,20 @@ Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name) {
   if (name == "shm") return AllreduceAlgorithm::kSharedMemory;
   if (name == "ring") return AllreduceAlgorithm::kRing;
   if (name == "recursive_doubling") return AllreduceAlgorithm::kRecursiveDoubling;
-  return Status::InvalidArgument("unknown allreduce algorithm '" + name +
-                                 "' (expected auto, shm, ring or recursive_doubling)");
+  if (name == "hierarchical") return AllreduceAlgorithm::kHierarchical;
+  return Status::InvalidArgument(
+      "unknown allreduce algorithm '" + name +
+      "' (expected auto, shm, ring, recursive_doubling or hierarchical)");
+}
+
+AllreduceAlgorithm ChooseAllreduceAlgorithm(const Mesh& mesh, size_t bytes,
+                                            const CommunicatorOptions& options) {
+  if (mesh.all_local_shm()) return AllreduceAlgorithm::kSharedMemory;
+  if (bytes <= options.small_message_bytes) return AllreduceAlgorithm::kRecursiveDoubling;
+  if (mesh.cross_size > 1 && mesh.local_size > 1 && CheckHierarchicalLayout(mesh).ok()) {
+    return AllreduceAlgorithm::kHierarchical;
+  }
+  return AllreduceAlgorithm::kRing;
 }
 
 Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
@@ -121,13 +135,11 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
   header.postscale = postscale;
   const size_t bytes = count * DataTypeSize(type);
   if (algorithm == AllreduceAlgorithm::kAuto) {
-    if (comm.mesh().all_local_shm()) {
-      algorithm = AllreduceAlgorithm::kSharedMemory;
-    } else if (bytes <= comm.options().small_message_bytes) {
-      algorithm = AllreduceAlgorithm::kRecursiveDoubling;
-    } else {
-      algorithm = AllreduceAlgorithm::kRing;
-    }
+    algorithm = ChooseAllreduceAlgorithm(comm.mesh(), bytes, comm.options());
+  }
+  if (algorithm == AllreduceAlgorithm::kHierarchical) {
+    Status layout = CheckHierarchicalLayout(comm.mesh());
+    if (!layout.ok()) return comm.Fail(layout.WithContext("allreduce"));
   }
   if (algorithm == AllreduceAlgorithm::kSharedMemory) {
     if (!comm.mesh().all_local_shm()) {
@@ -152,6 +164,9 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
         RecursiveDoublingAllreduce(comm, recv, count, type, op, postscale, header));
     comm.Phase("RECURSIVE_DOUBLING", start);
     return Status::OK();
+  }
+  if (algorithm == AllreduceAlgorithm::kHierarchical) {
+    return HierarchicalAllreduce(comm, recv, count, type, op, postscale, header);
   }
   return RingAllreduce(comm, recv, count, type, op, postscale, header);
 }
@@ -203,9 +218,10 @@ Status RunReduceScatter(Communicator& comm, const void* send, void* recv, const 
   if (total > 0) std::memcpy(work.data(), send, total * esize);
   const RingBlocks blocks = BlocksFromCounts(recv_counts, n, type);
   if (n > 1) {
+    const RingMembers ring = AllRanks(comm);
     Transfers transfers(comm, "reducescatter");
-    transfers.PostHeaderCheck(RightOf(r, n), LeftOf(r, n), header, header);
-    COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, work.data(), blocks, op));
+    transfers.PostHeaderCheck(ring.right(), ring.left(), header, header);
+    COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, ring, work.data(), blocks, op));
   }
   unsigned char* mine = work.data() + blocks.offsets[r] * esize;
   FinishReduction(mine, recv_counts[r], type, op, n, 1.0);
@@ -238,9 +254,10 @@ Status RunAllgather(Communicator& comm, const void* send, size_t send_count, voi
     std::memmove(out + blocks.offsets[r] * esize, send, send_count * esize);
   }
   if (n == 1) return Status::OK();
+  const RingMembers ring = AllRanks(comm);
   Transfers transfers(comm, "allgather");
-  transfers.PostHeaderCheck(RightOf(r, n), LeftOf(r, n), header, header);
-  return RingAllgatherPhase(comm, transfers, recv, blocks);
+  transfers.PostHeaderCheck(ring.right(), ring.left(), header, header);
+  return RingAllgatherPhase(comm, transfers, ring, recv, blocks);
 }
 
 Status RunBroadcast(Communicator& comm, void* buf, size_t count, DataType type, int root) {

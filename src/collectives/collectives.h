@@ -18,8 +18,15 @@
 namespace cohort {
 
 // Which allreduce algorithm to run; kAuto picks by size and topology.
-enum class AllreduceAlgorithm { kAuto, kSharedMemory, kRing, kRecursiveDoubling };
+enum class AllreduceAlgorithm { kAuto, kSharedMemory, kRing, kRecursiveDoubling, kHierarchical };
 Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name);
+
+// What kAuto runs for `bytes` on `mesh`: shared memory when every rank is on
+// one host; otherwise recursive doubling up to options.small_message_bytes;
+// above it hierarchical when several hosts have several ranks each (the same
+// number on every host), else the ring.
+AllreduceAlgorithm ChooseAllreduceAlgorithm(const Mesh& mesh, size_t bytes,
+                                            const CommunicatorOptions& options);
 
 // With `compression`, float32 data travels as float16/bfloat16 (cohort.h).
 Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,

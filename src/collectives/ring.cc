@@ -32,13 +32,21 @@ std::vector<Piece> ChunkSteps(const RingBlocks& blocks, const std::vector<int>& 
 
 }  // namespace
 
-RingSchedule MakeRingSchedule(int rank, int n, const RingBlocks& blocks, int shift,
+RingMembers AllRanks(const Communicator& comm) {
+  RingMembers ring;
+  for (int r = 0; r < comm.size(); ++r) ring.ranks.push_back(r);
+  ring.me = comm.rank();
+  return ring;
+}
+
+RingSchedule MakeRingSchedule(const RingMembers& ring, const RingBlocks& blocks, int shift,
                               size_t chunk_bytes) {
+  const int rank = ring.me, n = ring.size();
   RingSchedule s;
   s.esize = DataTypeSize(blocks.type);
   s.chunk_elems = std::max<size_t>(1, chunk_bytes / s.esize);
-  s.left = LeftOf(rank, n);
-  s.right = RightOf(rank, n);
+  s.left = ring.left();
+  s.right = ring.right();
   std::vector<int> send_blocks, recv_blocks;
   for (int t = 0; t < n - 1; ++t) {
     send_blocks.push_back(((rank - t - shift) % n + n) % n);

@@ -20,21 +20,31 @@ struct RingBlocks {
   DataType type;
 };
 
+// The ranks a ring runs over, in ring order, and this rank's place in it:
+// the whole communicator, or a subgroup such as the ranks of one host.
+struct RingMembers {
+  std::vector<int> ranks;
+  int me = 0;  // index of this rank in `ranks`
+  int size() const { return static_cast<int>(ranks.size()); }
+  int right() const { return ranks[(me + 1) % size()]; }
+  int left() const { return ranks[(me + size() - 1) % size()]; }
+};
+
+// Every rank of `comm`, in rank order.
+RingMembers AllRanks(const Communicator& comm);
+
 // Near-equal blocks over `count` elements (the first count % n get one more).
 RingBlocks EvenBlocks(size_t count, int n, DataType type);
 
-// Afterwards rank r's block r of `buf` holds the reduction over all ranks of
-// that block (not yet finished: see FinishReduction). Other blocks hold
-// partial sums.
-Status RingReduceScatterPhase(Communicator& comm, Transfers& transfers, void* buf,
-                              const RingBlocks& blocks, ReduceOp op);
+// `blocks` has one block per member. Afterwards member i's block i of `buf`
+// holds the reduction over all members of that block (not yet finished: see
+// FinishReduction). Other blocks hold partial sums.
+Status RingReduceScatterPhase(Communicator& comm, Transfers& transfers, const RingMembers& ring,
+                              void* buf, const RingBlocks& blocks, ReduceOp op);
 
-// Expects rank r's block r of `buf` to be final; afterwards every block is.
-Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, void* buf,
-                          const RingBlocks& blocks);
-
-inline int RightOf(int rank, int n) { return (rank + 1) % n; }
-inline int LeftOf(int rank, int n) { return (rank + n - 1) % n; }
+// Expects member i's block i of `buf` to be final; afterwards every block is.
+Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, const RingMembers& ring,
+                          void* buf, const RingBlocks& blocks);
 
 }  // namespace cohort
 

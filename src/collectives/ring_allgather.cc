@@ -1,5 +1,5 @@
-// Ring allgather phase: at step t rank r sends block r-t to its right and
-// receives block r-t-1 from its left straight into place; a received chunk is
+// Ring allgather phase: at step t member i sends block i-t to its right and
+// receives block i-t-1 from its left straight into place; a received chunk is
 // forwarded in the next step as soon as it has arrived.
 #include <algorithm>
 #include <vector>
@@ -9,12 +9,10 @@
 
 namespace cohort {
 
-Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, void* buf,
-                          const RingBlocks& blocks) {
-  const int n = comm.size();
-  const int r = comm.rank();
-  if (n == 1) return Status::OK();
-  const RingSchedule s = MakeRingSchedule(r, n, blocks, /*shift=*/0, comm.options().chunk_bytes);
+Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, const RingMembers& ring,
+                          void* buf, const RingBlocks& blocks) {
+  if (ring.size() == 1) return Status::OK();
+  const RingSchedule s = MakeRingSchedule(ring, blocks, /*shift=*/0, comm.options().chunk_bytes);
   const size_t esize = s.esize;
   const std::vector<Piece>& sends = s.sends;
   const std::vector<Piece>& recvs = s.recvs;

@@ -15,7 +15,8 @@ struct Piece {
 };
 
 // What one rank sends and receives over a ring phase of n-1 steps, in which
-// step t sends block (rank - t - shift) and receives block (rank - t - shift - 1).
+// member i's step t sends block (i - t - shift) and receives block
+// (i - t - shift - 1); left and right are global ranks.
 // Because a step sends exactly the block received in the previous step, send
 // piece first_step_sends + k forwards receive piece k.
 struct RingSchedule {
@@ -28,7 +29,7 @@ struct RingSchedule {
   size_t chunk_elems = 0;
 };
 
-RingSchedule MakeRingSchedule(int rank, int n, const RingBlocks& blocks, int shift,
+RingSchedule MakeRingSchedule(const RingMembers& ring, const RingBlocks& blocks, int shift,
                               size_t chunk_bytes);
 
 }  // namespace cohort

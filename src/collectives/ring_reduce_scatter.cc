@@ -1,5 +1,5 @@
-// Ring reduce-scatter phase: at step t rank r sends block r-t-1 to its right
-// and receives block r-t-2 from its left, reducing it into its own copy.
+// Ring reduce-scatter phase: at step t member i sends block i-t-1 to its right
+// and receives block i-t-2 from its left, reducing it into its own copy.
 // Received chunks land in a small staging ring (kStagingChunks deep) so the
 // memory used does not grow with the message.
 #include <algorithm>
@@ -16,12 +16,10 @@ constexpr size_t kStagingChunks = 4;
 
 }  // namespace
 
-Status RingReduceScatterPhase(Communicator& comm, Transfers& transfers, void* buf,
-                              const RingBlocks& blocks, ReduceOp op) {
-  const int n = comm.size();
-  const int r = comm.rank();
-  if (n == 1) return Status::OK();
-  const RingSchedule s = MakeRingSchedule(r, n, blocks, /*shift=*/1, comm.options().chunk_bytes);
+Status RingReduceScatterPhase(Communicator& comm, Transfers& transfers, const RingMembers& ring,
+                              void* buf, const RingBlocks& blocks, ReduceOp op) {
+  if (ring.size() == 1) return Status::OK();
+  const RingSchedule s = MakeRingSchedule(ring, blocks, /*shift=*/1, comm.options().chunk_bytes);
   const size_t esize = s.esize, chunk = s.chunk_elems;
   const std::vector<Piece>& sends = s.sends;
   const std::vector<Piece>& recvs = s.recvs;

@@ -102,13 +102,16 @@ Status Transfers::Wait() {
   for (int peer : active_) {
     const PeerQueues& q = peers_[peer];
     if (q.sends.empty() && q.recvs.empty()) continue;
-    const int fd = comm_.link(peer)->fd();
-    if (fd < 0) {
+    const Link* link = comm_.link(peer);
+    const bool sending = !q.sends.empty(), receiving = !q.recvs.empty();
+    if ((sending && link->send_fd() < 0) || (receiving && link->recv_fd() < 0)) {
       spin = true;
       continue;
     }
-    short events = (q.sends.empty() ? 0 : POLLOUT) | (q.recvs.empty() ? 0 : POLLIN);
-    fds.push_back(pollfd{fd, events, 0});
+    // A striped link may send on one socket and receive on another; poll(2)
+    // accepts the same descriptor twice when they coincide.
+    if (sending) fds.push_back(pollfd{link->send_fd(), POLLOUT, 0});
+    if (receiving) fds.push_back(pollfd{link->recv_fd(), POLLIN, 0});
   }
   if (idle_spins_ % 64 == 0 && Clock::now() >= next_check_) {
     next_check_ = Clock::now() + kCheckInterval;

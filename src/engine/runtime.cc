@@ -11,6 +11,10 @@
 namespace cohort {
 namespace {
 
+// Each stream is one connection (and descriptor) per pair of ranks, so the
+// count multiplies a rank's open sockets; more than 16 only costs.
+constexpr int kMaxTcpStreams = 16;
+
 Result<size_t> EnvBytes(const EnvLookup& env, const char* name, size_t fallback) {
   std::optional<std::string> text = EnvString(env, name);
   if (!text) return fallback;
@@ -67,6 +71,15 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.engine.stall_check_seconds = *check;
   s.engine.stall_shutdown_seconds = *stop;
   s.engine.timeline_path = EnvString(env, "COHORT_TIMELINE").value_or("");
+  Result<int64_t> streams = EnvInt(env, "COHORT_TCP_STREAMS", s.tcp_streams);
+  if (!streams.ok()) return streams.status();
+  if (*streams < 1 || *streams > kMaxTcpStreams) {
+    return Status::InvalidArgument("COHORT_TCP_STREAMS must be between 1 and " +
+                                   std::to_string(kMaxTcpStreams) + ", not " +
+                                   std::to_string(*streams));
+  }
+  s.tcp_streams = static_cast<int>(*streams);
+  s.test_hosts = EnvString(env, "COHORT_TEST_HOSTS").value_or("");
   Result<int64_t> cache = EnvInt(env, "COHORT_CACHE_CAPACITY", static_cast<int64_t>(s.engine.cache_capacity));
   if (!cache.ok()) return cache.status();
   if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
@@ -115,6 +128,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   mo.listen_host = *listen_host;
   mo.timeout_seconds = rt->settings_.timeout_seconds;
   mo.shm_slot_bytes = rt->settings_.shm_slot_bytes;
+  mo.tcp_streams = rt->settings_.tcp_streams;
+  mo.test_hosts = rt->settings_.test_hosts;
   Result<Mesh> mesh = BuildMesh(**store, mo);
   if (!mesh.ok()) return mesh.status().WithContext("rank " + std::to_string(j.rank) + " building the mesh");
 

@@ -37,6 +37,9 @@ struct Mesh {
   // identity; a process set's mesh numbers its members 0..n-1 but names
   // them by their job ranks.
   std::vector<int> names;
+  // Global ranks of every host, ascending; hosts ordered by their lowest
+  // rank (so hosts[cross_rank] == local_ranks).
+  std::vector<std::vector<int>> hosts;
 
   // Present when the ranks on this host talk through shared memory.
   std::optional<HostSegmentLayout> layout;

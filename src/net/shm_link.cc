@@ -70,7 +70,8 @@ class ShmLink : public Link {
     return n;
   }
 
-  int fd() const override { return -1; }
+  int send_fd() const override { return -1; }
+  int recv_fd() const override { return -1; }
   bool CanMove(bool send, bool recv) const override {
     if (out_->closed.load() || in_->closed.load()) return true;  // TrySend/TryRecv report it
     const bool space = out_->head.load(std::memory_order_relaxed) -

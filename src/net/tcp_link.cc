@@ -13,7 +13,8 @@ class TcpLink : public Link {
     return socket_.TrySend(data, len);
   }
   Result<size_t> TryRecv(void* data, size_t len) override { return socket_.TryRecv(data, len); }
-  int fd() const override { return socket_.fd(); }
+  int send_fd() const override { return socket_.fd(); }
+  int recv_fd() const override { return socket_.fd(); }
   void Close() override { socket_.Shutdown(); }
   bool CanMove(bool, bool) const override { return false; }  // poll(2) its fd instead
   const char* kind() const override { return "tcp"; }

@@ -44,7 +44,8 @@ Status ExchangePeerInfo(StoreClient& store, const MeshOptions& o, const PeerInfo
                         Deadline deadline, std::vector<PeerInfo>* peers) {
   COHORT_RETURN_IF_ERROR(store.Set("mesh/peer/" + std::to_string(o.rank),
                                    me.host_key + "\t" + me.hostname + "\t" + me.address + "\t" +
-                                       std::to_string(me.pid)));
+                                       std::to_string(me.pid) + "\t" +
+                                       std::to_string(o.tcp_streams)));
   peers->resize(o.size);
   for (int r = 0; r < o.size; ++r) {
     Result<std::string> record = store.Get("mesh/peer/" + std::to_string(r), deadline);
@@ -52,8 +53,17 @@ Status ExchangePeerInfo(StoreClient& store, const MeshOptions& o, const PeerInfo
       return record.status().WithContext("rank " + std::to_string(r) + " did not join the job");
     }
     std::vector<std::string> f = SplitTabs(*record);
-    if (f.size() != 4) return Status::Internal("malformed mesh record for rank " + std::to_string(r));
+    if (f.size() != 5) {
+      return Status::Internal("malformed mesh record for rank " + std::to_string(r));
+    }
     (*peers)[r] = PeerInfo{f[1], f[0], f[2], std::stoi(f[3]), 0};
+    // Every rank checks, so every rank reports the same error.
+    if (std::stoi(f[4]) != o.tcp_streams) {
+      return Status::InvalidArgument("COHORT_TCP_STREAMS must be the same on every rank: rank " +
+                                     std::to_string(r) + " uses " + f[4] + ", rank " +
+                                     std::to_string(o.rank) + " uses " +
+                                     std::to_string(o.tcp_streams));
+    }
   }
   return Status::OK();
 }
@@ -76,30 +86,44 @@ void ComputeTopology(Mesh* mesh) {
   mesh->cross_size = static_cast<int>(host_order.size());
   mesh->cross_rank = static_cast<int>(std::find(host_order.begin(), host_order.end(), mine) -
                                       host_order.begin());
+  for (const std::string& host : host_order) mesh->hosts.push_back(by_host[host]);
 }
 
 bool UsesTcp(const Mesh& mesh, const MeshOptions& o, int peer) {
   return o.force_tcp || mesh.peers[peer].host_key != mesh.peers[mesh.rank].host_key;
 }
 
+// What a connecting rank sends after the handshake: who it is and which of
+// its tcp_streams connections to the accepting rank this one is.
+struct ConnectionHello {
+  int32_t rank;
+  int32_t stream;
+};
+
 Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadline deadline) {
   // Connect to lower ranks; accept from higher ones. Each connection starts
-  // with the job-secret handshake, then the connecting rank sends its rank.
+  // with the job-secret handshake, then the connecting rank says who it is.
   for (int p = 0; p < o.rank; ++p) {
     if (!UsesTcp(*mesh, o, p)) continue;
     std::string host;
     int port = 0;
     COHORT_RETURN_IF_ERROR(ParseHostPort(mesh->peers[p].address, "mesh address", &host, &port));
-    Result<Socket> s = Socket::Connect(host, port, deadline);
-    if (!s.ok()) return s.status().WithContext("connecting to " + mesh->Describe(p));
-    COHORT_RETURN_IF_ERROR(AuthenticateClient(*s, o.secret, "mesh", deadline)
-                               .WithContext("connecting to " + mesh->Describe(p)));
-    int32_t me = o.rank;
-    COHORT_RETURN_IF_ERROR(s->SendAll(&me, sizeof(me), deadline));
-    mesh->links[p] = MakeTcpLink(std::move(s).value());
+    std::vector<Socket> streams;
+    for (int32_t stream = 0; stream < o.tcp_streams; ++stream) {
+      Result<Socket> s = Socket::Connect(host, port, deadline);
+      if (!s.ok()) return s.status().WithContext("connecting to " + mesh->Describe(p));
+      COHORT_RETURN_IF_ERROR(AuthenticateClient(*s, o.secret, "mesh", deadline)
+                                 .WithContext("connecting to " + mesh->Describe(p)));
+      ConnectionHello hello{o.rank, stream};
+      COHORT_RETURN_IF_ERROR(s->SendAll(&hello, sizeof(hello), deadline));
+      streams.push_back(std::move(s).value());
+    }
+    mesh->links[p] = MakeStripedTcpLink(std::move(streams));
   }
+  // Accepted connections, by rank and stream, until all of a rank's are in.
+  std::map<int, std::vector<Socket>> accepted;
   int expected = 0;
-  for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(*mesh, o, p) ? 1 : 0;
+  for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(*mesh, o, p) ? o.tcp_streams : 0;
   while (expected > 0) {
     Result<Socket> s = listener.Accept(deadline);
     if (!s.ok()) return s.status().WithContext("waiting for " + std::to_string(expected) +
@@ -109,14 +133,20 @@ Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadl
                            << s->PeerName() << ": " << why.message();
     });
     if (!auth.ok()) continue;
-    int32_t peer = -1;
-    COHORT_RETURN_IF_ERROR(s->RecvAll(&peer, sizeof(peer), deadline));
-    if (peer <= o.rank || peer >= o.size || mesh->links[peer] != nullptr) {
-      return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer));
+    ConnectionHello hello{-1, -1};
+    COHORT_RETURN_IF_ERROR(s->RecvAll(&hello, sizeof(hello), deadline));
+    const int peer = hello.rank;
+    std::vector<Socket>& streams = accepted[peer];
+    streams.resize(o.tcp_streams);
+    if (peer <= o.rank || peer >= o.size || hello.stream < 0 || hello.stream >= o.tcp_streams ||
+        streams[hello.stream].valid()) {
+      return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer) +
+                              " stream " + std::to_string(hello.stream));
     }
-    mesh->links[peer] = MakeTcpLink(std::move(s).value());
+    streams[hello.stream] = std::move(s).value();
     --expected;
   }
+  for (auto& [peer, streams] : accepted) mesh->links[peer] = MakeStripedTcpLink(std::move(streams));
   return Status::OK();
 }
 
@@ -166,6 +196,33 @@ Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Dea
 
 }  // namespace
 
+Result<std::vector<int>> ParseTestHosts(const std::string& text, int size) {
+  std::vector<int> hosts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    size_t used = 0;
+    int host = -1;
+    try {
+      host = std::stoi(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || host < 0) {
+      return Status::InvalidArgument("COHORT_TEST_HOSTS='" + text + "': entry " +
+                                     std::to_string(hosts.size()) + " ('" + part +
+                                     "') is not a host number >= 0");
+    }
+    hosts.push_back(host);
+  }
+  if (static_cast<int>(hosts.size()) != size) {
+    return Status::InvalidArgument("COHORT_TEST_HOSTS='" + text + "' names the host of " +
+                                   std::to_string(hosts.size()) + " ranks but the job has " +
+                                   std::to_string(size) + " (one entry per rank, e.g. 0,0,1,1)");
+  }
+  return hosts;
+}
+
 std::string LocalHostKey() {
   struct stat st {};
   std::string netns = ::stat("/proc/self/ns/net", &st) == 0 ? std::to_string(st.st_ino) : "";
@@ -187,6 +244,13 @@ Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& o) {
   mesh.size = o.size;
   PeerInfo me{Hostname(), LocalHostKey(), o.listen_host + ":" + std::to_string(*port),
               static_cast<int>(::getpid()), 0};
+  if (!o.test_hosts.empty()) {
+    Result<std::vector<int>> hosts = ParseTestHosts(o.test_hosts, o.size);
+    if (!hosts.ok()) return hosts.status();
+    const std::string emulated = "/test-host-" + std::to_string((*hosts)[o.rank]);
+    me.hostname += emulated;
+    me.host_key += emulated;
+  }
   COHORT_RETURN_IF_ERROR(ExchangePeerInfo(store, o, me, deadline, &mesh.peers));
   ComputeTopology(&mesh);
   mesh.links.resize(o.size);

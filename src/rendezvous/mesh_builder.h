@@ -5,6 +5,7 @@
 #define COHORT_RENDEZVOUS_MESH_BUILDER_H_
 
 #include <string>
+#include <vector>
 
 #include "cohort/status.h"
 #include "net/mesh.h"
@@ -22,6 +23,11 @@ struct MeshOptions {
   size_t shm_slot_bytes = 1 << 20;
   int shm_slots = 4;
   size_t shm_ring_bytes = 1 << 20;  // a power of two
+  int tcp_streams = 1;              // COHORT_TCP_STREAMS: TCP connections per pair of ranks
+  // COHORT_TEST_HOSTS, a testing knob: "0,0,1,1" puts ranks 0-1 and 2-3 on
+  // two emulated hosts (TCP between them, shared memory within) although
+  // they run on one machine. Empty: real hosts only.
+  std::string test_hosts;
 };
 
 Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& options);
@@ -30,6 +36,10 @@ Result<Mesh> BuildMesh(StoreClient& store, const MeshOptions& options);
 // network namespace, so emulated hosts in separate namespaces count as
 // separate hosts.
 std::string LocalHostKey();
+
+// Parses COHORT_TEST_HOSTS (see MeshOptions::test_hosts) for a job of
+// `size` ranks: one host number per rank.
+Result<std::vector<int>> ParseTestHosts(const std::string& text, int size);
 
 }  // namespace cohort
 

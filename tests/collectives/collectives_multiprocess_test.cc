@@ -98,11 +98,13 @@ TEST(CollectivesAlgorithms, TinyChunksAndSlots) {
   EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3);
 }
 
-std::vector<std::unique_ptr<ChildProcess>> StartTorchrunStyle(int np, const std::string& transport,
-                                                             const std::vector<std::string>& args) {
+std::vector<std::unique_ptr<ChildProcess>> StartTorchrunStyle(
+    int np, const std::string& transport, const std::vector<std::string>& args,
+    std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv = {TestBinary("collectives_worker")};
   argv.insert(argv.end(), args.begin(), args.end());
-  return StartWithTorchrunVariables(np, argv, {{"COHORT_TRANSPORT", transport}});
+  env["COHORT_TRANSPORT"] = transport;
+  return StartWithTorchrunVariables(np, argv, env);
 }
 
 // A rank killed mid-allreduce: every survivor fails with an error naming it,
@@ -120,6 +122,79 @@ TEST(CollectivesFailure, KilledPeerFailsSurvivorsFast) {
     Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
     EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
   }
+}
+
+// Hierarchical allreduce: 4 ranks as 2 emulated hosts x 2 (shared memory
+// within, TCP between), every dtype x op exact up to several MiB + odd; once
+// with one TCP connection per pair and once striped over 4.
+TEST(CollectivesHierarchical, TwoEmulatedHostsEveryDtypeAndOpIsExact) {
+  for (const char* streams : {"1", "4"}) {
+    Finished f = RunWorkers(4, "auto", {"allreduce"}, 200,
+                            {{"COHORT_TEST_HOSTS", "0,0,1,1"},
+                             {"COHORT_ALLREDUCE_ALGORITHM", "hierarchical"},
+                             {"COHORT_TCP_STREAMS", streams}});
+    EXPECT_EQ(f.exit_code, 0) << streams << " streams\n" << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "local_size 2 cross_size 2"), 4) << f.out;
+    EXPECT_EQ(CountLines(f.out, "allreduce checks exact"), 4) << f.out;
+  }
+}
+
+// Hosts that interleave ranks (host of rank r is r % 3), chosen by `auto`,
+// with tiny chunks so every ring phase runs many pipeline steps.
+TEST(CollectivesHierarchical, ThreeInterleavedHostsTinyChunks) {
+  Finished f = RunWorkers(6, "auto", {"allreduce", "quick"}, 200,
+                          {{"COHORT_TEST_HOSTS", "0,1,2,0,1,2"},
+                           {"COHORT_CHUNK_BYTES", "64"},
+                           {"COHORT_SMALL_MESSAGE_BYTES", "16"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "local_size 2 cross_size 3"), 6) << f.out;
+  EXPECT_EQ(CountLines(f.out, "allreduce checks exact"), 6) << f.out;
+}
+
+// Hosts of different sizes: forcing hierarchical fails on every rank with
+// the reason; `auto` falls back to the ring and stays exact.
+TEST(CollectivesHierarchical, UnevenHosts) {
+  Finished forced =
+      RunWorkers(3, "auto", {"allreduce_fails"}, 60,
+                 {{"COHORT_TEST_HOSTS", "0,0,1"}, {"COHORT_ALLREDUCE_ALGORITHM", "hierarchical"}});
+  EXPECT_EQ(forced.exit_code, 0) << forced.out << forced.err;
+  EXPECT_EQ(CountLines(forced.out, "needs the same number of ranks on every host"), 3)
+      << forced.out;
+  Finished automatic =
+      RunWorkers(3, "auto", {"allreduce", "quick"}, 120, {{"COHORT_TEST_HOSTS", "0,0,1"}});
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.out << automatic.err;
+  EXPECT_EQ(CountLines(automatic.out, "allreduce checks exact"), 3) << automatic.out;
+}
+
+// Two ranks over TCP with 4 streams: the flat algorithms over striped links.
+TEST(CollectivesTcpStreams, FourStreamsEveryDtypeAndOpIsExact) {
+  Finished f = RunWorkers(2, "tcp", {"allreduce"}, 200, {{"COHORT_TCP_STREAMS", "4"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "allreduce checks exact"), 2) << f.out;
+}
+
+TEST(CollectivesTcpStreams, BadValueIsNamed) {
+  Finished f = RunWorkers(2, "tcp", {"allreduce", "quick"}, 60, {{"COHORT_TCP_STREAMS", "0"}});
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_TRUE(Contains(f.err, "COHORT_TCP_STREAMS must be between 1 and 16, not 0")) << f.err;
+}
+
+// A rank killed mid-allreduce on emulated hosts with striped TCP: every
+// survivor, on its host or the other, fails naming it, well before the timeout.
+TEST(CollectivesHierarchical, KilledPeerFailsSurvivorsFast) {
+  auto workers = StartTorchrunStyle(4, "auto", {"die"},
+                                    {{"COHORT_TEST_HOSTS", "0,0,1,1"},
+                                     {"COHORT_ALLREDUCE_ALGORITHM", "hierarchical"},
+                                     {"COHORT_TCP_STREAMS", "2"}});
+  for (int r = 0; r < 3; ++r) {
+    Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
+    EXPECT_EQ(f.exit_code, 0) << "rank " << r << ": " << f.out << f.err;
+    EXPECT_TRUE(Contains(f.out, "peer failure")) << f.out;
+    EXPECT_TRUE(Contains(f.out, "rank 3 (host ")) << f.out;
+    EXPECT_LT(f.seconds, 20) << "survivor noticed the dead peer too late";
+  }
+  Finished dead = workers[3]->Finish(Deadline::AfterSeconds(30));
+  EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
 }
 
 // Under torchrun's variables the job bootstraps with rank 0 hosting the store.

@@ -12,9 +12,17 @@
 //   collectives_worker badarg       rank 0 passes an invalid root; all ranks fail
 //   collectives_worker capi         the plain-C ABI: results, queries, and an
 //                                   invalid dtype on one rank failing all ranks
+//   collectives_worker allreduce [quick]
+//                                   allreduce only: every dtype x op (with and
+//                                   without scaling) at sizes 0, 1, odd and
+//                                   several MiB + odd; prints the topology
+//   collectives_worker allreduce_fails
+//                                   one allreduce that must fail on every rank
+//                                   (the test sets what makes it fail)
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +52,9 @@ bool IsFloat(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
          t == DataType::kFloat64;
 }
+
+// Input(t, op, rank, i) is periodic in i with this period (lcm of 11 and 4).
+constexpr size_t kInputPeriod = 44;
 
 // Small integers, so every reduction is exact in every type; negative values
 // only for signed types.
@@ -131,8 +142,14 @@ void CheckAllreduce(DataType t, ReduceOp op, size_t count, double pre, double po
   Fill(send, t, op, count, 0, r);
   unsigned char* out = inplace ? send.data() : recv.data();
   CHECK_OK(Allreduce(send.data(), out, count, t, AllreduceOptions{op, pre, post}));
-  const std::string what = std::string("allreduce ") + ReduceOpName(op) + " count " + std::to_string(count);
-  for (size_t i = 0; i < count; ++i) Expect(what, t, out, i, ReduceReference(t, op, n, i, pre, post));
+  const std::string what =
+      std::string("allreduce ") + ReduceOpName(op) + " count " + std::to_string(count);
+  // Input() repeats in i, so the reference does too: compute one period and
+  // check every element against it (the reference per element dominated the
+  // run time at several MiB).
+  std::vector<double> want(std::min(count, kInputPeriod));
+  for (size_t i = 0; i < want.size(); ++i) want[i] = ReduceReference(t, op, n, i, pre, post);
+  for (size_t i = 0; i < count; ++i) Expect(what, t, out, i, want[i % kInputPeriod]);
 }
 
 void CheckReduceScatter(DataType t, ReduceOp op, size_t count) {
@@ -224,35 +241,66 @@ void CheckAlltoall(DataType t, size_t count) {
   }
 }
 
-int RunAll(bool quick) {
-  const DataType types[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
-                            DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
-                            DataType::kFloat32, DataType::kFloat64};
-  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                          ReduceOp::kProduct};
-  int checks = 0;
-  for (DataType t : types) {
-    for (size_t count : Sizes(t, quick)) {
-      for (ReduceOp op : ops) {
-        CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
-        CheckReduceScatter(t, op, count / Size());
-        checks += 2;
-      }
-      CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
-      CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
-      CheckAllgather(t, count / Size());
-      CheckBroadcast(t, count);
-      CheckAlltoall(t, count / Size());
-      CHECK_OK(Barrier());
-      checks += 6;
-    }
-  }
+constexpr DataType kTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
+                               DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
+                               DataType::kFloat32, DataType::kFloat64};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kProduct};
+
+// Allreduce with every op, then with pre/post scaling; returns the checks made.
+int CheckAllreduceVariants(DataType t, size_t count) {
+  for (ReduceOp op : kOps) CheckAllreduce(t, op, count, 1, 1, /*inplace=*/op == ReduceOp::kSum);
+  CheckAllreduce(t, ReduceOp::kSum, count, 0.5, 2, false);
+  CheckAllreduce(t, ReduceOp::kAverage, count, 2, 0.5, true);
+  return 7;
+}
+
+// Exit status of a checking mode: 0 and "N <what> checks exact" when no
+// element was wrong.
+int Report(int checks, const char* what) {
   if (g_failures > 0) {
     std::fprintf(stderr, "rank %d: %d wrong elements\n", Rank(), g_failures);
     return 1;
   }
-  std::printf("rank %d: %d collective checks exact\n", Rank(), checks);
+  std::printf("rank %d: %d %s checks exact\n", Rank(), checks, what);
   return 0;
+}
+
+int RunAll(bool quick) {
+  int checks = 0;
+  for (DataType t : kTypes) {
+    for (size_t count : Sizes(t, quick)) {
+      checks += CheckAllreduceVariants(t, count);
+      for (ReduceOp op : kOps) CheckReduceScatter(t, op, count / Size());
+      CheckAllgather(t, count / Size());
+      CheckBroadcast(t, count);
+      CheckAlltoall(t, count / Size());
+      CHECK_OK(Barrier());
+      checks += 5 + 4;
+    }
+  }
+  return Report(checks, "collective");
+}
+
+// Allreduce alone, for algorithms chosen by the environment (hierarchical on
+// emulated hosts, striped TCP links): topology line, then exactness at sizes
+// 0, 1, odd and several MiB + odd.
+int RunAllreduceOnly(bool quick) {
+  std::printf("rank %d: local_size %d cross_size %d\n", Rank(), LocalSize(), CrossSize());
+  int checks = 0;
+  for (DataType t : kTypes) {
+    std::vector<size_t> sizes = {0, 1, 7, 1001};
+    if (!quick) sizes.push_back((3u << 20) / DataTypeSize(t) + 3);
+    for (size_t count : sizes) checks += CheckAllreduceVariants(t, count);
+  }
+  return Report(checks, "allreduce");
+}
+
+int RunAllreduceFails() {
+  std::vector<float> buf(1000, 1.0f);
+  Status s = Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
+  std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
+  return s.ok() ? 1 : 0;
 }
 
 // Every rank must fail with kMismatch and a message naming two ranks.
@@ -300,7 +348,8 @@ int RunCApi() {
   cohort_error err{};
   std::vector<int64_t> v(5, Rank() + 1);
   expect(cohort_allreduce(v.data(), v.data(), v.size(), COHORT_INT64, COHORT_SUM, 1, 1, &err) ==
-             COHORT_OK, err.message);
+             COHORT_OK,
+         err.message);
   expect(v[4] == static_cast<int64_t>(Size()) * (Size() + 1) / 2, "allreduce sum");
   std::vector<uint64_t> counts(Size());
   expect(cohort_allgather_counts(Rank() + 2, counts.data(), &err) == COHORT_OK, err.message);
@@ -332,6 +381,8 @@ int main(int argc, char** argv) {
   if (mode == "die") rc = RunDie();
   if (mode == "badarg") rc = RunBadArg();
   if (mode == "capi") rc = RunCApi();
+  if (mode == "allreduce") rc = RunAllreduceOnly(argc > 2 && std::strcmp(argv[2], "quick") == 0);
+  if (mode == "allreduce_fails") rc = RunAllreduceFails();
   Shutdown();
   return rc;
 }
