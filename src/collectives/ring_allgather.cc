@@ -26,7 +26,8 @@ Status RingAllgatherPhase(Communicator& comm, Transfers& transfers, const RingMe
   while (posted_sends < sends.size()) {
     const size_t done = transfers.recvs_done(left);
     const size_t arrived = done > recv_base ? done - recv_base : 0;
-    while (posted_sends < sends.size() && (posted_sends < first || posted_sends - first < arrived)) {
+    while (posted_sends < sends.size() &&
+           (posted_sends < first || posted_sends - first < arrived)) {
       const Piece& p = sends[posted_sends++];
       transfers.PostSend(right, data + p.offset * esize, p.count * esize);
     }

@@ -32,7 +32,8 @@ Status RingReduceScatterPhase(Communicator& comm, Transfers& transfers, const Ri
   size_t posted_sends = 0, posted_recvs = 0, reduced = 0;
   while (reduced < recvs.size() || posted_sends < sends.size()) {
     // A send of step t >= 1 forwards a piece received and reduced in step t-1.
-    while (posted_sends < sends.size() && (posted_sends < first || posted_sends - first < reduced)) {
+    while (posted_sends < sends.size() &&
+           (posted_sends < first || posted_sends - first < reduced)) {
       const Piece& p = sends[posted_sends++];
       transfers.PostSend(right, data + p.offset * esize, p.count * esize);
     }

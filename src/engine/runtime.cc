@@ -51,8 +51,9 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.small_message_bytes = *small;
   s.chunk_bytes = *chunk;
   s.shm_slot_bytes = (*slot + 4095) / 4096 * 4096;
-  for (auto [name, field] : {std::pair{"COHORT_FUSION_THRESHOLD", &s.engine.fusion_threshold_bytes},
-                              std::pair{"COHORT_FUSION_MAX_TENSOR", &s.engine.fusion_max_tensor_bytes}}) {
+  for (auto [name, field] :
+       {std::pair{"COHORT_FUSION_THRESHOLD", &s.engine.fusion_threshold_bytes},
+        std::pair{"COHORT_FUSION_MAX_TENSOR", &s.engine.fusion_max_tensor_bytes}}) {
     std::optional<std::string> text = EnvString(env, name);
     if (!text) continue;
     Result<uint64_t> bytes = ParseByteSize(*text);
@@ -64,10 +65,12 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   if (*cycle < 0) return Status::InvalidArgument("COHORT_CYCLE_TIME must not be negative (ms)");
   s.engine.cycle_time_ms = *cycle;
   Result<double> check = EnvDouble(env, "COHORT_STALL_CHECK_TIME", s.engine.stall_check_seconds);
-  Result<double> stop = EnvDouble(env, "COHORT_STALL_SHUTDOWN_TIME", s.engine.stall_shutdown_seconds);
+  Result<double> stop =
+      EnvDouble(env, "COHORT_STALL_SHUTDOWN_TIME", s.engine.stall_shutdown_seconds);
   if (!check.ok()) return check.status();
   if (!stop.ok()) return stop.status();
-  if (*check <= 0) return Status::InvalidArgument("COHORT_STALL_CHECK_TIME must be positive seconds");
+  if (*check <= 0)
+    return Status::InvalidArgument("COHORT_STALL_CHECK_TIME must be positive seconds");
   s.engine.stall_check_seconds = *check;
   s.engine.stall_shutdown_seconds = *stop;
   s.engine.timeline_path = EnvString(env, "COHORT_TIMELINE").value_or("");
@@ -80,7 +83,8 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   }
   s.tcp_streams = static_cast<int>(*streams);
   s.test_hosts = EnvString(env, "COHORT_TEST_HOSTS").value_or("");
-  Result<int64_t> cache = EnvInt(env, "COHORT_CACHE_CAPACITY", static_cast<int64_t>(s.engine.cache_capacity));
+  Result<int64_t> cache =
+      EnvInt(env, "COHORT_CACHE_CAPACITY", static_cast<int64_t>(s.engine.cache_capacity));
   if (!cache.ok()) return cache.status();
   if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
   s.engine.cache_capacity = static_cast<size_t>(*cache);
@@ -106,7 +110,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
     j.secret = "cohort-unprotected-job@" + where;
   }
   if (j.rank0_hosts_store && j.rank == 0) {
-    Result<std::unique_ptr<StoreServer>> server = StoreServer::Start("0.0.0.0", j.store_port, j.secret);
+    Result<std::unique_ptr<StoreServer>> server =
+        StoreServer::Start("0.0.0.0", j.store_port, j.secret);
     if (!server.ok()) return server.status();
     rt->hosted_store_ = std::move(server).value();
   }
@@ -131,7 +136,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   mo.tcp_streams = rt->settings_.tcp_streams;
   mo.test_hosts = rt->settings_.test_hosts;
   Result<Mesh> mesh = BuildMesh(**store, mo);
-  if (!mesh.ok()) return mesh.status().WithContext("rank " + std::to_string(j.rank) + " building the mesh");
+  if (!mesh.ok())
+    return mesh.status().WithContext("rank " + std::to_string(j.rank) + " building the mesh");
 
   CommunicatorOptions co;
   co.timeout_seconds = rt->settings_.timeout_seconds;

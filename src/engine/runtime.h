@@ -20,15 +20,15 @@ namespace cohort {
 
 // Settings that come from COHORT_* variables (docs/configuration.md).
 struct RuntimeSettings {
-  double timeout_seconds = 300;          // COHORT_TIMEOUT
-  bool force_tcp = false;                // COHORT_TRANSPORT=tcp
+  double timeout_seconds = 300;                                        // COHORT_TIMEOUT
+  bool force_tcp = false;                                              // COHORT_TRANSPORT=tcp
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;  // COHORT_ALLREDUCE_ALGORITHM
-  size_t small_message_bytes = 64 << 10;  // COHORT_SMALL_MESSAGE_BYTES
-  size_t chunk_bytes = 256 << 10;         // COHORT_CHUNK_BYTES
-  size_t shm_slot_bytes = 1 << 20;        // COHORT_SHM_SLOT_BYTES
-  int tcp_streams = 1;                    // COHORT_TCP_STREAMS
-  std::string test_hosts;                 // COHORT_TEST_HOSTS (testing knob)
-  EngineOptions engine;                   // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
+  size_t small_message_bytes = 64 << 10;                               // COHORT_SMALL_MESSAGE_BYTES
+  size_t chunk_bytes = 256 << 10;                                      // COHORT_CHUNK_BYTES
+  size_t shm_slot_bytes = 1 << 20;                                     // COHORT_SHM_SLOT_BYTES
+  int tcp_streams = 1;                                                 // COHORT_TCP_STREAMS
+  std::string test_hosts;  // COHORT_TEST_HOSTS (testing knob)
+  EngineOptions engine;    // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
 };
 
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);

@@ -20,7 +20,8 @@ struct ShmRing {
   // Data (capacity bytes) follows at offset sizeof(ShmRing).
   unsigned char* bytes() { return reinterpret_cast<unsigned char*>(this + 1); }
 };
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory rings need lock-free atomics");
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "shared-memory rings need lock-free atomics");
 
 size_t ShmRingBytes(size_t capacity) { return sizeof(ShmRing) + capacity; }
 
@@ -40,7 +41,8 @@ class ShmLink : public Link {
       : out_(static_cast<ShmRing*>(outbound)), in_(static_cast<ShmRing*>(inbound)), peer_(peer) {}
 
   Result<size_t> TrySend(const void* data, size_t len) override {
-    if (out_->closed.load(std::memory_order_relaxed) || in_->closed.load(std::memory_order_relaxed)) {
+    if (out_->closed.load(std::memory_order_relaxed) ||
+        in_->closed.load(std::memory_order_relaxed)) {
       return Status::PeerFailure("shared-memory link closed");
     }
     const uint64_t head = out_->head.load(std::memory_order_relaxed);
@@ -74,10 +76,11 @@ class ShmLink : public Link {
   int recv_fd() const override { return -1; }
   bool CanMove(bool send, bool recv) const override {
     if (out_->closed.load() || in_->closed.load()) return true;  // TrySend/TryRecv report it
-    const bool space = out_->head.load(std::memory_order_relaxed) -
-                           out_->tail.load(std::memory_order_acquire) < out_->capacity;
-    const bool data = in_->head.load(std::memory_order_acquire) >
-                      in_->tail.load(std::memory_order_relaxed);
+    const bool space =
+        out_->head.load(std::memory_order_relaxed) - out_->tail.load(std::memory_order_acquire) <
+        out_->capacity;
+    const bool data =
+        in_->head.load(std::memory_order_acquire) > in_->tail.load(std::memory_order_relaxed);
     return (send && space) || (recv && data);
   }
   void Close() override {

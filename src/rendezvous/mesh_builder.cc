@@ -1,9 +1,9 @@
 // Mesh construction: publish, learn the peers, connect TCP, map shared memory.
 #include "rendezvous/mesh_builder.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,8 +84,8 @@ void ComputeTopology(Mesh* mesh) {
   mesh->local_rank = mesh->peers[mesh->rank].local_rank;
   mesh->local_size = static_cast<int>(mesh->local_ranks.size());
   mesh->cross_size = static_cast<int>(host_order.size());
-  mesh->cross_rank = static_cast<int>(std::find(host_order.begin(), host_order.end(), mine) -
-                                      host_order.begin());
+  mesh->cross_rank =
+      static_cast<int>(std::find(host_order.begin(), host_order.end(), mine) - host_order.begin());
   for (const std::string& host : host_order) mesh->hosts.push_back(by_host[host]);
 }
 
@@ -126,11 +126,12 @@ Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadl
   for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(*mesh, o, p) ? o.tcp_streams : 0;
   while (expected > 0) {
     Result<Socket> s = listener.Accept(deadline);
-    if (!s.ok()) return s.status().WithContext("waiting for " + std::to_string(expected) +
-                                               " peers to connect");
+    if (!s.ok())
+      return s.status().WithContext("waiting for " + std::to_string(expected) +
+                                    " peers to connect");
     Status auth = AuthenticateServer(*s, o.secret, "mesh", deadline, [&](const Status& why) {
-      COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from "
-                           << s->PeerName() << ": " << why.message();
+      COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from " << s->PeerName()
+                           << ": " << why.message();
     });
     if (!auth.ok()) continue;
     ConnectionHello hello{-1, -1};
@@ -166,7 +167,8 @@ Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Dea
   if (!mine.ok()) return mine.status();
   void* base = mine->data();
   layout.control(base)->pid = ::getpid();
-  for (int l = 0; l < mesh->local_size; ++l) InitShmRing(layout.inbound_ring(base, l), o.shm_ring_bytes);
+  for (int l = 0; l < mesh->local_size; ++l)
+    InitShmRing(layout.inbound_ring(base, l), o.shm_ring_bytes);
   mesh->segments[mesh->local_rank] = std::move(mine).value();
 
   const std::string host_tag = std::to_string(mesh->cross_rank);

@@ -16,9 +16,9 @@ namespace cohort {
 struct MeshOptions {
   int rank = 0;
   int size = 1;
-  std::string secret;           // job secret; every mesh connection authenticates with it
-  bool force_tcp = false;       // COHORT_TRANSPORT=tcp: TCP even between ranks on one host
-  std::string listen_host;      // address peers reach this rank at
+  std::string secret;       // job secret; every mesh connection authenticates with it
+  bool force_tcp = false;   // COHORT_TRANSPORT=tcp: TCP even between ranks on one host
+  std::string listen_host;  // address peers reach this rank at
   double timeout_seconds = 300;
   size_t shm_slot_bytes = 1 << 20;
   int shm_slots = 4;

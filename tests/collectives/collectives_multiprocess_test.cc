@@ -26,8 +26,9 @@ std::string Name(const ::testing::TestParamInfo<JobShape>& info) {
 
 Finished RunWorkers(int np, const std::string& transport, const std::vector<std::string>& args,
                     double seconds, std::map<std::string, std::string> env = {}) {
-  std::vector<std::string> cmd = {"run", "-np", std::to_string(np), "--timeout", "60",
-                                  "--transport", transport, "--", TestBinary("collectives_worker")};
+  std::vector<std::string> cmd = {"run",       "-np", std::to_string(np),
+                                  "--timeout", "60",  "--transport",
+                                  transport,   "--",  TestBinary("collectives_worker")};
   cmd.insert(cmd.end(), args.begin(), args.end());
   return RunCohort(cmd, seconds, env);
 }
@@ -82,8 +83,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CollectivesJob,
 // The link-based algorithms also run over shared-memory links when forced.
 TEST(CollectivesAlgorithms, RingAndRecursiveDoublingOverSharedMemoryLinks) {
   for (const char* algorithm : {"ring", "recursive_doubling"}) {
-    Finished f = RunWorkers(3, "auto", {"all", "quick"}, 120,
-                            {{"COHORT_ALLREDUCE_ALGORITHM", algorithm}});
+    Finished f =
+        RunWorkers(3, "auto", {"all", "quick"}, 120, {{"COHORT_ALLREDUCE_ALGORITHM", algorithm}});
     EXPECT_EQ(f.exit_code, 0) << algorithm << "\n" << f.out << f.err;
     EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3) << algorithm;
   }
@@ -92,7 +93,8 @@ TEST(CollectivesAlgorithms, RingAndRecursiveDoublingOverSharedMemoryLinks) {
 // Small chunks and slots force many pipeline steps and slot reuse.
 TEST(CollectivesAlgorithms, TinyChunksAndSlots) {
   Finished f = RunWorkers(3, "auto", {"all", "quick"}, 120,
-                          {{"COHORT_CHUNK_BYTES", "64"}, {"COHORT_SHM_SLOT_BYTES", "4096"},
+                          {{"COHORT_CHUNK_BYTES", "64"},
+                           {"COHORT_SHM_SLOT_BYTES", "4096"},
                            {"COHORT_SMALL_MESSAGE_BYTES", "16"}});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   EXPECT_EQ(CountLines(f.out, "collective checks exact"), 3);

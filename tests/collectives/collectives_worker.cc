@@ -39,13 +39,13 @@ namespace {
 
 int g_failures = 0;
 
-#define CHECK_OK(expr)                                                                   \
-  do {                                                                                   \
-    Status s_ = (expr);                                                                  \
-    if (!s_.ok()) {                                                                      \
+#define CHECK_OK(expr)                                                                        \
+  do {                                                                                        \
+    Status s_ = (expr);                                                                       \
+    if (!s_.ok()) {                                                                           \
       std::fprintf(stderr, "rank %d: %s failed: %s\n", Rank(), #expr, s_.ToString().c_str()); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 bool IsFloat(DataType t) {
@@ -124,8 +124,8 @@ void Expect(const std::string& what, DataType t, const unsigned char* got, size_
   const double have = LoadAs(t, got + i * DataTypeSize(t));
   if (have != want && !(std::isnan(have) && std::isnan(want))) {
     if (g_failures++ < 5) {
-      std::fprintf(stderr, "rank %d: %s %s: element %zu is %g, expected %g\n", Rank(),
-                   what.c_str(), DataTypeName(t), i, have, want);
+      std::fprintf(stderr, "rank %d: %s %s: element %zu is %g, expected %g\n", Rank(), what.c_str(),
+                   DataTypeName(t), i, have, want);
     }
   }
 }
@@ -179,7 +179,8 @@ void CheckAllgather(DataType t, size_t count) {
   for (int p = 0; p < n; ++p) {
     const size_t want = p % 2 == 0 ? count : count / 2 + p;
     if ((*counts)[p] != want) {
-      std::fprintf(stderr, "rank %d: AllgatherCounts[%d] = %zu, expected %zu\n", r, p, (*counts)[p], want);
+      std::fprintf(stderr, "rank %d: AllgatherCounts[%d] = %zu, expected %zu\n", r, p, (*counts)[p],
+                   want);
       ++g_failures;
     }
     total += (*counts)[p];
@@ -203,7 +204,8 @@ void CheckBroadcast(DataType t, size_t count) {
     Fill(buf, t, ReduceOp::kSum, count, 0, r);
     CHECK_OK(Broadcast(buf.data(), count, t, root));
     for (size_t i = 0; i < count; ++i) {
-      Expect("broadcast from " + std::to_string(root), t, buf.data(), i, Input(t, ReduceOp::kSum, root, i));
+      Expect("broadcast from " + std::to_string(root), t, buf.data(), i,
+             Input(t, ReduceOp::kSum, root, i));
     }
   }
 }
@@ -360,7 +362,8 @@ int RunCApi() {
   const int code = cohort_allreduce(f.data(), f.data(), f.size(), dtype, COHORT_SUM, 1, 1, &err);
   std::printf("rank %d: code %d: %s\n", Rank(), code, err.message);
   expect(code != COHORT_OK && err.code == code, "bad dtype fails");
-  expect(std::strstr(err.message, "invalid data type value 99") != nullptr, "message names the dtype");
+  expect(std::strstr(err.message, "invalid data type value 99") != nullptr,
+         "message names the dtype");
   return failures == 0 ? 0 : 1;
 }
 
