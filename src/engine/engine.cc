@@ -82,7 +82,8 @@ std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
 
 }  // namespace
 
-Engine::Engine(Communicator& comm, EngineOptions options) : comm_(comm), options_(options) {
+Engine::Engine(Communicator& comm, EngineOptions options)
+    : comm_(comm), options_(options), leaving_(comm.size(), false) {
   std::vector<int> everyone(comm.size());
   for (int r = 0; r < comm.size(); ++r) everyone[r] = r;
   sets_[kGlobalProcessSet] =
@@ -259,6 +260,11 @@ Status Engine::Cycle() {
     if (id == kGlobalProcessSet || !set->member()) continue;
     COHORT_RETURN_IF_ERROR(CycleSet(*set, queued[id], false, nullptr));
   }
+  // Every rank learned who asked to stop from set 0's exchange, so all fail
+  // the same tensors at the same point.
+  for (auto& [id, set] : sets_) {
+    if (set->member()) FailAbandoned(*set);
+  }
   for (const auto& [id, requests] : queued) {
     if (sets_.count(id) > 0) continue;
     for (const Request& r : requests) {
@@ -303,9 +309,10 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   for (const std::string& name : all[0].stalled) FailStalled(set, name);
   std::vector<std::vector<Announcement>> per_rank;
   bool all_shutdown = true;
-  for (CycleMessage& m : all) {
-    per_rank.push_back(std::move(m.announcements));
-    all_shutdown = all_shutdown && m.shutdown;
+  for (size_t r = 0; r < all.size(); ++r) {
+    per_rank.push_back(std::move(all[r].announcements));
+    all_shutdown = all_shutdown && all[r].shutdown;
+    if (all[r].shutdown) leaving_[set.ranks[r]] = true;  // only set 0 carries the flag
   }
   set.table.Apply(per_rank);
   // Where ranks share memory, fused tensors are reduced in place from their
@@ -356,6 +363,23 @@ void Engine::FailUnfinished() {
     }
   }
   FailSet(-1, Status::NotInitialized("the engine shut down before this operation ran"));
+}
+
+void Engine::FailAbandoned(ProcessSet& set) {
+  for (const auto& [name, missing] : set.table.Waiting()) {
+    std::vector<int> left;
+    for (int r : missing) {
+      if (leaving_[set.ranks[r]]) left.push_back(r);
+    }
+    if (left.empty()) continue;
+    set.table.Drop(name);
+    Request r = TakePending(set.id, name);
+    if (r.handle != 0) {
+      handles_.Complete(r.handle,
+                        Status::PeerFailure("tensor '" + name + "' was never submitted by " +
+                                            DescribeRanks(set, left) + " before they shut down"));
+    }
+  }
 }
 
 void Engine::FailSet(int id, const Status& status) {

@@ -90,6 +90,9 @@ class Engine {
   std::string DescribeRanks(const ProcessSet& set, const std::vector<int>& ranks) const;
   // After every rank asked to stop: fails what can no longer complete.
   void FailUnfinished();
+  // Fails the tensors of `set` that wait for a rank which asked to stop:
+  // that rank submits nothing more, so they could never complete.
+  void FailAbandoned(ProcessSet& set);
   Status Execute(ProcessSet& set, const Response& response);
   Status ExecuteAllreduce(ProcessSet& set, const Response& response);
   Status ExecuteAllgather(ProcessSet& set, const Request& request, const Response& response);
@@ -107,7 +110,8 @@ class Engine {
   const EngineOptions options_;
   HandleTable handles_;
   FusionBuffer fusion_;
-  int next_set_id_ = 1;  // engine thread only
+  int next_set_id_ = 1;        // engine thread only
+  std::vector<bool> leaving_;  // engine thread: job ranks that asked to stop
 
   // The running timeline. Swapped by user threads; the engine thread takes
   // one reference per cycle (`tl_`), so a timeline stopped mid-cycle stays

@@ -91,6 +91,16 @@ TEST_P(EngineJob, UnmatchedNameFailsAtShutdownNamingTheRank) {
   EXPECT_EQ(CountLines(f.out, "never submitted by rank 1 (host"), GetParam().np - 1) << f.out;
 }
 
+// A rank that shuts down while others wait for it fails their tensors at
+// once (not at COHORT_TIMEOUT), naming it.
+TEST_P(EngineJob, ShutdownOfOneRankFailsWhatWaitsForIt) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"early_shutdown"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "never submitted by rank " + std::to_string(GetParam().np - 1)),
+            GetParam().np - 1)
+      << f.out << f.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
                          ::testing::Values(Shape{2, "auto"}, Shape{3, "auto"}, Shape{2, "tcp"},
                                            Shape{3, "tcp"}),

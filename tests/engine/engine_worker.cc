@@ -25,6 +25,8 @@
 //                                 asynchronous, and a compression mismatch
 //   engine_worker die             the last rank dies mid-step; the others'
 //                                 pending handles fail naming it
+//   engine_worker early_shutdown  the last rank shuts down at once; a tensor the
+//                                 others then wait for fails naming it
 //   engine_worker process_sets    two disjoint halves and an overlapping pair
 //                                 {0, n-1} run every kind of collective at the
 //                                 same time as the whole job, with the same
@@ -509,6 +511,24 @@ int RunDie() {
   }
 }
 
+int RunEarlyShutdown() {
+  const int rank = Rank(), last = Size() - 1;
+  Result<Handle> started = BarrierAsync("engine.started");  // every rank's engine runs
+  Check(started.ok() && Wait(*started).ok(), "barrier");
+  if (rank == last) return Shutdown().ok() ? 0 : 1;
+  float x = 1;
+  Result<Handle> h = AllreduceAsync("left.behind", &x, &x, {1}, DataType::kFloat32);
+  Check(h.ok(), "submit");
+  Status s = h.ok() ? Wait(*h) : h.status();
+  std::printf("rank %d: %s\n", rank, s.ToString().c_str());
+  Check(s.code() == Status::Code::kPeerFailure &&
+            s.message().find("never submitted by rank " + std::to_string(last) + " (host") !=
+                std::string::npos,
+        "the tensor fails naming the rank that shut down: " + s.ToString());
+  Shutdown();
+  return g_failures == 0 ? 0 : 1;
+}
+
 // Sum over the members of value(member) for every element: the expected
 // allreduce of tensors whose element j on job rank r is (r + j) % 5.
 float SetSum(const std::vector<int>& members, size_t j) {
@@ -686,6 +706,7 @@ int main(int argc, char** argv) {
   if (mode == "stall") rc = RunStall();
   if (mode == "die") rc = RunDie();
   if (mode == "process_sets") rc = RunProcessSets();
+  if (mode == "early_shutdown") rc = RunEarlyShutdown();
   if (mode == "compression") rc = RunCompression();
   if (mode == "timeline") rc = RunTimeline(argc > 2 ? argv[2] : "timeline.json");
   Shutdown();
