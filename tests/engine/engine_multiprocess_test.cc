@@ -1,6 +1,8 @@
 // Multi-process tests of the engine: asynchronous named operations under
 // `cohort run`, over shared memory and forced TCP, with fusion on and off.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -123,13 +125,17 @@ TEST(EngineProcessSets, RunConcurrentlyWithExactResultsAndClearErrors) {
 // The stall inspector reports the missing rank, then fails the tensor on
 // every rank that submitted it.
 TEST(EngineStall, MissingRankIsReportedThenFailed) {
+  const std::string fifo = ::testing::TempDir() + "/stall.fifo." + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   Finished f =
-      RunEngineJob(3, "auto", {"stall"},
+      RunEngineJob(3, "auto", {"stall", fifo},
                    {{"COHORT_STALL_CHECK_TIME", "0.2"}, {"COHORT_STALL_SHUTDOWN_TIME", "1"}});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
   EXPECT_TRUE(Contains(f.err, "stall inspector: tensor 'late' has waited")) << f.err;
   EXPECT_TRUE(Contains(f.err, "not yet submitted by rank 1 (host")) << f.err;
   EXPECT_EQ(CountLines(f.out, "stalled: rank 1 (host"), 2) << f.out;
+  ::unlink(fifo.c_str());
 }
 
 // A rank killed mid-step: the others' pending operations fail with an error

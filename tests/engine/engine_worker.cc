@@ -17,7 +17,7 @@
 //                                 then joins; sums and mins see only the active
 //                                 ranks; Join returns the last rank
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
-//   engine_worker stall           a name rank 1 holds back is reported, then
+//   engine_worker stall FIFO      a name rank 1 holds back is reported, then
 //                                 failed as stalled (short COHORT_STALL_* times)
 //   engine_worker timeline PATH   StartTimeline(PATH), tensors "traced.*", then
 //                                 StopTimeline and tensors "untraced.*"
@@ -32,7 +32,9 @@
 //                                 same time as the whole job, with the same
 //                                 names; errors for non-members, unknown and
 //                                 removed sets, mismatches name job ranks
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -409,7 +411,7 @@ int RunUnmatched() {
   return g_failures == 0 ? 0 : 1;
 }
 
-int RunStall() {
+int RunStall(const char* fifo) {
   float a = 1, b = 1;
   Result<Handle> both = AllreduceAsync("both", &a, &a, {1}, DataType::kFloat32);
   Check(both.ok() && Wait(*both).ok(), "engine started");
@@ -420,6 +422,18 @@ int RunStall() {
     Check(s.code() == Status::Code::kTimeout, "stalled tensor times out");
     Check(s.message().find("stalled: rank 1 (host") != std::string::npos, "names rank 1");
   }
+  // Rank 1 stays until the others have seen the stall (a byte each through
+  // the FIFO the test made): a rank that shuts down fails at once what waits
+  // for it, which is not what is tested here.
+  // Rank 1 also holds a write end, so its reads wait for both bytes, never EOF.
+  const int fd = ::open(fifo, Rank() == 1 ? O_RDWR : O_WRONLY);
+  Check(fd >= 0, std::string("open ") + fifo);
+  char byte = 's';
+  for (int i = 0; i < (Rank() == 1 ? Size() - 1 : 1); ++i) {
+    const ssize_t n = Rank() == 1 ? ::read(fd, &byte, 1) : ::write(fd, &byte, 1);
+    Check(n == 1, "FIFO byte");
+  }
+  ::close(fd);
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -703,7 +717,7 @@ int main(int argc, char** argv) {
   if (mode == "scatter") rc = RunScatter();
   if (mode == "steps") rc = RunSteps();
   if (mode == "join") rc = RunJoin();
-  if (mode == "stall") rc = RunStall();
+  if (mode == "stall") rc = RunStall(argc > 2 ? argv[2] : "stall.fifo");
   if (mode == "die") rc = RunDie();
   if (mode == "process_sets") rc = RunProcessSets();
   if (mode == "early_shutdown") rc = RunEarlyShutdown();
