@@ -41,6 +41,7 @@ enum class ColumnKind : uint8_t {
   kJson = 4,   // a JSON document as UTF-8 text: uint8, shape [nbytes]
 };
 const char* ColumnKindName(ColumnKind kind);  // "array", "image", "text", "label", "json"
+Result<ColumnKind> ParseColumnKind(const std::string& name);  // the inverse of ColumnKindName
 
 struct Column {
   std::string name;

@@ -16,12 +16,36 @@ JPEG decoding, crops, batch assembly) happens in C++ threads; see
 include/cohort/loader.h for the order, sharding and resume rules. Settings
 default from COHORT_LOADER_THREADS, COHORT_LOADER_PREFETCH and
 COHORT_SHUFFLE_WINDOW; rank and world_size from COHORT_RANK and COHORT_SIZE.
+
+Writing and reading samples one at a time:
+
+    from cohort.data import Writer, Dataset
+    w = Writer.create("/data/toy", [("x", "array", "float32"), ("label", "label")])
+    w.append({"x": np.zeros((2, 3), np.float32), "label": 7})
+    commit_id = w.commit("first sample")
+    ds = Dataset.open("/data/toy")           # HEAD; or a branch, tag, commit id, REF~N
+    ds[0]                                     # {"x": array(...), "label": 7}
+
+A sample is a dict column -> value: numpy arrays for array columns (the
+column's dtype exactly; bfloat16 as uint16 bits), bytes for image, str for
+text and json, int for label. Bad input raises ValueError naming the column;
+a commit that lost a race with another writer raises ConflictError (a
+RuntimeError); the writer is then unchanged and can be reopened.
 """
 import os
 
 from . import _data
 
-__all__ = ["DataLoader", "ingest_imagefolder"]
+__all__ = ["DataLoader", "ingest_imagefolder", "Writer", "Dataset", "ConflictError", "log", "diff",
+           "checkout", "create_branch", "create_tag", "resolve"]
+
+ConflictError = _data.ConflictError
+log = _data.log            # log(location, ref="") -> [commit dict], newest first
+diff = _data.diff          # diff(location, from_ref, to_ref) -> {"added", "removed", "changed"}
+checkout = _data.checkout  # checkout(location, ref): HEAD follows a branch, or is detached
+create_branch = _data.create_branch
+create_tag = _data.create_tag
+resolve = _data.resolve    # resolve(location, ref="HEAD") -> commit id
 
 
 def _env_int(name, default):
@@ -82,3 +106,102 @@ class DataLoader:
 def ingest_imagefolder(directory, location, threads=0):
     """DIR/CLASS/IMAGE files -> image + label samples at `location`, committed."""
     return _data.ingest_imagefolder(directory, location, threads)
+
+
+def _schema_entries(schema):
+    """[(name, kind) | (name, "array", dtype)] or {name: kind | ("array", dtype)} -> string lists."""
+    items = schema.items() if isinstance(schema, dict) else schema
+    entries = []
+    for item in items:
+        if isinstance(schema, dict):
+            name, spec = item
+            item = (name, spec) if isinstance(spec, str) else (name, *spec)
+        entry = [str(part) for part in item[:2]]
+        if len(item) > 2:
+            dtype = item[2]
+            if not isinstance(dtype, str):
+                import numpy  # numpy dtypes and scalar types: their canonical name
+                dtype = numpy.dtype(dtype).name
+            entry.append(dtype)
+        entry.extend(str(part) for part in item[3:])  # too many parts: the library says so
+        entries.append(entry)
+    return entries
+
+
+class Writer:
+    """Builds the next commit of one branch; changes stay in memory until commit()."""
+
+    def __init__(self, writer):
+        self._writer = writer
+
+    @classmethod
+    def create(cls, location, schema, *, branch="", chunk_bytes=0, compression="none",
+               compression_level=0):
+        """A new dataset at `location` with an empty first commit on `branch` (default main)."""
+        return cls(_data.Writer.create(location, _schema_entries(schema), branch, chunk_bytes,
+                                       compression, compression_level))
+
+    @classmethod
+    def open(cls, location, *, branch="", chunk_bytes=0, compression="none", compression_level=0):
+        """Continues `branch` (default: the branch HEAD names) of an existing dataset."""
+        return cls(_data.Writer.open(location, branch, chunk_bytes, compression, compression_level))
+
+    def append(self, sample):
+        self._writer.append(sample)
+
+    def update(self, index, sample):
+        """Replaces sample `index`, keeping its sample id."""
+        self._writer.update(index, sample)
+
+    def delete(self, index):
+        """Removes sample `index`; later samples move down by one."""
+        self._writer.delete(index)
+
+    def commit(self, message, author=None, command=None):
+        """Writes the commit and moves the branch to it; returns the commit id."""
+        return self._writer.commit(message, author or "", command or "")
+
+    def __len__(self):
+        return len(self._writer)
+
+    @property
+    def base(self):
+        """The commit this writer builds on."""
+        return self._writer.base
+
+    @property
+    def schema(self):
+        return self._writer.schema
+
+
+class Dataset:
+    """Read-only view of one commit: len(ds), ds[i] -> dict column -> value."""
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+
+    @classmethod
+    def open(cls, location, ref=""):
+        return cls(_data.Dataset(location, ref))
+
+    def __len__(self):
+        return len(self._dataset)
+
+    def __getitem__(self, index):
+        return self._dataset[index]
+
+    def __iter__(self):
+        return (self._dataset[i] for i in range(len(self._dataset)))
+
+    def sample_id(self, index):
+        """The stable id of sample `index` (kept across updates; diff() reports ids)."""
+        return self._dataset.sample_id(index)
+
+    @property
+    def schema(self):
+        return self._dataset.schema
+
+    @property
+    def commit(self):
+        """The commit's id, parent, message, author, command, time, counts and schema."""
+        return self._dataset.commit

@@ -117,6 +117,11 @@ Result<std::string> EncodeChunk(const ChunkBuilder& chunk, Compression c, int le
 }
 
 Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
+  return Decode(ObjectBytes::Own(std::move(object)));
+}
+
+Result<DecodedChunk> DecodedChunk::Decode(ObjectBytes stored_object) {
+  const std::string_view object = stored_object.bytes;
   ByteReader header(object, "chunk header");
   std::string_view magic;
   uint8_t compression = 0;
@@ -134,8 +139,7 @@ Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
                            std::to_string(kChunkHeaderSize + stored_size) + " bytes, object has " +
                            std::to_string(object.size()));
   }
-  const uint64_t actual = Checksum64(std::string_view(object).substr(0, 24),
-                                     std::string_view(object).substr(kChunkHeaderSize));
+  const uint64_t actual = Checksum64(object.substr(0, 24), object.substr(kChunkHeaderSize));
   if (actual != checksum) {
     return Status::IoError("checksum mismatch (header " + std::to_string(checksum) + ", data " +
                            std::to_string(actual) + "): corrupted");
@@ -148,16 +152,18 @@ Result<DecodedChunk> DecodedChunk::Decode(std::string object) {
   if (compression == static_cast<uint8_t>(Compression::kNone)) {
     // Keep the object itself: no copy of an uncompressed chunk.
     if (raw_size != stored_size) return Status::IoError("raw and stored sizes differ");
-    chunk.payload_ = std::move(object);
+    chunk.owner_ = std::move(stored_object.owner);
+    chunk.payload_ = object;
     start = kChunkHeaderSize;
   } else {
-    Result<std::string> payload =
-        Decompress(static_cast<Compression>(compression),
-                   std::string_view(object).substr(kChunkHeaderSize), raw_size);
+    Result<std::string> payload = Decompress(static_cast<Compression>(compression),
+                                             object.substr(kChunkHeaderSize), raw_size);
     if (!payload.ok()) return payload.status();
-    chunk.payload_ = std::move(*payload);
+    ObjectBytes decompressed = ObjectBytes::Own(std::move(*payload));
+    chunk.owner_ = std::move(decompressed.owner);
+    chunk.payload_ = decompressed.bytes;
   }
-  ByteReader r(std::string_view(chunk.payload_).substr(start), "chunk payload");
+  ByteReader r(chunk.payload_.substr(start), "chunk payload");
   uint32_t n = 0;
   COHORT_RETURN_IF_ERROR(r.U32(&n));
   if (uint64_t{n} * 16 + 8 > r.left()) return Status::IoError("sample count overruns the chunk");

@@ -4,11 +4,13 @@
 #define COHORT_DATA_CHUNK_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cohort/data.h"
+#include "data/storage.h"
 
 namespace cohort::data {
 
@@ -37,17 +39,20 @@ class DecodedChunk {
   // Checks the header, the checksum and the offset table. Errors say what is
   // wrong; the caller adds which dataset, commit and chunk.
   static Result<DecodedChunk> Decode(std::string object);
+  // The same over bytes someone else owns (a mapped file): an uncompressed
+  // chunk keeps `object.owner` alive and reads its records in place.
+  static Result<DecodedChunk> Decode(ObjectBytes object);
 
   size_t size() const { return ids_.size(); }
   uint64_t id(size_t i) const { return ids_[i]; }
   std::string_view record(size_t i) const {
-    return std::string_view(payload_).substr(records_start_ + offsets_[i],
-                                             offsets_[i + 1] - offsets_[i]);
+    return payload_.substr(records_start_ + offsets_[i], offsets_[i + 1] - offsets_[i]);
   }
   ChunkBuilder ToBuilder() const;
 
  private:
-  std::string payload_;
+  std::shared_ptr<const void> owner_;  // keeps payload_'s bytes alive
+  std::string_view payload_;
   size_t records_start_ = 0;
   std::vector<uint64_t> ids_;
   std::vector<uint64_t> offsets_;  // size()+1 entries, relative to records_start_

@@ -3,6 +3,12 @@
 
 #include <openssl/evp.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+// Debian's libxxhash is built for baseline x86-64 (SSE2); its *_dispatch
+// entry points pick AVX2 or AVX-512 at run time, same hashes, about twice
+// as fast. Every chunk read is checksummed, so this is on the loader's path.
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <memory>
 

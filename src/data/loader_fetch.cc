@@ -31,17 +31,14 @@ void ChunkFetcher::Stop() {
 
 void ChunkFetcher::Run() {
   for (size_t load = 0; load < plan_->loads.size(); ++load) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      freed_.wait(lock, [&] { return stop_ || resident_ < plan_->capacity; });
-      if (stop_) return;
-    }
+    if (!WaitForRoom()) return;
     const ChunkRef& ref = (*chunks_)[plan_->loads[load].chunk];
     Result<DecodedChunk> chunk = repo_->LoadChunk(commit_id_, ref);
     std::lock_guard<std::mutex> lock(mu_);
     if (!chunk.ok()) {
       error_ = chunk.status();
       next_ = plan_->loads.size();
+      fetching_ = false;
       fetched_.notify_all();
       return;
     }
@@ -49,6 +46,24 @@ void ChunkFetcher::Run() {
     next_ = load + 1;
     max_resident_ = std::max(max_resident_, ++resident_);
     fetched_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  fetching_ = false;  // later releases free their chunks themselves
+}
+
+bool ChunkFetcher::WaitForRoom() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    freed_.wait(lock, [&] { return stop_ || !retired_.empty() || resident_ < plan_->capacity; });
+    if (stop_) return false;
+    if (retired_.empty()) return true;
+    std::vector<DecodedChunk> retired;
+    retired.swap(retired_);
+    lock.unlock();
+    const size_t freed = retired.size();
+    retired.clear();  // unmaps them, outside the lock
+    lock.lock();
+    resident_ -= freed;
   }
 }
 
@@ -60,11 +75,22 @@ Result<const DecodedChunk*> ChunkFetcher::Wait(uint32_t load) {
   return Status::Internal("the loader stopped before chunk load " + std::to_string(load));
 }
 
+// Freeing a chunk unmaps it (TLB shootdown, thousands of page-table
+// entries): the read-ahead thread does that while it is still running, so the
+// worker goes straight back to copying samples; never under the lock.
 void ChunkFetcher::Release(uint32_t load) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--uses_left_[load] != 0 || !slots_[load]) return;  // a failed load was never resident
-  slots_[load].reset();
-  --resident_;
+  std::optional<DecodedChunk> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--uses_left_[load] != 0 || !slots_[load]) return;  // a failed load was never resident
+    if (fetching_) {
+      retired_.push_back(std::move(*slots_[load]));  // still resident until the thread frees it
+    } else {
+      done = std::move(slots_[load]);
+      --resident_;
+    }
+    slots_[load].reset();
+  }
   freed_.notify_one();
 }
 

@@ -37,6 +37,8 @@ class ChunkFetcher {
 
  private:
   void Run();
+  // Frees the retired chunks until one more load fits; false once stopped.
+  bool WaitForRoom();
 
   Repository* repo_;
   std::string commit_id_;
@@ -49,7 +51,10 @@ class ChunkFetcher {
   std::vector<uint64_t> uses_left_;
   size_t next_ = 0;  // next load to fetch
   size_t resident_ = 0, max_resident_ = 0;
-  Status error_;  // set once a fetch failed; later loads fail with it
+  // Released loads the thread frees before its next fetch; they count as resident until then.
+  std::vector<DecodedChunk> retired_;
+  bool fetching_ = true;  // the thread has loads left to fetch
+  Status error_;          // set once a fetch failed; later loads fail with it
   bool stop_ = false;
   std::thread thread_;
 };

@@ -194,15 +194,15 @@ std::string Repository::ChunkContext(const std::string& commit_id,
 Result<DecodedChunk> Repository::LoadChunk(const std::string& commit_id, const ChunkRef& ref,
                                            bool check_name) {
   std::string context = ChunkContext(commit_id, ref.id);
-  Result<std::optional<std::string>> bytes = storage_->Get(ObjectKey("chunks", ref.id));
+  Result<std::optional<ObjectBytes>> bytes = storage_->GetBytes(ObjectKey("chunks", ref.id));
   if (!bytes.ok()) return bytes.status().WithContext(context);
   if (!*bytes) return Status::IoError(context + ": chunk object is missing");
-  if ((*bytes)->size() != ref.stored_size) {
+  if ((*bytes)->bytes.size() != ref.stored_size) {
     return Status::IoError(context + ": chunk is truncated or resized: commit says " +
                            std::to_string(ref.stored_size) + " bytes, object has " +
-                           std::to_string((*bytes)->size()));
+                           std::to_string((*bytes)->bytes.size()));
   }
-  if (check_name && Sha256Hex(**bytes) != ref.id) {
+  if (check_name && Sha256Hex((*bytes)->bytes) != ref.id) {
     return Status::IoError(context +
                            ": chunk is corrupted (the SHA-256 of its bytes differs from its name)");
   }

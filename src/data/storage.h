@@ -36,6 +36,16 @@ struct ByteRange {
   uint64_t len = kToEnd;
 };
 
+// An object's bytes and whatever keeps them alive: a string, or a read-only
+// mapping of a local file (objects are immutable and only ever replaced by
+// rename, so a mapping never sees them change).
+struct ObjectBytes {
+  std::shared_ptr<const void> owner;
+  std::string_view bytes;
+
+  static ObjectBytes Own(std::string bytes);
+};
+
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -45,6 +55,9 @@ class Storage {
 
   // The whole object, or nullopt when it does not exist.
   virtual Result<std::optional<std::string>> Get(const std::string& path) = 0;
+  // Get without copying where the backend can: the local backend maps large
+  // files (page-cache pages, no copy, no zero-filled buffer), the rest wrap Get.
+  virtual Result<std::optional<ObjectBytes>> GetBytes(const std::string& path);
   // Up to `len` bytes from `offset` (fewer at the end of the object); an
   // absent object is an error. The call HTTP range reads will implement.
   virtual Result<std::string> Read(const std::string& path, uint64_t offset, uint64_t len) = 0;

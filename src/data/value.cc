@@ -21,6 +21,15 @@ const char* ColumnKindName(ColumnKind kind) {
   return "unknown";
 }
 
+Result<ColumnKind> ParseColumnKind(const std::string& name) {
+  for (ColumnKind kind : {ColumnKind::kArray, ColumnKind::kImage, ColumnKind::kText,
+                          ColumnKind::kLabel, ColumnKind::kJson}) {
+    if (name == ColumnKindName(kind)) return kind;
+  }
+  return Status::InvalidArgument("unknown column kind '" + name +
+                                 "' (expected array, image, text, label or json)");
+}
+
 Value Value::Array(DataType dtype, std::vector<uint64_t> shape, const void* data) {
   uint64_t n = 1;
   for (uint64_t d : shape) n *= d;

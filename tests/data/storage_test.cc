@@ -37,6 +37,27 @@ TEST(DataStorage, LocalPutGetReadList) {
   EXPECT_TRUE(s.List("missing")->empty());
 }
 
+// GetBytes maps large objects (chunks); a mapping outlives a Put that
+// replaces the file, since Put renames a new file over the name.
+TEST(DataStorage, LocalGetBytesMapsLargeObjectsAndKeepsThemStable) {
+  TempDir dir;
+  auto storage = OpenStorage(dir.Sub("s"), true);
+  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+  Storage& s = **storage;
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = char(i * 7 + i / 4096);
+  ASSERT_TRUE(s.Put("chunks/big", big).ok());
+  ASSERT_TRUE(s.Put("chunks/small", "tiny").ok());
+  Result<std::optional<ObjectBytes>> mapped = s.GetBytes("chunks/big");
+  ASSERT_TRUE(mapped.ok() && mapped->has_value()) << mapped.status().ToString();
+  EXPECT_TRUE((*mapped)->bytes == big);
+  EXPECT_EQ((**s.GetBytes("chunks/small")).bytes, "tiny");
+  EXPECT_FALSE(s.GetBytes("chunks/none")->has_value());
+  ASSERT_TRUE(s.Put("chunks/big", std::string(3 << 20, 'x')).ok());
+  EXPECT_TRUE((*mapped)->bytes == big) << "a mapping must not see a replaced object";
+  EXPECT_EQ((**s.GetBytes("chunks/big")).bytes, std::string(3 << 20, 'x'));
+}
+
 TEST(DataStorage, ReplaceIfIsCompareAndSwap) {
   TempDir dir;
   auto storage = OpenStorage(dir.path(), false);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cohort/loader.h"
+#include "convert.h"
 #include "data/commit_object.h"
 #include "data/image_folder_ingest.h"
 #include "data/jpeg.h"
@@ -21,40 +22,6 @@ namespace py = pybind11;
 
 namespace cohort::data {
 namespace {
-
-// Errors cross the binding as exceptions: bad input as ValueError, the rest as RuntimeError.
-[[noreturn]] void Raise(const Status& status) {
-  if (status.code() == Status::Code::kInvalidArgument) throw py::value_error(status.message());
-  throw std::runtime_error(status.ToString());
-}
-
-template <typename T>
-T Check(Result<T> result) {
-  if (!result.ok()) Raise(result.status());
-  return std::move(*result);
-}
-
-py::dtype NumpyType(DataType t) {
-  switch (t) {
-    case DataType::kUInt8:
-      return py::dtype("uint8");
-    case DataType::kInt8:
-      return py::dtype("int8");
-    case DataType::kInt32:
-      return py::dtype("int32");
-    case DataType::kInt64:
-      return py::dtype("int64");
-    case DataType::kFloat16:
-      return py::dtype("float16");
-    case DataType::kBFloat16:
-      return py::dtype("uint16");  // numpy has no bfloat16: raw bits
-    case DataType::kFloat32:
-      return py::dtype("float32");
-    case DataType::kFloat64:
-      return py::dtype("float64");
-  }
-  return py::dtype("uint8");
-}
 
 // A numpy view of the tensor that owns a reference to its storage.
 py::array ToNumpy(const Tensor& t) {
@@ -241,7 +208,9 @@ py::dict IngestImageFolderDict(const std::string& dir, const std::string& locati
 
 PYBIND11_MODULE(_data, m) {
   using namespace cohort::data;
-  m.doc() = "cohort datasets: the loader and its helpers (see cohort.data)";
+  m.doc() =
+      "cohort datasets: reader, writer, history, the loader and its helpers (see cohort.data)";
+  BindDatasets(m);
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<const std::string&, const py::kwargs&>(), py::arg("location"))
       .def("next", &PyLoader::Next)
