@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# training_bench.sh: data-parallel training across emulated hosts
+# (tools/cluster): bench/torch/synthetic_training.py (torchvision ResNet-18 on
+# random images, one torch thread per worker) on 2 hosts x 1 worker, gradients
+# averaged by cohort's DistributedOptimizer (`cohort run -H ...` over the
+# cluster's ssh) or by PyTorch DDP on gloo (one worker started in each host's
+# namespace with torch.distributed's env variables), and the same worker alone
+# (--backend none) as the baseline. Runs the three interleaved REPS times and
+# prints the median images/s, each backend's scaling efficiency
+# (total images/s / (hosts x images/s of one worker alone)) and cohort/DDP.
+#
+# Usage (as root, from anywhere):
+#   bench/multihost/training_bench.sh [--rate 1gbit] [--hosts 2] [--reps 3] [--mtu 1500]
+#       [--build-dir build] [--timeout 300] [-- synthetic_training.py flags]
+# Default worker flags: --model resnet18 --image-size 64 --batch-size 32
+#   --warmup-steps 3 --steps-per-iter 2 --iters 5 --threads 1
+# Needs: a build with the `cohort` binary and the Python extension
+# (cohort_py_runtime), root (namespaces), /usr/bin/python3 with torch and torchvision.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+RATE=1gbit
+HOSTS=2
+REPS=3
+MTU=1500
+BUILD_DIR=build
+TIMEOUT=300
+NAME=ctrain
+SUBNET=10.77.251
+WORKER_FLAGS=(--model resnet18 --image-size 64 --batch-size 32 --warmup-steps 3
+  --steps-per-iter 2 --iters 5 --threads 1)
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rate) RATE="$2"; shift 2 ;;
+    --hosts) HOSTS="$2"; shift 2 ;;
+    --reps) REPS="$2"; shift 2 ;;
+    --mtu) MTU="$2"; shift 2 ;;
+    --build-dir) BUILD_DIR="$2"; shift 2 ;;
+    --timeout) TIMEOUT="$2"; shift 2 ;;
+    --) shift; WORKER_FLAGS+=("$@"); break ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "training_bench: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+COHORT="$BUILD_DIR/cohort"
+[ -x "$COHORT" ] || { echo "training_bench: no $COHORT (build the cohort target)" >&2; exit 1; }
+ls "$BUILD_DIR"/python/cohort_py_runtime*.so >/dev/null 2>&1 ||
+  { echo "training_bench: no $BUILD_DIR/python/cohort_py_runtime*.so (build the cohort_py_runtime target)" >&2; exit 1; }
+PY=/usr/bin/python3
+WORKER="$ROOT/bench/torch/synthetic_training.py"
+STATE="/tmp/cohort-cluster-$NAME"
+RAW="$(mktemp -d /tmp/training-bench.XXXXXX)"
+DDP_PIDS=()
+cleanup() {
+  local pid
+  for pid in "${DDP_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  "$ROOT/tools/cluster" down --name $NAME --state-dir "$STATE" >/dev/null 2>&1 || true
+  rm -rf "$RAW"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Prints the img_sec_per_worker of the `result: {...}` line in file $1.
+rate_of() {
+  $PY -c "
+import json, sys
+lines = [l.split('result: ', 1)[1] for l in open(sys.argv[1]) if 'result: ' in l]
+if len(lines) != 1:
+    sys.exit('training_bench: no result line in the output of ' + sys.argv[2])
+print(json.loads(lines[0])['img_sec_per_worker'])" "$1" "$2"
+}
+
+# Runs one benchmark; on failure prints its output and exits (the trap takes
+# the cluster down).
+run_cohort() {
+  local list="" i
+  for ((i = 1; i <= HOSTS; i++)); do list+="${list:+,}$SUBNET.$i:1"; done
+  timeout "$TIMEOUT" "$COHORT" run -np "$HOSTS" -H "$list" --ssh-command "ssh -F $STATE/ssh_config" \
+    --timeout 120 -x PYTHONPATH="$ROOT/python" -x COHORT_BUILD_DIR="$BUILD_DIR" -- \
+    $PY "$WORKER" --backend cohort "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+}
+
+run_ddp() {
+  local port=$((29600 + RANDOM % 1000)) i status=0
+  DDP_PIDS=()
+  for ((i = 1; i <= HOSTS; i++)); do
+    ip netns exec "$NAME-h$i" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
+      MASTER_ADDR="$SUBNET.1" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
+      timeout "$TIMEOUT" $PY "$WORKER" --backend ddp "${WORKER_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
+    DDP_PIDS+=($!)
+  done
+  for ((i = 1; i <= HOSTS; i++)); do
+    wait "${DDP_PIDS[$((i - 1))]}" || { status=$?; echo "training_bench: ddp rank $((i - 1)) exited with status $status" >"$RAW/err"; }
+  done
+  DDP_PIDS=()
+  cat "$RAW"/out.* >"$RAW/out"
+  [ $status -eq 0 ] || { cat "$RAW/err" >>"$RAW/out"; return $status; }
+}
+
+run_single() {
+  timeout "$TIMEOUT" ip netns exec "$NAME-h1" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+}
+
+echo "  bringing up $HOSTS hosts at $RATE (MTU $MTU)" >&2
+"$ROOT/tools/cluster" up --hosts "$HOSTS" --rate "$RATE" --mtu "$MTU" --name $NAME --subnet $SUBNET \
+  --state-dir "$STATE" >/dev/null
+: >"$RAW/rows"
+for ((rep = 1; rep <= REPS; rep++)); do
+  for kind in cohort ddp single; do
+    echo "  [rep $rep/$REPS] $kind ..." >&2
+    start=$(date +%s)
+    if ! "run_$kind"; then
+      echo "training_bench: the $kind run failed:" >&2
+      cat "$RAW/out" >&2
+      exit 1
+    fi
+    r=$(rate_of "$RAW/out" "$kind")
+    echo "  [rep $rep/$REPS] $kind: $r images/s per worker ($(($(date +%s) - start)) s)" >&2
+    echo "$kind $r" >>"$RAW/rows"
+  done
+done
+
+echo "# data-parallel training across emulated hosts (tools/cluster), $HOSTS hosts x 1 worker at $RATE, MTU $MTU"
+echo "# worker: bench/torch/synthetic_training.py ${WORKER_FLAGS[*]}"
+echo "# median of $REPS interleaved runs (cohort, ddp, single, ...); machine: $(nproc) cores, shared with other work;"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+$PY - "$RAW/rows" "$HOSTS" <<'EOF'
+import statistics, sys
+rows, hosts = sys.argv[1], int(sys.argv[2])
+runs = {}
+for line in open(rows):
+    kind, rate = line.split()
+    runs.setdefault(kind, []).append(float(rate))
+single = statistics.median(runs["single"])
+print("# per run (images/s per worker): " +
+      "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))
+print("%-8s %8s %14s %14s %11s" % ("backend", "workers", "img/s/worker", "img/s total", "efficiency"))
+print("%-8s %8d %14.1f %14.1f %11s" % ("single", 1, single, single, "-"))
+for kind, label in (("cohort", "cohort"), ("ddp", "ddp-gloo")):
+    r = statistics.median(runs[kind])
+    print("%-8s %8d %14.1f %14.1f %10.1f%%" % (label, hosts, r, hosts * r, 100 * r / single))
+c, d = statistics.median(runs["cohort"]), statistics.median(runs["ddp"])
+print("ratio cohort/ddp-gloo (images/s): %.3f" % (c / d))
+EOF
