@@ -92,8 +92,9 @@ def predict(alpha, f_link, b_cpu, hosts=64):
     print("# alpha %.0f us/step; link share f_link %.3f; CPU per core: measured %.2f GB/s, "
           "memory-bound ceiling %.2f GB/s" % (alpha * 1e6, f_link, b_cpu, b_core_ideal))
     print("# L = ranks per host; ring = flat ring over all H*L ranks, hier = hierarchical")
-    print("# %-6s %2s %-5s %-9s %9s %9s %10s %10s %11s  limit" %
-          ("Gbit/s", "L", "algo", "cpu", "net GB/s", "busbw", "alpha_ms", "bw_ms", "allreduce"))
+    print("# %-6s %2s %-5s %-9s %9s %9s %10s %10s %11s %11s  limit" %
+          ("Gbit/s", "L", "algo", "cpu", "net GB/s", "busbw", "alpha_ms", "bw_ms", "allreduce",
+           "step comm"))
     for gbit in (25, 100):
         line = gbit / 8 * f_link
         for ranks_per_host in (1, 8):
@@ -116,11 +117,12 @@ def predict(alpha, f_link, b_cpu, hosts=64):
                     t = lat + bw
                     busbw = 2 * (p - 1) / p * n / t / 1e9  # nccl-tests: over all ranks
                     limit = "link" if line <= cores * cpu else "CPU"
-                    print("  %-6d %2d %-5s %-9s %9.2f %9.2f %10.1f %10.1f %9.1f ms  %s" %
+                    print("  %-6d %2d %-5s %-9s %9.2f %9.2f %10.1f %10.1f %9.1f ms %8.1f ms  %s" %
                           (gbit, ranks_per_host, algo, cpu_name, net, busbw, lat * 1e3, bw * 1e3,
-                           t * 1e3, limit))
-    print("# step time through the engine ~ %.2f x allreduce when nothing overlaps with "
-          "compute (ResNet-50, 'Engine' section)" % ENGINE_OVER_RAW)
+                           t * 1e3, ENGINE_OVER_RAW * t * 1e3, limit))
+    print("# step comm: communication per training step through the engine, %.2f x the "
+          "allreduce (ResNet-50, 'Engine' section), before any overlap with backward" %
+          ENGINE_OVER_RAW)
 
 
 def main():

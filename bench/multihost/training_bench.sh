@@ -5,8 +5,9 @@
 # averaged by cohort's DistributedOptimizer (`cohort run -H ...` over the
 # cluster's ssh) or by PyTorch DDP on gloo (one worker started in each host's
 # namespace with torch.distributed's env variables), and the same worker alone
-# (--backend none) as the baseline. Runs the three interleaved REPS times and
-# prints the median images/s, each backend's scaling efficiency
+# (--backend none) as the baseline, and one such worker on every host at once
+# ("apart": no communication, what the shared cores allow). Runs the four
+# interleaved REPS times and prints the median images/s, the scaling efficiency
 # (total images/s / (hosts x images/s of one worker alone)) and cohort/DDP.
 #
 # Usage (as root, from anywhere):
@@ -40,15 +41,15 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --) shift; WORKER_FLAGS+=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "training_bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 COHORT="$BUILD_DIR/cohort"
 [ -x "$COHORT" ] || { echo "training_bench: no $COHORT (build the cohort target)" >&2; exit 1; }
-ls "$BUILD_DIR"/python/cohort_py_runtime*.so >/dev/null 2>&1 ||
-  { echo "training_bench: no $BUILD_DIR/python/cohort_py_runtime*.so (build the cohort_py_runtime target)" >&2; exit 1; }
+ls "$BUILD_DIR"/python/cohort/_cohort*.so >/dev/null 2>&1 ||
+  { echo "training_bench: no $BUILD_DIR/python/cohort/_cohort*.so (build the cohort_py_runtime target)" >&2; exit 1; }
 PY=/usr/bin/python3
 WORKER="$ROOT/bench/torch/synthetic_training.py"
 STATE="/tmp/cohort-cluster-$NAME"
@@ -87,7 +88,7 @@ run_ddp() {
   local port=$((29600 + RANDOM % 1000)) i status=0
   DDP_PIDS=()
   for ((i = 1; i <= HOSTS; i++)); do
-    ip netns exec "$NAME-h$i" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
+    ip netns exec "$NAME-h$((i - 1))" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
       MASTER_ADDR="$SUBNET.1" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
       timeout "$TIMEOUT" $PY "$WORKER" --backend ddp "${WORKER_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
     DDP_PIDS+=($!)
@@ -101,7 +102,30 @@ run_ddp() {
 }
 
 run_single() {
-  timeout "$TIMEOUT" ip netns exec "$NAME-h1" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+  timeout "$TIMEOUT" ip netns exec "$NAME-h0" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+}
+
+# One worker alone on every host at once, no communication: what the cores
+# give HOSTS workers sharing them (the ceiling of any backend's efficiency here).
+run_apart() {
+  local i status=0
+  DDP_PIDS=()
+  for ((i = 1; i <= HOSTS; i++)); do
+    ip netns exec "$NAME-h$((i - 1))" timeout "$TIMEOUT" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" \
+      >"$RAW/out.$i" 2>&1 &
+    DDP_PIDS+=($!)
+  done
+  for ((i = 1; i <= HOSTS; i++)); do wait "${DDP_PIDS[$((i - 1))]}" || status=$?; done
+  DDP_PIDS=()
+  # The mean rate of the workers, as one result line.
+  $PY -c "
+import json, sys
+rates = [json.loads(l.split('result: ', 1)[1])['img_sec_per_worker']
+         for f in sys.argv[1:] for l in open(f) if 'result: ' in l]
+print('result: ' + json.dumps({'img_sec_per_worker': round(sum(rates) / len(rates), 2)}))
+" "$RAW"/out.* >"$RAW/out" 2>&1 || status=1
+  [ $status -eq 0 ] || cat "$RAW"/out.* >>"$RAW/out"
+  return $status
 }
 
 echo "  bringing up $HOSTS hosts at $RATE (MTU $MTU)" >&2
@@ -109,7 +133,7 @@ echo "  bringing up $HOSTS hosts at $RATE (MTU $MTU)" >&2
   --state-dir "$STATE" >/dev/null
 : >"$RAW/rows"
 for ((rep = 1; rep <= REPS; rep++)); do
-  for kind in cohort ddp single; do
+  for kind in cohort ddp single apart; do
     echo "  [rep $rep/$REPS] $kind ..." >&2
     start=$(date +%s)
     if ! "run_$kind"; then
@@ -125,7 +149,7 @@ done
 
 echo "# data-parallel training across emulated hosts (tools/cluster), $HOSTS hosts x 1 worker at $RATE, MTU $MTU"
 echo "# worker: bench/torch/synthetic_training.py ${WORKER_FLAGS[*]}"
-echo "# median of $REPS interleaved runs (cohort, ddp, single, ...); machine: $(nproc) cores, shared with other work;"
+echo "# median of $REPS interleaved runs (cohort, ddp, single, apart, ...); machine: $(nproc) cores, shared with other work;"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PY - "$RAW/rows" "$HOSTS" <<'EOF'
 import statistics, sys
@@ -137,11 +161,16 @@ for line in open(rows):
 single = statistics.median(runs["single"])
 print("# per run (images/s per worker): " +
       "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))
-print("%-8s %8s %14s %14s %11s" % ("backend", "workers", "img/s/worker", "img/s total", "efficiency"))
-print("%-8s %8d %14.1f %14.1f %11s" % ("single", 1, single, single, "-"))
-for kind, label in (("cohort", "cohort"), ("ddp", "ddp-gloo")):
+apart = statistics.median(runs["apart"])
+print("%-8s %8s %14s %14s %11s %9s" % ("backend", "workers", "img/s/worker", "img/s total",
+                                       "efficiency", "vs-apart"))
+print("%-8s %8d %14.1f %14.1f %11s %9s" % ("single", 1, single, single, "-", "-"))
+for kind, label in (("apart", "apart"), ("cohort", "cohort"), ("ddp", "ddp-gloo")):
     r = statistics.median(runs[kind])
-    print("%-8s %8d %14.1f %14.1f %10.1f%%" % (label, hosts, r, hosts * r, 100 * r / single))
+    print("%-8s %8d %14.1f %14.1f %10.1f%% %8.1f%%" % (label, hosts, r, hosts * r, 100 * r / single,
+                                                   100 * r / apart))
+print("# efficiency: total / (%d x single); vs-apart: per-worker rate / apart's, i.e. what is left" % hosts)
+print("# after communication of what the shared cores allow %d workers (apart: no communication)" % hosts)
 c, d = statistics.median(runs["cohort"]), statistics.median(runs["ddp"])
 print("ratio cohort/ddp-gloo (images/s): %.3f" % (c / d))
 EOF
