@@ -54,10 +54,10 @@ PY=/usr/bin/python3
 WORKER="$ROOT/bench/torch/synthetic_training.py"
 STATE="/tmp/cohort-cluster-$NAME"
 RAW="$(mktemp -d /tmp/training-bench.XXXXXX)"
-DDP_PIDS=()
+WORKER_PIDS=()
 cleanup() {
   local pid
-  for pid in "${DDP_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   "$ROOT/tools/cluster" down --name $NAME --state-dir "$STATE" >/dev/null 2>&1 || true
   rm -rf "$RAW"
 }
@@ -84,48 +84,52 @@ run_cohort() {
     $PY "$WORKER" --backend cohort "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
 }
 
-run_ddp() {
-  local port=$((29600 + RANDOM % 1000)) i status=0
-  DDP_PIDS=()
+# Every worker runs in a session of its own (setsid), as cohort's workers do
+# under their sshd: with the kernel's autogroup scheduling each session is
+# one scheduling group, so workers sharing the script's session would split
+# one share of the CPU between them while cohort's got one each.
+
+# One worker of BACKEND in every host's namespace at once, with
+# torch.distributed's variables (unused by --backend none); their outputs go
+# to $RAW/out.1..HOSTS. Fails when any worker fails.
+run_on_each_host() {
+  local backend=$1 port=$((29600 + RANDOM % 1000)) i status=0
+  WORKER_PIDS=()
   for ((i = 1; i <= HOSTS; i++)); do
-    ip netns exec "$NAME-h$((i - 1))" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
+    setsid -w ip netns exec "$NAME-h$((i - 1))" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
       MASTER_ADDR="$SUBNET.1" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
-      timeout "$TIMEOUT" $PY "$WORKER" --backend ddp "${WORKER_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
-    DDP_PIDS+=($!)
+      timeout "$TIMEOUT" $PY "$WORKER" --backend "$backend" "${WORKER_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
+    WORKER_PIDS+=($!)
   done
   for ((i = 1; i <= HOSTS; i++)); do
-    wait "${DDP_PIDS[$((i - 1))]}" || { status=$?; echo "training_bench: ddp rank $((i - 1)) exited with status $status" >"$RAW/err"; }
+    wait "${WORKER_PIDS[$((i - 1))]}" || { status=$?; echo "training_bench: $backend worker on host $i exited with status $status" >>"$RAW/out.$i"; }
   done
-  DDP_PIDS=()
+  WORKER_PIDS=()
+  return $status
+}
+
+run_ddp() {
+  local status=0
+  run_on_each_host ddp || status=$?
   cat "$RAW"/out.* >"$RAW/out"
-  [ $status -eq 0 ] || { cat "$RAW/err" >>"$RAW/out"; return $status; }
+  return $status
 }
 
 run_single() {
-  timeout "$TIMEOUT" ip netns exec "$NAME-h0" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+  setsid -w timeout "$TIMEOUT" ip netns exec "$NAME-h0" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
 }
 
 # One worker alone on every host at once, no communication: what the cores
 # give HOSTS workers sharing them (the ceiling of any backend's efficiency here).
+# Its result is the mean rate of the workers.
 run_apart() {
-  local i status=0
-  DDP_PIDS=()
-  for ((i = 1; i <= HOSTS; i++)); do
-    ip netns exec "$NAME-h$((i - 1))" timeout "$TIMEOUT" $PY "$WORKER" --backend none "${WORKER_FLAGS[@]}" \
-      >"$RAW/out.$i" 2>&1 &
-    DDP_PIDS+=($!)
-  done
-  for ((i = 1; i <= HOSTS; i++)); do wait "${DDP_PIDS[$((i - 1))]}" || status=$?; done
-  DDP_PIDS=()
-  # The mean rate of the workers, as one result line.
+  run_on_each_host none || { cat "$RAW"/out.* >"$RAW/out"; return 1; }
   $PY -c "
 import json, sys
 rates = [json.loads(l.split('result: ', 1)[1])['img_sec_per_worker']
          for f in sys.argv[1:] for l in open(f) if 'result: ' in l]
 print('result: ' + json.dumps({'img_sec_per_worker': round(sum(rates) / len(rates), 2)}))
-" "$RAW"/out.* >"$RAW/out" 2>&1 || status=1
-  [ $status -eq 0 ] || cat "$RAW"/out.* >>"$RAW/out"
-  return $status
+" "$RAW"/out.* >"$RAW/out" 2>&1
 }
 
 echo "  bringing up $HOSTS hosts at $RATE (MTU $MTU)" >&2
