@@ -3,7 +3,8 @@
 random images, gradients averaged either by cohort's DistributedOptimizer
 (--backend cohort, start under `cohort run`) or by
 torch.nn.parallel.DistributedDataParallel on gloo (--backend ddp, started by
-compare_ddp.py with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT). Same model,
+compare_ddp.py with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), or not at all
+(--backend none: one worker alone, the baseline of scaling efficiency). Same model,
 data, optimizer and timing in both; rank 0 prints `result: {...}` with the
 median images/s per worker over the timed iterations."""
 import argparse
@@ -19,7 +20,7 @@ from torchvision import models
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--backend", choices=["cohort", "ddp"], required=True)
+    p.add_argument("--backend", choices=["cohort", "ddp", "none"], required=True)
     p.add_argument("--model", default="resnet18")
     p.add_argument("--batch-size", type=int, default=16, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=64)
@@ -32,6 +33,8 @@ def parse():
 
 def setup(args, model):
     """(optimizer, rank, world size, module to call, finish) for the backend."""
+    if args.backend == "none":
+        return torch.optim.SGD(model.parameters(), lr=0.01), 0, 1, model, lambda: None
     if args.backend == "cohort":
         import cohort.torch as hvd
         hvd.init()
