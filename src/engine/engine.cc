@@ -1,6 +1,7 @@
 // The engine loop: collect, negotiate, execute, complete.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -350,22 +351,17 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
 }
 
 void Engine::FailUnfinished() {
-  // Every rank has stopped submitting: what is still unmatched never will be.
+  // Every rank has stopped submitting (all are in leaving_): what is still
+  // unmatched never will be.
   for (auto& [id, set] : sets_) {
-    if (!set->member()) continue;
-    for (const auto& [name, missing] : set->table.Waiting()) {
-      Request r = TakePending(id, name);
-      if (r.handle != 0) {
-        handles_.Complete(
-            r.handle, Status::PeerFailure("tensor '" + name + "' was never submitted by " +
-                                          DescribeRanks(*set, missing) + " before they shut down"));
-      }
-    }
+    if (set->member()) FailAbandoned(*set);
   }
   FailSet(-1, Status::NotInitialized("the engine shut down before this operation ran"));
 }
 
 void Engine::FailAbandoned(ProcessSet& set) {
+  // Runs every cycle: skip the table walk until some rank asks to stop.
+  if (std::find(leaving_.begin(), leaving_.end(), true) == leaving_.end()) return;
   for (const auto& [name, missing] : set.table.Waiting()) {
     std::vector<int> left;
     for (int r : missing) {
