@@ -7,9 +7,9 @@
 // caller expects, then PUTs with If-Match: ETAG (or If-None-Match: * when the
 // key must be absent); 412 or 409 means another writer got there first. AWS
 // S3 (since 2024), MinIO and Ceph enforce these headers, which makes the swap
-// atomic. Servers that ignore them (s3rver, the test server) still get the
-// comparison, so a stale writer is refused, but two writers racing inside the
-// window between the GET and the PUT can both succeed: such stores give no
+// atomic. Servers that ignore them (plain s3rver) still get the comparison,
+// so a stale writer is refused, but two writers racing inside the window
+// between the GET and the PUT can both succeed: such stores give no
 // primitive that could close it (docs/dataset-format.md, "Storage").
 #include <algorithm>
 #include <cstdlib>

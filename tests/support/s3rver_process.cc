@@ -19,6 +19,13 @@ std::string S3rverScript() {
   return std::string(COHORT_SOURCE_DIR) + "/build-tools/s3rver/node_modules/s3rver/bin/s3rver.js";
 }
 
+// The package directory holding bin/s3rver.js.
+std::string S3rverPackage() {
+  std::string script = S3rverScript();
+  for (int up = 0; up < 2; ++up) script = script.substr(0, script.rfind('/'));
+  return script;
+}
+
 std::string FindNode() {
   const char* path = ::getenv("PATH");
   std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
@@ -40,9 +47,10 @@ std::string S3rverProcess::Unavailable() {
 }
 
 S3rverProcess::S3rverProcess(const std::string& data_dir, const std::string& bucket) {
-  process_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{FindNode(), S3rverScript(), "-d", data_dir, "-a", "127.0.0.1", "-p",
-                               "0", "--silent", "--configure-bucket", bucket});
+  process_ = std::make_unique<ChildProcess>(std::vector<std::string>{
+      FindNode(), std::string(COHORT_SOURCE_DIR) + "/tests/support/s3rver_strict.js",
+      S3rverPackage(), "-d", data_dir, "-a", "127.0.0.1", "-p", "0", "--silent",
+      "--configure-bucket", bucket});
   const std::string marker = "S3rver listening on 127.0.0.1:";
   if (!process_->WaitFor(
           [&] {

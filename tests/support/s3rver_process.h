@@ -1,7 +1,9 @@
-// S3rverProcess: the S3-compatible test server (the npm package s3rver,
-// which checks SigV4 signatures) started on 127.0.0.1 with a free port and a
-// fresh data directory, and killed when the object goes away. tools/setup.sh
-// installs it under build-tools/s3rver; COHORT_S3RVER may name another s3rver.js.
+// S3rverProcess: the S3-compatible test server (the npm package s3rver, run
+// through tests/support/s3rver_strict.js, which adds the SigV4 signature
+// check and the conditional PUTs s3rver lacks) started on 127.0.0.1 with a
+// free port and a fresh data directory, and killed when the object goes away.
+// tools/setup.sh installs s3rver under build-tools/s3rver; COHORT_S3RVER may
+// name another package's bin/s3rver.js.
 #ifndef COHORT_TESTS_SUPPORT_S3RVER_PROCESS_H_
 #define COHORT_TESTS_SUPPORT_S3RVER_PROCESS_H_
 
