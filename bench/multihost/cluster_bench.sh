@@ -11,6 +11,7 @@
 # Usage (as root, from anywhere):
 #   bench/multihost/cluster_bench.sh [--rates "1gbit 10gbit"] [--hosts "2 3 4"]
 #       [--sizes "4K 16M 64M"] [--reps 3] [--tools cohort,gloo,mpi] [--mtu 1500] [--build-dir build]
+#       [--seconds 2]   (link time per measurement: more gives steadier figures)
 # Needs: a build with the `cohort` binary, root (namespaces), mpicc/mpirun for
 # mpi, /usr/bin/python3 with torch for gloo.
 set -euo pipefail
@@ -24,6 +25,7 @@ REPS=3
 TOOLS="cohort,gloo,mpi"
 BUILD_DIR=build
 MTU=1500
+SECONDS_PER_RUN=2
 NAME=cbench
 SUBNET=10.77.250
 
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --tools) TOOLS="$2"; shift 2 ;;
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --mtu) MTU="$2"; shift 2 ;;
+    --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster_bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -60,9 +63,9 @@ bytes() { /usr/bin/python3 -c "import sys; t=sys.argv[1]; u={'K':1<<10,'M':1<<20
 iters_for() {  # size_bytes rate
   /usr/bin/python3 -c "
 import sys
-size, rate = int(sys.argv[1]), sys.argv[2]
+size, rate, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 bits = float(rate[:-4]) * {'g': 1e9, 'm': 1e6, 'k': 1e3}[rate[-4]]
-print(max(5, min(200, int(2.0 * bits / 8 / (2 * size)))))" "$1" "$2"
+print(max(5, min(200, int(seconds * bits / 8 / (2 * size)))))" "$1" "$2" "$SECONDS_PER_RUN"
 }
 
 # Prints "size time_us busbw" lines from nccl-tests-layout output on stdin.

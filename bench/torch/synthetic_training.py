@@ -28,6 +28,9 @@ def parse():
     p.add_argument("--steps-per-iter", type=int, default=5)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--compression", choices=["none", "fp16"], default="none",
+                   help="gradients on the wire: cohort's Compression.fp16, or DDP's "
+                        "fp16_compress_hook (both halve the bytes sent)")
     return p.parse_args()
 
 
@@ -39,12 +42,17 @@ def setup(args, model):
         import cohort.torch as hvd
         hvd.init()
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        compression = hvd.Compression.fp16 if args.compression == "fp16" else hvd.Compression.none
         opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
-                                       named_parameters=model.named_parameters())
+                                       named_parameters=model.named_parameters(),
+                                       compression=compression)
         return opt, hvd.rank(), hvd.size(), model, hvd.shutdown
     import torch.distributed as dist
     dist.init_process_group("gloo")
     ddp = torch.nn.parallel.DistributedDataParallel(model)
+    if args.compression == "fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     return opt, dist.get_rank(), dist.get_world_size(), ddp, dist.destroy_process_group
 
