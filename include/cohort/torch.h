@@ -1,6 +1,6 @@
-// The LibTorch adapter: cohort's collectives on at::Tensor, a broadcast of a
-// module's parameters and a DistributedOptimizer, mirroring the Horovod-style
-// Python API (allreduce / allreduce_ / allreduce_async, allgather, broadcast_,
+// The LibTorch adapter: cohort's collectives on at::Tensor, broadcasts of a
+// module's parameters and of an optimizer's state, and a DistributedOptimizer, mirroring the
+// Horovod-style Python API (allreduce / allreduce_ / allreduce_async, allgather, broadcast_,
 // alltoall, reducescatter, barrier, join).
 //
 // Header-only on purpose: it is compiled by the *user's* build against the
@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -513,6 +514,48 @@ inline void broadcast_parameters(const ::torch::nn::Module& module, int root) {
   ::torch::OrderedDict<std::string, at::Tensor> named = module.named_parameters(true);
   for (const auto& item : module.named_buffers(true)) named.insert(item.key(), item.value());
   broadcast_parameters(named, root);
+}
+
+// Copies root's optimizer state (every param group's options and each
+// parameter's state, e.g. SGD's momentum buffers or Adam's moments and step
+// counts) into every rank's `optimizer`, so that a job resumed from rank 0's
+// checkpoint goes on identically everywhere. It goes through the optimizer's
+// own serialization (torch::optim::Optimizer::save / load), so any optimizer
+// works; every rank's optimizer must hold the same parameters, in the same
+// order and of the same shapes. The groups' options travel beside it, since
+// load() restores only the per-parameter state (LibTorch 1.13).
+inline void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root) {
+  auto options_key = [](size_t group) {
+    return "cohort.param_group_options." + std::to_string(group);
+  };
+  std::string bytes;
+  if (rank() == root) {
+    ::torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+      ::torch::serialize::OutputArchive options;
+      optimizer.param_groups()[g].options().serialize(options);
+      archive.write(options_key(g), options);
+    }
+    std::ostringstream out;
+    archive.save_to(out);
+    bytes = out.str();
+  }
+  at::Tensor length = at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong);
+  broadcast_(length, root, "broadcast_optimizer_state.length");
+  at::Tensor blob = at::empty({length.item<int64_t>()}, at::kByte);
+  if (rank() == root) std::memcpy(blob.data_ptr(), bytes.data(), bytes.size());
+  broadcast_(blob, root, "broadcast_optimizer_state.bytes");
+  if (rank() == root) return;
+  std::istringstream in(std::string(static_cast<const char*>(blob.data_ptr()), blob.numel()));
+  ::torch::serialize::InputArchive archive;
+  archive.load_from(in);
+  optimizer.load(archive);
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    ::torch::serialize::InputArchive options;
+    archive.read(options_key(g), options);
+    optimizer.param_groups()[g].options().serialize(options);
+  }
 }
 
 // ---- DistributedOptimizer ----

@@ -468,6 +468,40 @@ void CheckTooManyBackwardPasses() {
   opt.synchronize();
 }
 
+// Rank 0 has trained a few steps (momentum buffers exist, a learning rate
+// was changed); the others have fresh optimizers on the same weights. After
+// broadcast_optimizer_state one more identical step gives identical weights
+// everywhere, which it would not without the momentum.
+void CheckBroadcastOptimizerState() {
+  Net net = SeededNet(300);
+  ::torch::optim::SGD sgd(net->parameters(), ::torch::optim::SGDOptions(0.1).momentum(0.9));
+  if (ct::rank() == 0) {
+    for (int step = 0; step < 3; ++step) {
+      auto [x, y] = GlobalBatch(step);
+      sgd.zero_grad();
+      ::torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+      sgd.step();
+    }
+    static_cast<::torch::optim::SGDOptions&>(sgd.param_groups()[0].options()).lr(0.05);
+  }
+  ct::broadcast_parameters(*net, 0);
+  ct::broadcast_optimizer_state(sgd, 0);
+  const auto& options =
+      static_cast<const ::torch::optim::SGDOptions&>(sgd.param_groups()[0].options());
+  Check(options.lr() == 0.05, "learning rate after the broadcast: " + std::to_string(options.lr()));
+  Check(sgd.state().size() == net->parameters().size(),
+        "optimizer state entries after the broadcast: " + std::to_string(sgd.state().size()));
+  auto [x, y] = GlobalBatch(99);
+  sgd.zero_grad();
+  ::torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+  sgd.step();
+  for (const auto& item : net->named_parameters()) {
+    at::Tensor root = item.value().detach().clone();
+    ct::broadcast_(root, 0, "optimizer_state.check." + item.key());
+    CheckClose(item.value().detach(), root, item.key() + " after a step from the broadcast state");
+  }
+}
+
 int RunOptimizer() {
   Net reference = TrainReference();
   for (int passes : {1, 2}) {
@@ -479,6 +513,7 @@ int RunOptimizer() {
   }
   CheckUnusedParameter();
   CheckTooManyBackwardPasses();
+  CheckBroadcastOptimizerState();
   if (g_failures == 0) std::printf("optimizer ok\n");
   return g_failures;
 }
