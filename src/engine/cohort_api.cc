@@ -5,6 +5,7 @@
 
 #include "cohort/cohort.h"
 #include "collectives/collectives.h"
+#include "engine/process_set.h"
 #include "engine/runtime.h"
 
 namespace cohort {
@@ -395,10 +396,16 @@ Status RemoveProcessSet(int process_set) {
   return SubmitAndWait(std::move(r));
 }
 
+// Until the engine starts, the job's own set is the only one: sets are added
+// through the engine. So the queries below answer without starting it.
 Result<std::vector<int>> ProcessSetRanks(int process_set) {
   Runtime* rt = g_runtime.get();
   if (rt == nullptr) return NotRunning();
-  return rt->StartEngine().ProcessSetRanks(process_set);
+  if (Engine* engine = rt->engine()) return engine->ProcessSetRanks(process_set);
+  if (process_set != kGlobalProcessSet) return NoSuchProcessSet(process_set);
+  std::vector<int> all(static_cast<size_t>(rt->comm().size()));
+  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  return all;
 }
 
 Result<int> ProcessSetRank(int process_set) {
@@ -411,7 +418,8 @@ Result<int> ProcessSetRank(int process_set) {
 std::vector<int> ProcessSetIds() {
   Runtime* rt = g_runtime.get();
   if (rt == nullptr) return {};
-  return rt->StartEngine().ProcessSetIds();
+  if (Engine* engine = rt->engine()) return engine->ProcessSetIds();
+  return {kGlobalProcessSet};
 }
 
 Result<Handle> JoinAsync(DoneCallback done) { return Submit(JoinRequest(), std::move(done)); }

@@ -156,8 +156,7 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   }
   auto set = sets_.find(request.process_set);
   if (set == sets_.end()) {
-    return Status::InvalidArgument(what + ": process set " + std::to_string(request.process_set) +
-                                   " does not exist");
+    return Status::InvalidArgument(what + ": " + NoSuchProcessSet(request.process_set).message());
   }
   if (!set->second->member()) {
     return Status::InvalidArgument(what + ": rank " + std::to_string(comm_.rank()) +
@@ -188,7 +187,7 @@ Result<std::vector<int>> Engine::ProcessSetRanks(int id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto set = sets_.find(id);
   if (set == sets_.end()) {
-    return Status::InvalidArgument("process set " + std::to_string(id) + " does not exist");
+    return NoSuchProcessSet(id);
   }
   return set->second->ranks;
 }

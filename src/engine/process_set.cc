@@ -2,6 +2,7 @@
 #include "engine/process_set.h"
 
 #include <algorithm>
+#include <string>
 
 namespace cohort {
 namespace {
@@ -25,6 +26,10 @@ ProcessSet::ProcessSet(int id, std::vector<int> members, Communicator& job, size
     sub = std::make_unique<Communicator>(job, ranks);
     comm = sub.get();
   }
+}
+
+Status NoSuchProcessSet(int id) {
+  return Status::InvalidArgument("process set " + std::to_string(id) + " does not exist");
 }
 
 }  // namespace cohort

@@ -36,6 +36,9 @@ struct ProcessSet {
   std::vector<Request> queue;           // guarded by Engine::mu_: submitted, not yet announced
 };
 
+// The error of every lookup of a set id that is not (or no longer) there.
+Status NoSuchProcessSet(int id);
+
 }  // namespace cohort
 
 #endif  // COHORT_ENGINE_PROCESS_SET_H_

@@ -641,6 +641,13 @@ int RunProcessSets() {
   std::vector<int> low, high;
   for (int r = 0; r < n; ++r) (r < n / 2 ? low : high).push_back(r);
   const std::vector<int> ends = {n - 1, 0};  // any order; kept ascending
+  // Nothing has run yet (the engine has not started): the job is the only set.
+  std::vector<int> everyone(n);
+  for (int r = 0; r < n; ++r) everyone[r] = r;
+  Check(ProcessSetIds() == std::vector<int>({0}), "ProcessSetIds before any set was added");
+  Check(ProcessSetRanks(0).ok() && *ProcessSetRanks(0) == everyone, "the job's ranks");
+  Check(ProcessSetRank(0).ok() && *ProcessSetRank(0) == me, "position in the job");
+  ExpectError(ProcessSetRanks(7).status(), "process set 7 does not exist", "an unknown set");
   Result<int> a = AddProcessSet(low), b = AddProcessSet(high), c = AddProcessSet(ends);
   Check(a.ok() && b.ok() && c.ok() && *a == 1 && *b == 2 && *c == 3, "set ids 1, 2, 3");
   if (!a.ok() || !b.ok() || !c.ok()) return 1;
