@@ -64,14 +64,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Prints the img_sec_per_worker of the `result: {...}` line in file $1.
+# Prints "img_sec_per_worker forward backward wait update" (the phases in ms)
+# of the `result: {...}` line in file $1.
 rate_of() {
   $PY -c "
 import json, sys
 lines = [l.split('result: ', 1)[1] for l in open(sys.argv[1]) if 'result: ' in l]
 if len(lines) != 1:
     sys.exit('training_bench: no result line in the output of ' + sys.argv[2])
-print(json.loads(lines[0])['img_sec_per_worker'])" "$1" "$2"
+r = json.loads(lines[0])
+p = r['phases_ms']
+print(r['img_sec_per_worker'], p['forward'], p['backward'], p['wait'], p['update'])" "$1" "$2"
 }
 
 # Runs one benchmark; on failure prints its output and exits (the trap takes
@@ -126,9 +129,12 @@ run_apart() {
   run_on_each_host none || { cat "$RAW"/out.* >"$RAW/out"; return 1; }
   $PY -c "
 import json, sys
-rates = [json.loads(l.split('result: ', 1)[1])['img_sec_per_worker']
-         for f in sys.argv[1:] for l in open(f) if 'result: ' in l]
-print('result: ' + json.dumps({'img_sec_per_worker': round(sum(rates) / len(rates), 2)}))
+results = [json.loads(l.split('result: ', 1)[1])
+           for f in sys.argv[1:] for l in open(f) if 'result: ' in l]
+mean = lambda xs: round(sum(xs) / len(xs), 2)
+print('result: ' + json.dumps({
+    'img_sec_per_worker': mean([r['img_sec_per_worker'] for r in results]),
+    'phases_ms': {k: mean([r['phases_ms'][k] for r in results]) for k in results[0]['phases_ms']}}))
 " "$RAW"/out.* >"$RAW/out" 2>&1
 }
 
@@ -146,7 +152,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
       exit 1
     fi
     r=$(rate_of "$RAW/out" "$kind")
-    echo "  [rep $rep/$REPS] $kind: $r images/s per worker ($(($(date +%s) - start)) s)" >&2
+    echo "  [rep $rep/$REPS] $kind: ${r%% *} images/s per worker ($(($(date +%s) - start)) s)" >&2
     echo "$kind $r" >>"$RAW/rows"
   done
 done
@@ -158,10 +164,11 @@ echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PY - "$RAW/rows" "$HOSTS" <<'EOF'
 import statistics, sys
 rows, hosts = sys.argv[1], int(sys.argv[2])
-runs = {}
+runs, phases = {}, {}
 for line in open(rows):
-    kind, rate = line.split()
+    kind, rate, *ms = line.split()
     runs.setdefault(kind, []).append(float(rate))
+    phases.setdefault(kind, []).append([float(x) for x in ms])
 single = statistics.median(runs["single"])
 print("# per run (images/s per worker): " +
       "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))
@@ -177,4 +184,10 @@ print("# efficiency: total / (%d x single); vs-apart: per-worker rate / apart's,
 print("# after communication of what the shared cores allow %d workers (apart: no communication)" % hosts)
 c, d = statistics.median(runs["cohort"]), statistics.median(runs["ddp"])
 print("ratio cohort/ddp-gloo (images/s): %.3f" % (c / d))
+print("# one step's phases (ms, rank 0; apart: mean of the workers), median over the runs;")
+print("# ddp's allreduces finish inside backward, cohort's in wait (synchronize() after backward)")
+print("%-8s %9s %9s %9s %9s %9s" % ("backend", "forward", "backward", "wait", "update", "step"))
+for kind, label in (("single", "single"), ("apart", "apart"), ("cohort", "cohort"), ("ddp", "ddp-gloo")):
+    cols = [statistics.median(p[i] for p in phases[kind]) for i in range(4)]
+    print("%-8s %9.1f %9.1f %9.1f %9.1f %9.1f" % (label, *cols, sum(cols)))
 EOF

@@ -6,7 +6,9 @@ torch.nn.parallel.DistributedDataParallel on gloo (--backend ddp, started by
 compare_ddp.py with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), or not at all
 (--backend none: one worker alone, the baseline of scaling efficiency). Same model,
 data, optimizer and timing in both; rank 0 prints `result: {...}` with the
-median images/s per worker over the timed iterations."""
+median images/s per worker over the timed iterations, and the median time of
+each phase of a step: forward, backward (DDP's allreduces finish inside it),
+wait (cohort's synchronize() after backward) and update (optimizer step)."""
 import argparse
 import json
 import os
@@ -66,10 +68,25 @@ def main():
     data = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
     target = torch.randint(0, 1000, (args.batch_size,))
 
+    phases = {"forward": [], "backward": [], "wait": [], "update": []}
+
     def step():
+        t0 = time.perf_counter()
         opt.zero_grad()
-        F.cross_entropy(module(data), target).backward()
-        opt.step()
+        loss = F.cross_entropy(module(data), target)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        if args.backend == "cohort":
+            opt.synchronize()  # what opt.step() would do first, timed on its own
+            t3 = time.perf_counter()
+            with opt.skip_synchronize():
+                opt.step()
+        else:
+            t3 = time.perf_counter()
+            opt.step()
+        t4 = time.perf_counter()
+        return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
     for _ in range(args.warmup_steps):
         step()
@@ -77,12 +94,14 @@ def main():
     for _ in range(args.iters):
         start = time.perf_counter()
         for _ in range(args.steps_per_iter):
-            step()
+            for name, seconds in zip(phases, step()):
+                phases[name].append(seconds)
         rates.append(args.batch_size * args.steps_per_iter / (time.perf_counter() - start))
     if rank == 0:
         print("result: " + json.dumps({
             "backend": args.backend, "workers": size, "model": args.model,
             "img_sec_per_worker": round(statistics.median(rates), 2),
+            "phases_ms": {k: round(1e3 * statistics.median(v), 1) for k, v in phases.items()},
             "pid": os.getpid()}), flush=True)
     finish()
 
