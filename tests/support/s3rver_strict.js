@@ -64,7 +64,9 @@ function checkSignature(req) {
   const amzDate = req.headers['x-amz-date'] || '';
   const payloadHash = req.headers['x-amz-content-sha256'] || '';
   const signedHeaders = (fields.SignedHeaders || '').split(';');
-  const [rawPath, rawQuery] = req.url.split('?', 2);
+  const question = req.url.indexOf('?');
+  const rawPath = question < 0 ? req.url : req.url.slice(0, question);
+  const rawQuery = question < 0 ? '' : req.url.slice(question + 1);
   const canonicalRequest = [
     req.method,
     canonicalUri(rawPath),
