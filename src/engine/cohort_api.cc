@@ -403,9 +403,7 @@ Result<std::vector<int>> ProcessSetRanks(int process_set) {
   if (rt == nullptr) return NotRunning();
   if (Engine* engine = rt->engine()) return engine->ProcessSetRanks(process_set);
   if (process_set != kGlobalProcessSet) return NoSuchProcessSet(process_set);
-  std::vector<int> all(static_cast<size_t>(rt->comm().size()));
-  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-  return all;
+  return JobRanks(rt->comm().size());
 }
 
 Result<int> ProcessSetRank(int process_set) {

@@ -85,10 +85,8 @@ std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
 
 Engine::Engine(Communicator& comm, EngineOptions options)
     : comm_(comm), options_(options), leaving_(comm.size(), false) {
-  std::vector<int> everyone(comm.size());
-  for (int r = 0; r < comm.size(); ++r) everyone[r] = r;
-  sets_[kGlobalProcessSet] =
-      std::make_unique<ProcessSet>(kGlobalProcessSet, everyone, comm, options.cache_capacity);
+  sets_[kGlobalProcessSet] = std::make_unique<ProcessSet>(kGlobalProcessSet, JobRanks(comm.size()),
+                                                          comm, options.cache_capacity);
   if (!options_.timeline_path.empty()) {
     Status s = StartTimeline(options_.timeline_path);
     if (!s.ok()) {

@@ -28,6 +28,12 @@ ProcessSet::ProcessSet(int id, std::vector<int> members, Communicator& job, size
   }
 }
 
+std::vector<int> JobRanks(int size) {
+  std::vector<int> ranks(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[r] = r;
+  return ranks;
+}
+
 Status NoSuchProcessSet(int id) {
   return Status::InvalidArgument("process set " + std::to_string(id) + " does not exist");
 }

@@ -36,6 +36,9 @@ struct ProcessSet {
   std::vector<Request> queue;           // guarded by Engine::mu_: submitted, not yet announced
 };
 
+// Every rank of a job of `size` ranks, ascending: the members of set 0.
+std::vector<int> JobRanks(int size);
+
 // The error of every lookup of a set id that is not (or no longer) there.
 Status NoSuchProcessSet(int id);
 
