@@ -25,7 +25,8 @@ const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest
 // RFC 3986 encoding as SigV4 defines it: everything but A-Z a-z 0-9 - _ . ~.
 const encode = (s) =>
   encodeURIComponent(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
-const decode = (s) => decodeURIComponent(s.replace(/\+/g, '%20'));
+// No '+' for space: SigV4 clients send %20, and '+' in an S3 key is a plus.
+const decode = (s) => decodeURIComponent(s);
 
 function canonicalUri(rawPath) {
   return rawPath.split('/').map((segment) => encode(decode(segment))).join('/') || '/';
@@ -81,7 +82,7 @@ function checkSignature(req) {
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
   let key = hmac('AWS4' + secret, date);
   for (const part of [region, service, terminator]) key = hmac(key, part);
-  const expected = crypto.createHmac('sha256', key).update(stringToSign).digest('hex');
+  const expected = hmac(key, stringToSign).toString('hex');
   const ok =
     terminator === 'aws4_request' &&
     signedHeaders.includes('host') &&
