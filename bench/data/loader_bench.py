@@ -225,8 +225,8 @@ def main():
     p.add_argument("--measure", type=int, default=4096, help="images timed per loader run")
     p.add_argument("--batch", type=int, default=64)
     # 32,768 samples of 48 KiB = 1.6 GB, 96 chunks: an epoch long enough that
-    # the loader's start (the first shuffle window mapped and verified, about
-    # 30 ms) is not most of it; pass 8192 for the earlier, 0.4 GB figure.
+    # the loader's start (the first shuffle window mapped and verified, 10-40
+    # ms, printed per run) is not most of it; 8192 gives the earlier 0.4 GB figure.
     p.add_argument("--raw-samples", type=int, default=32768)
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     p.add_argument("--cache", default="/tmp/cohort-loader-bench")
