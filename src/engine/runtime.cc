@@ -4,8 +4,10 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "net/auth.h"
 #include "rendezvous/local_address.h"
 #include "rendezvous/mesh_builder.h"
+#include "rendezvous/prefixed_store.h"
 #include "rendezvous/store_client.h"
 
 namespace cohort {
@@ -101,7 +103,9 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   rt->settings_ = *settings;
   JobEnvironment& j = rt->job_;
   const std::string where = j.store_host + ":" + std::to_string(j.store_port);
-  if (j.secret.empty()) {
+  if (j.private_store) {
+    j.secret = GenerateSecret();
+  } else if (j.secret.empty()) {
     // Foreign launchers cannot hand out a secret; fall back to one every rank
     // can derive, and say how to protect the job.
     COHORT_LOG(kWarning) << "COHORT_SECRET is not set: connections of this " << j.launcher
@@ -111,14 +115,17 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   }
   if (j.rank0_hosts_store && j.rank == 0) {
     Result<std::unique_ptr<StoreServer>> server =
-        StoreServer::Start("0.0.0.0", j.store_port, j.secret);
+        StoreServer::Start(j.private_store ? j.store_host : "0.0.0.0", j.store_port, j.secret);
     if (!server.ok()) return server.status();
     rt->hosted_store_ = std::move(server).value();
+    if (j.private_store) j.store_port = rt->hosted_store_->port();
   }
   const Deadline deadline = Deadline::AfterSeconds(rt->settings_.timeout_seconds);
   Result<std::unique_ptr<StoreClient>> store =
       StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
   if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
+  store = ScopeToThisJoin(std::move(store).value(), j.rank);
+  if (!store.ok()) return store.status();
   // A rank's host is one of several when the launcher says so.
   const bool multi_host = j.cross_size > 1 || (j.local_size > 0 && j.local_size < j.size);
   Result<std::string> listen_host = SelectAdvertiseAddress(

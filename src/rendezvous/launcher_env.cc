@@ -424,12 +424,27 @@ Result<JobEnvironment> ParseCohort(const EnvLookup& env) {
   return job;
 }
 
+// A job of one process needs no address: its rank 0 hosts a private store
+// on loopback (see JobEnvironment::private_store). Its placement is known too.
+void UsePrivateStore(JobEnvironment* job) {
+  job->local_rank = job->cross_rank = 0;
+  job->local_size = job->cross_size = 1;
+  job->rank0_hosts_store = true;
+  job->private_store = true;
+  job->store_host = "127.0.0.1";
+  job->store_port = 0;
+}
+
 // Store address and secret under a foreign launcher, once placement is known.
 Status ForeignStore(const EnvLookup& env, JobEnvironment* job) {
   job->rank0_hosts_store = true;
   job->secret = EnvString(env, "COHORT_SECRET").value_or("");
   if (std::optional<std::string> addr = EnvString(env, "COHORT_STORE_ADDR")) {
     return ParseHostPort("COHORT_STORE_ADDR", *addr, job);
+  }
+  if (job->size == 1) {
+    UsePrivateStore(job);
+    return Status::OK();
   }
   if (job->launcher == "torchrun") return TorchrunStore(env, job);
   if (job->launcher == "slurm") return SlurmStore(env, job);
@@ -505,10 +520,14 @@ Result<JobEnvironment> ParseJobEnvironment(const EnvLookup& env) {
                                    (has_rank ? "WORLD_SIZE" : "RANK") +
                                    " is not (torchrun sets both)");
   }
-  return Status::InvalidArgument(
-      "no launcher environment found: expected COHORT_RANK (cohort run), OMPI_COMM_WORLD_RANK "
-      "(mpirun), SLURM_PROCID (srun) or RANK and WORLD_SIZE (torchrun); start workers with "
-      "`cohort run -np N COMMAND`");
+  // No launcher: one process, rank 0 of 1, as Horovod runs a script started
+  // without horovodrun.
+  JobEnvironment job;
+  job.launcher = "none";
+  job.rank = 0;
+  job.size = 1;
+  UsePrivateStore(&job);
+  return job;
 }
 
 }  // namespace cohort

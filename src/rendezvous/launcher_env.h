@@ -5,7 +5,7 @@
 // Precedence, first match wins: COHORT_RANK (cohort run); RANK + WORLD_SIZE
 // with TORCHELASTIC_RUN_ID (torchrun, even when started by srun);
 // OMPI_COMM_WORLD_RANK (mpirun); SLURM_PROCID (srun); RANK + WORLD_SIZE
-// (torchrun). Under a foreign launcher there is no `cohort run` store, so
+// (torchrun); none of them: a job of one process (launcher "none"). Under a foreign launcher there is no `cohort run` store, so
 // rank 0 hosts one; its address is COHORT_STORE_ADDR when set, else derived
 // from what the launcher provides (see launcher_env.cc). The secret is
 // COHORT_SECRET, or empty under a foreign launcher when that is unset.
@@ -21,7 +21,7 @@
 namespace cohort {
 
 struct JobEnvironment {
-  std::string launcher;  // "cohort", "slurm", "mpirun", "torchrun"
+  std::string launcher;  // "cohort", "slurm", "mpirun", "torchrun", "none"
   int rank = -1;
   int size = -1;
   // -1 when the launcher does not say.
@@ -34,8 +34,12 @@ struct JobEnvironment {
   // True when no `cohort run` store exists: rank 0 must start a StoreServer
   // listening on store_port (reachable as store_host by the other ranks).
   bool rank0_hosts_store = false;
-  // Job secret. Empty only under a foreign launcher without COHORT_SECRET;
-  // the caller then logs a warning.
+  // A one-process job without a store address (no launcher, or a launcher
+  // that started one process): rank 0 hosts the store on loopback, on a free
+  // port, with a fresh random secret; nothing outside the process can join.
+  bool private_store = false;
+  // Job secret. Empty only under a foreign launcher without COHORT_SECRET
+  // (and not private_store); the caller then logs a warning.
   std::string secret;
 };
 

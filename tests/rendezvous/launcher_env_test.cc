@@ -200,11 +200,39 @@ TEST(LauncherEnv, TorchrunStartedBySrunWinsOverSlurm) {
   EXPECT_EQ(job->rank, 3);
 }
 
-TEST(LauncherEnv, NoLauncher) {
-  ExpectInvalid({}, {"no launcher environment", "COHORT_RANK", "cohort run"});
+// Started without a launcher, a script is a job of one process (Horovod's
+// behaviour): rank 0 of 1 with a private loopback store.
+void ExpectSingleProcess(const Vars& vars, const std::string& launcher) {
+  Result<JobEnvironment> job = Parse(vars);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->launcher, launcher);
+  EXPECT_EQ(job->rank, 0);
+  EXPECT_EQ(job->size, 1);
+  EXPECT_EQ(job->local_size, 1);
+  EXPECT_TRUE(job->private_store);
+  EXPECT_TRUE(job->rank0_hosts_store);
+  EXPECT_EQ(job->store_host, "127.0.0.1");
+  EXPECT_EQ(job->store_port, 0);
+}
+
+TEST(LauncherEnv, NoLauncherIsOneProcess) {
+  ExpectSingleProcess({}, "none");
+  ExpectSingleProcess({{"COHORT_RANK", ""}}, "none");
   ExpectInvalid({{"RANK", "0"}}, {"RANK is set but WORLD_SIZE is not"});
   ExpectInvalid({{"WORLD_SIZE", "2"}}, {"WORLD_SIZE is set but RANK is not"});
-  ExpectInvalid({{"COHORT_RANK", ""}}, {"no launcher environment"});
+}
+
+TEST(LauncherEnv, ForeignLauncherWithOneProcessNeedsNoAddress) {
+  ExpectSingleProcess({{"RANK", "0"}, {"WORLD_SIZE", "1"}}, "torchrun");
+  ExpectSingleProcess({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}, "slurm");
+  // COHORT_STORE_ADDR still wins: the user asked for that store.
+  Result<JobEnvironment> job =
+      Parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"COHORT_STORE_ADDR", "127.0.0.1:40001"}});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_FALSE(job->private_store);
+  EXPECT_EQ(job->store_port, 40001);
+  // Two processes still need the address.
+  ExpectInvalid({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, {"MASTER_ADDR is not set"});
 }
 
 // ---- mpirun ----
