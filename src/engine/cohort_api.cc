@@ -31,11 +31,6 @@ Engine* RunningEngine() {
   return rt == nullptr ? nullptr : rt->engine();
 }
 
-Deadline WaitDeadline(double timeout_seconds) {
-  if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
-  return Deadline::AfterSeconds(timeout_seconds);
-}
-
 Result<Handle> Submit(Request request, DoneCallback done) {
   Runtime* rt = g_runtime.get();
   if (rt == nullptr) return NotRunning();
@@ -437,7 +432,13 @@ Result<bool> Poll(Handle handle) {
 Status Wait(Handle handle, double timeout_seconds) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
-  return e->handles().Wait(handle, WaitDeadline(timeout_seconds));
+  if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
+  Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds));
+  if (s.code() != Status::Code::kTimeout) return s;
+  // The handle may have completed (with its own, better error) meanwhile.
+  Result<bool> done = e->handles().Poll(handle);
+  if (done.ok() && *done) return e->handles().Wait(handle, Deadline::AfterSeconds(0));
+  return e->ExplainTimeout(handle, timeout_seconds);
 }
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,

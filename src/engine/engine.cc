@@ -215,6 +215,7 @@ void Engine::Loop() {
       Fail(s);
       return;
     }
+    if (wait_report_.wanted()) wait_report_.Answer(SnapshotWaiting());
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
   }
@@ -498,6 +499,46 @@ Status Engine::Exchange(ProcessSet& set, const CycleMessage& mine, std::vector<C
     at += sizes[r];
   }
   return Status::OK();
+}
+
+WaitSnapshot Engine::SnapshotWaiting() const {
+  WaitSnapshot snapshot;
+  for (const auto& [id, set] : sets_) {
+    if (!set->member()) continue;
+    const int me = set->comm->rank();
+    for (const auto& [name, missing] : set->table.Waiting()) {
+      snapshot.missing[{id, name}] = DescribeRanks(*set, missing);
+      if (std::find(missing.begin(), missing.end(), me) != missing.end()) {
+        snapshot.not_submitted_here[id].push_back(name);
+      }
+    }
+  }
+  return snapshot;
+}
+
+Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds) {
+  std::string what = "handle " + std::to_string(handle), name;
+  int set_id = kGlobalProcessSet;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, request] : in_flight_) {
+      if (request.handle != handle) continue;
+      set_id = key.first;
+      name = key.second;
+      what = std::string(RequestKindName(request.what.kind)) + " '" + name + "'";
+    }
+  }
+  if (name.empty()) return Status::Timeout(what + " did not complete in time");
+  std::optional<WaitSnapshot> snapshot = wait_report_.Ask(std::chrono::milliseconds(1000));
+  if (!snapshot) {
+    // The engine thread is inside a collective whose own deadline counts from
+    // its last progress and is checked between polls, so it may fire a little
+    // after ours; its error names the peer it waits for. Give it that moment.
+    Status late = handles_.Wait(handle, Deadline::AfterSeconds(std::min(timeout_seconds, 3.0)));
+    Result<bool> done = handles_.Poll(handle);
+    if (done.ok() && *done) return late.ok() ? late : Status(late.code(), what + ": " + late.message());
+  }
+  return Status::Timeout(DescribeTimedOutWait(what, set_id, name, timeout_seconds, snapshot));
 }
 
 Request Engine::TakePending(int set, const std::string& name) {

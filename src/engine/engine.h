@@ -24,6 +24,7 @@
 #include "engine/request.h"
 #include "engine/response_cache.h"
 #include "engine/timeline.h"
+#include "engine/wait_report.h"
 
 namespace cohort {
 
@@ -60,6 +61,11 @@ class Engine {
   Status StartTimeline(const std::string& path);
   // Stops and closes the timeline, if one runs.
   Status StopTimeline();
+
+  // The error for a wait on `handle` that timed out after `timeout_seconds`:
+  // names the tensor and the ranks that have not submitted it (asks the
+  // engine thread, waiting at most a second for its answer).
+  Status ExplainTimeout(int64_t handle, double timeout_seconds);
 
   // Asks every rank's engine to stop and waits for this one to. Collective:
   // the loop ends in the cycle in which all ranks have asked. Requests still
@@ -105,10 +111,13 @@ class Engine {
   // Fails every request of set `id` still queued or in flight with `status`.
   void FailSet(int id, const Status& status);
   Request TakePending(int set, const std::string& name);
+  // Engine thread: what every set's table is waiting for (see WaitReport).
+  WaitSnapshot SnapshotWaiting() const;
 
   Communicator& comm_;  // the whole job's
   const EngineOptions options_;
   HandleTable handles_;
+  WaitReport wait_report_;
   FusionBuffer fusion_;
   int next_set_id_ = 1;        // engine thread only
   std::vector<bool> leaving_;  // engine thread: job ranks that asked to stop
