@@ -161,9 +161,9 @@ void PrintText(const sched::SimulationResult& r) {
   std::printf("  wait by gang size   jobs   mean (s)    p99 (s)\n");
   for (const sched::WaitBucket& b : r.waits) {
     std::string range = b.min_slots == b.max_slots ? std::to_string(b.min_slots)
-                        : b.max_slots >= (1 << 30) ? std::to_string(b.min_slots) + "+"
-                                                   : std::to_string(b.min_slots) + "-" +
-                                                         std::to_string(b.max_slots);
+                        : b.max_slots >= (1 << 30)
+                            ? std::to_string(b.min_slots) + "+"
+                            : std::to_string(b.min_slots) + "-" + std::to_string(b.max_slots);
     std::printf("    %-16s %6d %10.0f %10.0f\n", range.c_str(), b.jobs, b.mean_wait, b.p99_wait);
   }
 }
@@ -172,16 +172,18 @@ void PrintJson(const std::vector<sched::SimulationResult>& results) {
   std::printf("[");
   for (size_t i = 0; i < results.size(); ++i) {
     const sched::SimulationResult& r = results[i];
-    std::printf("%s\n  {\"policy\": \"%s\", \"utilization\": %.6f, \"mean_jct\": %.3f, "
-                "\"p99_jct\": %.3f, \"p99_wait_largest\": %.3f, \"jain\": %.6f, "
-                "\"makespan\": %.3f, \"preemptions\": %d, \"wait_by_slots\": [",
-                i ? "," : "", r.policy.c_str(), r.utilization, r.mean_jct, r.p99_jct,
-                r.p99_wait_largest, r.jain, r.makespan, r.preemptions);
+    std::printf(
+        "%s\n  {\"policy\": \"%s\", \"utilization\": %.6f, \"mean_jct\": %.3f, "
+        "\"p99_jct\": %.3f, \"p99_wait_largest\": %.3f, \"jain\": %.6f, "
+        "\"makespan\": %.3f, \"preemptions\": %d, \"wait_by_slots\": [",
+        i ? "," : "", r.policy.c_str(), r.utilization, r.mean_jct, r.p99_jct, r.p99_wait_largest,
+        r.jain, r.makespan, r.preemptions);
     for (size_t b = 0; b < r.waits.size(); ++b) {
       const sched::WaitBucket& w = r.waits[b];
-      std::printf("%s{\"min_slots\": %d, \"max_slots\": %d, \"jobs\": %d, \"mean_wait\": %.3f, "
-                  "\"p99_wait\": %.3f}",
-                  b ? ", " : "", w.min_slots, w.max_slots, w.jobs, w.mean_wait, w.p99_wait);
+      std::printf(
+          "%s{\"min_slots\": %d, \"max_slots\": %d, \"jobs\": %d, \"mean_wait\": %.3f, "
+          "\"p99_wait\": %.3f}",
+          b ? ", " : "", w.min_slots, w.max_slots, w.jobs, w.mean_wait, w.p99_wait);
     }
     std::printf("]}");
   }

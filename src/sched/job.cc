@@ -5,9 +5,12 @@ namespace cohort::sched {
 
 const char* PriorityName(PriorityClass priority) {
   switch (priority) {
-    case PriorityClass::kLow: return "low";
-    case PriorityClass::kNormal: return "normal";
-    case PriorityClass::kHigh: return "high";
+    case PriorityClass::kLow:
+      return "low";
+    case PriorityClass::kNormal:
+      return "normal";
+    case PriorityClass::kHigh:
+      return "high";
   }
   return "unknown";
 }

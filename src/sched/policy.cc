@@ -88,9 +88,12 @@ void OrderClass(const QueueState& state, const PolicyConfig& config, std::vector
 
 const char* PolicyName(PolicyKind kind) {
   switch (kind) {
-    case PolicyKind::kCohort: return "cohort";
-    case PolicyKind::kFifo: return "fifo";
-    case PolicyKind::kStrictPriority: return "strict-priority";
+    case PolicyKind::kCohort:
+      return "cohort";
+    case PolicyKind::kFifo:
+      return "fifo";
+    case PolicyKind::kStrictPriority:
+      return "strict-priority";
   }
   return "unknown";
 }
@@ -222,8 +225,8 @@ class Pass {
     if (!preempted.empty()) {
       reason += "; preempting " + preempted;
     } else if (shadow_ < kNever) {
-      reason += "; slots reserved from when running jobs end (in " +
-                Seconds(shadow_ - state_.now) + ")";
+      reason +=
+          "; slots reserved from when running jobs end (in " + Seconds(shadow_ - state_.now) + ")";
     }
     Wait(job, reason);
   }
@@ -255,7 +258,8 @@ class Pass {
       return a->started != b->started ? a->started > b->started : a->spec.id > b->spec.id;
     });
     size_t count = 0;
-    while (count < candidates.size() && coming < job.slots) coming += candidates[count++]->spec.slots;
+    while (count < candidates.size() && coming < job.slots)
+      coming += candidates[count++]->spec.slots;
     if (coming < job.slots) return "";
     std::string names;
     for (size_t k = 0; k < count; ++k) {

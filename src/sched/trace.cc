@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -18,7 +19,8 @@ std::vector<std::string> SplitFields(std::string_view line) {
   size_t start = 0;
   while (true) {
     size_t comma = line.find(',', start);
-    std::string field(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start));
+    std::string field(
+        line.substr(start, comma == std::string_view::npos ? line.npos : comma - start));
     // Trim spaces around a field.
     field.erase(0, field.find_first_not_of(" \t"));
     field.erase(field.find_last_not_of(" \t\r") + 1);
@@ -42,9 +44,11 @@ Result<double> ParseNumber(const std::string& text, const std::string& where, co
 Result<TraceJob> ParseLine(std::string_view line, const std::string& where) {
   std::vector<std::string> f = SplitFields(line);
   if (f.size() != 6 && f.size() != 7) {
-    return Status::InvalidArgument(where + ": expected 6 or 7 fields "
-                                   "(submit,user,project,slots,duration,priority[,max_time]), got " +
-                                   std::to_string(f.size()));
+    return Status::InvalidArgument(
+        where +
+        ": expected 6 or 7 fields "
+        "(submit,user,project,slots,duration,priority[,max_time]), got " +
+        std::to_string(f.size()));
   }
   TraceJob job;
   Result<double> submit = ParseNumber(f[0], where, "submit");
@@ -127,8 +131,12 @@ std::vector<TraceJob> SyntheticTrace(const SyntheticSpec& spec) {
   double work = 0;
   for (TraceJob& job : jobs) {
     int user = pick_user(rng);
-    job.user = "u" + std::to_string(user);
-    job.project = "p" + std::to_string(user / 2);
+    // snprintf rather than "u" + std::to_string(): g++ 12 warns (-Wrestrict) on that here.
+    char name[24];
+    std::snprintf(name, sizeof(name), "u%d", user);
+    job.user = name;
+    std::snprintf(name, sizeof(name), "p%d", user / 2);
+    job.project = name;
     job.slots = sizes[pick_size(rng)];
     job.duration = std::clamp(std::round(duration(rng)), 10.0, 3 * 86400.0);
     job.max_time = std::ceil(job.duration * (1 + unit(rng)));

@@ -168,7 +168,8 @@ TEST(Policy, QuotaIsReclaimedFromTheBorrower) {
   EXPECT_EQ(d.preemptions[0].reason,
             "project q reclaims its quota for job 3 (this job borrowed beyond project p's quota)");
   ASSERT_EQ(d.pending.size(), 1u);
-  EXPECT_EQ(d.pending[0].reason, "first in line: needs 4 slots, 0 free; preempting job 2 (grace 60 s)");
+  EXPECT_EQ(d.pending[0].reason,
+            "first in line: needs 4 slots, 0 free; preempting job 2 (grace 60 s)");
   EXPECT_EQ(d.pending[0].estimated_start, 160);
   // The next pass, while job 2 is in its grace period, preempts nothing more.
   state.running[1].terminating = true;

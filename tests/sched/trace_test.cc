@@ -41,9 +41,11 @@ TEST(Trace, BadRowsNameTheLineAndField) {
     const char* message;
   };
   const Case cases[] = {
-      {"1,a,p,2,10\n", "t.csv:1: expected 6 or 7 fields "
-                       "(submit,user,project,slots,duration,priority[,max_time]), got 5"},
-      {"1,a,p,2,10,normal\nx,a,p,2,10,normal\n", "t.csv:2: submit 'x' is not a non-negative number"},
+      {"1,a,p,2,10\n",
+       "t.csv:1: expected 6 or 7 fields "
+       "(submit,user,project,slots,duration,priority[,max_time]), got 5"},
+      {"1,a,p,2,10,normal\nx,a,p,2,10,normal\n",
+       "t.csv:2: submit 'x' is not a non-negative number"},
       {"1,a,p,0,10,normal\n", "t.csv:1: slots '0' is not a positive integer"},
       {"1,a,p,1.5,10,normal\n", "t.csv:1: slots '1.5' is not a positive integer"},
       {"1,a,p,2,-3,normal\n", "t.csv:1: duration '-3' is not a non-negative number"},
