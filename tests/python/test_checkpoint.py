@@ -110,16 +110,16 @@ def run_digits(checkpoint_dir, epochs, stop_after=None):
 
 
 def test_digits_stops_on_sigterm_and_resumes(tmp_path):
-    code, full = run_digits(str(tmp_path / "full"), 3)
+    code, full = run_digits(str(tmp_path / "full"), 4)
     assert code == 0, full
-    code, first = run_digits(str(tmp_path / "resumed"), 3, stop_after=1)
+    code, first = run_digits(str(tmp_path / "resumed"), 4, stop_after=1)
     assert code == 128 + signal.SIGTERM, first
     stopped = [l for l in first.splitlines()
                if l.startswith("[0] stopped by SIGTERM after epoch")]
     assert len(stopped) == 1, first
     epoch = int(stopped[0].rsplit(" ", 1)[1])
-    assert 1 <= epoch < 3, first
-    code, second = run_digits(str(tmp_path / "resumed"), 3)
+    assert 1 <= epoch < 4, first
+    code, second = run_digits(str(tmp_path / "resumed"), 4)
     assert code == 0, second
     assert "resumed from the checkpoint of epoch %d" % epoch in second
     assert "[0] epoch  1 " not in second
