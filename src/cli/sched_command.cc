@@ -166,6 +166,11 @@ void PrintText(const sched::SimulationResult& r) {
                             : std::to_string(b.min_slots) + "-" + std::to_string(b.max_slots);
     std::printf("    %-16s %6d %10.0f %10.0f\n", range.c_str(), b.jobs, b.mean_wait, b.p99_wait);
   }
+  std::printf("  wait by priority    jobs   mean (s)    p99 (s)  p99 largest (s)\n");
+  for (const sched::PriorityWait& w : r.priority_waits) {
+    std::printf("    %-16s %6d %10.0f %10.0f %16.0f\n", sched::PriorityName(w.priority), w.jobs,
+                w.mean_wait, w.p99_wait, w.p99_wait_largest);
+  }
 }
 
 void PrintJson(const std::vector<sched::SimulationResult>& results) {
@@ -184,6 +189,15 @@ void PrintJson(const std::vector<sched::SimulationResult>& results) {
           "%s{\"min_slots\": %d, \"max_slots\": %d, \"jobs\": %d, \"mean_wait\": %.3f, "
           "\"p99_wait\": %.3f}",
           b ? ", " : "", w.min_slots, w.max_slots, w.jobs, w.mean_wait, w.p99_wait);
+    }
+    std::printf("], \"wait_by_priority\": [");
+    for (size_t k = 0; k < r.priority_waits.size(); ++k) {
+      const sched::PriorityWait& w = r.priority_waits[k];
+      std::printf(
+          "%s{\"priority\": \"%s\", \"jobs\": %d, \"mean_wait\": %.3f, "
+          "\"p99_wait\": %.3f, \"p99_wait_largest\": %.3f}",
+          k ? ", " : "", sched::PriorityName(w.priority), w.jobs, w.mean_wait, w.p99_wait,
+          w.p99_wait_largest);
     }
     std::printf("]}");
   }

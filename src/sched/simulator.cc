@@ -214,6 +214,19 @@ class Simulation {
       for (double w : bucket_waits[b]) bucket.mean_wait += w / bucket_waits[b].size();
       result_.waits.push_back(bucket);
     }
+    for (int c = 2; c >= 0; --c) {
+      std::vector<double> waits, largest;
+      for (size_t i = 0; i < trace_.size(); ++i) {
+        if (static_cast<int>(trace_[i].priority) != c) continue;
+        waits.push_back(jobs_[i].first_start - trace_[i].submit);
+        if (2 * trace_[i].slots >= largest_) largest.push_back(waits.back());
+      }
+      if (waits.empty()) continue;
+      PriorityWait w{static_cast<PriorityClass>(c), static_cast<int>(waits.size()), 0,
+                     Percentile(waits, 0.99), Percentile(largest, 0.99)};
+      for (double v : waits) w.mean_wait += v / waits.size();
+      result_.priority_waits.push_back(w);
+    }
     std::vector<double> shares;
     const std::vector<double>& received = any_contended_ ? received_contended_ : received_all_;
     for (size_t u = 0; u < users_.size(); ++u) {

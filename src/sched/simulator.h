@@ -33,6 +33,15 @@ struct WaitBucket {
   double p99_wait = 0;
 };
 
+// Waits of the jobs of one priority class.
+struct PriorityWait {
+  PriorityClass priority = PriorityClass::kNormal;
+  int jobs = 0;
+  double mean_wait = 0;
+  double p99_wait = 0;
+  double p99_wait_largest = 0;  // of its largest gangs (as SimulationResult's)
+};
+
 struct SimulationResult {
   std::string policy;
   // Busy slot-seconds / available slot-seconds, over the time in which at
@@ -51,7 +60,8 @@ struct SimulationResult {
   double makespan = 0;  // last finish - first submit
   int preemptions = 0;
   int passes = 0;
-  std::vector<WaitBucket> waits;  // by gang size: 1, 2-4, 5-8, 9-16, 17-32, 33-64, 65+
+  std::vector<WaitBucket> waits;             // by gang size: 1, 2-4, 5-8, 9-16, 17-32, 33-64, 65+
+  std::vector<PriorityWait> priority_waits;  // high, normal, low (classes with jobs)
 };
 
 // Replays `trace` under `config`. Fails on a job larger than the pool.

@@ -21,9 +21,7 @@ TEST(FairShare, UsageHalvesEveryHalfLife) {
 
 TEST(FairShare, RunningJobsAccrueSlotSeconds) {
   RunningJob job;
-  job.spec.user = "a";
-  job.spec.project = "p";
-  job.spec.slots = 4;
+  job.spec = JobSpec{1, "a", "p", 4};
   Usage usage;
   AdvanceUsage({job}, 100, 0, &usage);  // no decay: exactly slots x seconds
   EXPECT_DOUBLE_EQ(usage.user["a"], 400);

@@ -76,7 +76,8 @@ TEST(Trace, SyntheticTraceIsReproducibleAndShapedLikeGpuClusters) {
     single += job.slots == 1;
     largest = std::max(largest, job.slots);
     EXPECT_GE(job.max_time, job.duration);
-    EXPECT_EQ(job.project, "p" + std::to_string((job.user[1] - '0') / 2));
+    EXPECT_EQ(job.project[0], 'p');
+    EXPECT_EQ(job.project.substr(1), std::to_string((job.user[1] - '0') / 2));
     users.insert(job.user);
   }
   EXPECT_GT(single, 1000);  // most jobs ask for one slot
