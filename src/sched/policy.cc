@@ -17,10 +17,9 @@ namespace {
 
 constexpr double kNever = HUGE_VAL;
 
+// "12 s" (whole seconds; integer formatting: a pass formats thousands of these).
 std::string Seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.0f s", std::max(0.0, s));
-  return text;
+  return std::to_string(std::llround(std::min(std::max(0.0, s), 9e18))) + " s";
 }
 
 double MaxTime(const JobSpec& job, const PolicyConfig& config) {
@@ -50,23 +49,29 @@ void OrderClass(const QueueState& state, const PolicyConfig& config, std::vector
                 std::map<std::string, int>* quota_used, std::vector<size_t>* order) {
   std::map<std::string, std::vector<size_t>> per_user;
   for (size_t i : jobs) per_user[state.pending[i].user].push_back(i);
-  Usage charged = state.usage;
-  using Entry = std::pair<double, std::string>;  // score, user: ties go by name
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  std::map<std::string, size_t> next;
+  // Users by index in name order, so heap ties go by name without comparing strings.
+  std::vector<std::vector<size_t>*> lists;
   for (auto& [user, list] : per_user) {
     std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
       return SubmittedBefore(state.pending[a], state.pending[b]);
     });
-    const JobSpec& first = state.pending[list[0]];
-    heap.push({FairShareScore(charged, state.shares, user, first.project), user});
+    lists.push_back(&list);
   }
+  std::vector<size_t> next(lists.size(), 0);
+  Usage charged = state.usage;
+  using Entry = std::pair<double, size_t>;  // score, user index
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  auto push = [&](size_t u) {
+    const JobSpec& job = state.pending[(*lists[u])[next[u]]];
+    heap.push({FairShareScore(charged, state.shares, job.user, job.project), u});
+  };
+  for (size_t u = 0; u < lists.size(); ++u) push(u);
   std::vector<size_t> within, borrowing;
   while (!heap.empty()) {
-    const std::string user = heap.top().second;
+    const size_t u = heap.top().second;
     heap.pop();
-    const std::vector<size_t>& list = per_user[user];
-    size_t& k = next[user];
+    const std::vector<size_t>& list = *lists[u];
+    size_t& k = next[u];
     const JobSpec& job = state.pending[list[k]];
     int& used = (*quota_used)[job.project];
     bool in_quota = state.quota.empty() || used + job.slots <= Quota(state, job.project);
@@ -75,10 +80,7 @@ void OrderClass(const QueueState& state, const PolicyConfig& config, std::vector
     double charge = job.slots * std::min(MaxTime(job, config), config.charge_cap_s);
     charged.user[job.user] += charge;
     charged.project[job.project] += charge;
-    if (++k < list.size()) {
-      const JobSpec& following = state.pending[list[k]];
-      heap.push({FairShareScore(charged, state.shares, user, following.project), user});
-    }
+    if (++k < list.size()) push(u);
   }
   order->insert(order->end(), within.begin(), within.end());
   order->insert(order->end(), borrowing.begin(), borrowing.end());
@@ -201,7 +203,7 @@ class Pass {
       return BecomeHead(job);
     }
     if (config_.kind != PolicyKind::kCohort) {
-      return Wait(job, "behind job " + std::to_string(head_->id) + ", which waits for " +
+      return Wait(job, "behind job " + head_id_ + ", which waits for " +
                            std::to_string(head_->slots) + " slots (" + PolicyName(config_.kind) +
                            " does not backfill)");
     }
@@ -212,6 +214,7 @@ class Pass {
   // for it when it is entitled to capacity others hold.
   void BecomeHead(const JobSpec& job) {
     head_ = &job;
+    head_id_ = std::to_string(job.id);
     ReserveForHead(job);
     // Preempt only when waiting for running jobs to end takes longer than
     // the victims' grace period would.
@@ -220,6 +223,8 @@ class Pass {
       preempted = Preempt(job);
       if (!preempted.empty()) ReserveForHead(job);
     }
+    delay_prefix_ = "would delay job " + head_id_ + ", reserved to start in " +
+                    Seconds(shadow_ - state_.now) + ": this job may run ";
     std::string reason = "first in line: needs " + std::to_string(job.slots) + " slots, " +
                          std::to_string(free_total_) + " free";
     if (!preempted.empty()) {
@@ -329,15 +334,12 @@ class Pass {
   void Backfill(const JobSpec& job) {
     if (job.slots > free_total_) {
       return Wait(job, "waiting for " + std::to_string(job.slots) + " slots (" +
-                           std::to_string(free_total_) + " free); behind job " +
-                           std::to_string(head_->id));
+                           std::to_string(free_total_) + " free); behind job " + head_id_);
     }
     const double end = state_.now + MaxTime(job, config_);
     const bool ends_in_time = end <= shadow_;
     if (!ends_in_time && job.slots > long_total_) {
-      return Wait(job, "would delay job " + std::to_string(head_->id) + ", reserved to start in " +
-                           Seconds(shadow_ - state_.now) + ": this job may run " +
-                           Seconds(MaxTime(job, config_)) + " and only " +
+      return Wait(job, delay_prefix_ + Seconds(MaxTime(job, config_)) + " and only " +
                            std::to_string(long_total_) + " slots are free beyond then");
     }
     std::vector<Placement> placement = *PlaceGang(ends_in_time ? free_ : long_cap_, job.slots);
@@ -388,6 +390,8 @@ class Pass {
   std::vector<const JobSpec*> waiting_;  // parallel to decision_.pending
   std::vector<uint64_t> victims_;
   const JobSpec* head_ = nullptr;
+  std::string head_id_;
+  std::string delay_prefix_;  // the start of reasons of jobs that would delay the head
   double shadow_ = kNever;
   std::vector<int> long_cap_;
   int long_total_ = 0;
