@@ -168,7 +168,9 @@ class LocalStorage : public Storage {
 
   Status Delete(const std::string& path) override {
     std::string full = Full(path);
-    if (::unlink(full.c_str()) != 0 && errno != ENOENT) return Errno("cannot delete", full);
+    if (::unlink(full.c_str()) != 0) {
+      return errno == ENOENT ? Status::OK() : Errno("cannot delete", full);
+    }
     std::string dir = full.substr(0, full.rfind('/'));
     // A folder the object leaves empty goes too (rmdir fails on a non-empty one).
     if (dir != dir_ && ::rmdir(dir.c_str()) == 0) dir = dir.substr(0, dir.rfind('/'));
