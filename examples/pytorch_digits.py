@@ -8,9 +8,15 @@ changed import. Run it on 2 workers:
 Each optimizer step uses one global batch of --batch-size images split evenly
 over the workers, so N workers follow the same trajectory as one worker with
 the same global batch. Prints the loss and accuracy per epoch and a final
-`result: {...}` JSON line; exits with status 1 below --min-accuracy."""
+`result: {...}` JSON line; exits with status 1 below --min-accuracy.
+
+With --checkpoint-dir DIR (a directory or s3://...) rank 0 saves a checkpoint
+after every epoch, every rank resumes from the last one at start, and SIGTERM
+stops the job after the current epoch's checkpoint (exit status 143), as the
+queue's preemption does."""
 import argparse
 import json
+import signal
 import time
 
 import torch
@@ -62,6 +68,7 @@ def main():
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--min-accuracy", type=float, default=0.95)
+    parser.add_argument("--checkpoint-dir", help="save every epoch there; resume from it")
     args = parser.parse_args()
 
     hvd.init()
@@ -77,9 +84,23 @@ def main():
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    first_epoch, checkpoints, stop = 0, None, []
+    if args.checkpoint_dir:
+        from cohort.checkpoint import Checkpointer
+        checkpoints = Checkpointer(args.checkpoint_dir, keep_last=2)
+        state, first_epoch = checkpoints.load()
+        if state is None:
+            first_epoch = 0
+        else:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            if hvd.rank() == 0:
+                print("resumed from the checkpoint of epoch %d" % first_epoch, flush=True)
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
 
     start = time.time()
-    for epoch in range(args.epochs):
+    accuracy = evaluate(model, x_test, y_test) if first_epoch >= args.epochs else None
+    for epoch in range(first_epoch, args.epochs):
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch))
         total_loss, batches = 0.0, 0
         for first in range(0, len(order) - args.batch_size + 1, args.batch_size):
@@ -96,6 +117,16 @@ def main():
         if hvd.rank() == 0:
             print("epoch %2d  loss %.4f  test accuracy %.4f  (%.1f s)" %
                   (epoch + 1, loss, accuracy, time.time() - start), flush=True)
+        if checkpoints is not None:
+            if hvd.rank() == 0:
+                checkpoints.save({"model": model.state_dict(),
+                                  "optimizer": optimizer.state_dict()}, epoch + 1, metric=loss)
+            # Every rank stops after the same epoch when any got SIGTERM.
+            if hvd.allreduce(torch.tensor(len(stop)), op=hvd.Sum, name="stop").item() > 0:
+                if hvd.rank() == 0:
+                    print("stopped by SIGTERM after epoch %d" % (epoch + 1), flush=True)
+                hvd.shutdown()
+                raise SystemExit(128 + signal.SIGTERM)
 
     result = {"workers": hvd.size(), "global_batch": args.batch_size, "epochs": args.epochs,
               "test_accuracy": accuracy, "seconds": round(time.time() - start, 2)}

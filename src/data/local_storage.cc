@@ -166,6 +166,17 @@ class LocalStorage : public Storage {
     return FsyncDir(dir);
   }
 
+  Status Delete(const std::string& path) override {
+    std::string full = Full(path);
+    if (::unlink(full.c_str()) != 0) {
+      return errno == ENOENT ? Status::OK() : Errno("cannot delete", full);
+    }
+    std::string dir = full.substr(0, full.rfind('/'));
+    // A folder the object leaves empty goes too (rmdir fails on a non-empty one).
+    if (dir != dir_ && ::rmdir(dir.c_str()) == 0) dir = dir.substr(0, dir.rfind('/'));
+    return FsyncDir(dir);
+  }
+
   Result<std::vector<std::string>> List(const std::string& prefix) override {
     std::vector<std::string> keys;
     COHORT_RETURN_IF_ERROR(Walk(prefix, &keys));
@@ -268,6 +279,11 @@ ObjectBytes ObjectBytes::Own(std::string bytes) {
   auto owner = std::make_shared<const std::string>(std::move(bytes));
   std::string_view view = *owner;
   return ObjectBytes{std::move(owner), view};
+}
+
+Status Storage::Delete(const std::string& path) {
+  return Status::InvalidArgument(location() + ": this storage cannot delete objects (" + path +
+                                 ")");
 }
 
 Result<std::optional<ObjectBytes>> Storage::GetBytes(const std::string& path) {

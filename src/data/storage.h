@@ -67,6 +67,9 @@ class Storage {
   virtual Result<std::vector<std::string>> ReadMany(const std::vector<ByteRange>& ranges);
   virtual Result<bool> Exists(const std::string& path) = 0;
   virtual Status Put(const std::string& path, std::string_view bytes) = 0;
+  // Removes the object; an absent one is not an error (deleting twice is
+  // fine). Read-only backends (HTTP) fail with a message naming the location.
+  virtual Status Delete(const std::string& path);
   // Keys under `prefix` (recursively), sorted; temporary and lock files are not listed.
   virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
   // Compare-and-swap, see above. `while_locked` (may be empty) runs after the

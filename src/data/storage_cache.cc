@@ -197,6 +197,10 @@ Status CachedStorage::Put(const std::string& path, std::string_view bytes) {
   return inner_->Put(path, bytes);
 }
 
+// Only immutable objects are cached, and those are never deleted while a
+// cache holds them; the inner storage decides.
+Status CachedStorage::Delete(const std::string& path) { return inner_->Delete(path); }
+
 Result<std::vector<std::string>> CachedStorage::List(const std::string& prefix) {
   return inner_->List(prefix);
 }

@@ -41,6 +41,7 @@ class CachedStorage : public Storage {
   Result<std::vector<std::string>> ReadMany(const std::vector<ByteRange>& ranges) override;
   Result<bool> Exists(const std::string& path) override;
   Status Put(const std::string& path, std::string_view bytes) override;
+  Status Delete(const std::string& path) override;
   Result<std::vector<std::string>> List(const std::string& prefix) override;
   Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
                    std::string_view bytes, const std::function<void()>& while_locked) override;

@@ -1,0 +1,110 @@
+"""cohort.checkpoint: save training state atomically and resume from it.
+
+    import cohort.checkpoint as ckpt
+    store = ckpt.Checkpointer("/ckpt/run1", keep_last=3)   # or "s3://bucket/prefix"
+    state, step = store.load()                             # (None, None) when there is none
+    ...
+    store.save({"model": model.state_dict(), "opt": optimizer.state_dict()}, step,
+               metric=val_loss)
+
+A checkpoint is complete or absent, also when the process is killed while it
+saves; the store keeps the newest `keep_last` and the best by `metric` (lower
+is better unless higher_is_better=True) and deletes the rest. `state` is
+anything torch.save (when torch is loaded) or pickle can write: a dict of
+tensors and plain objects. Save from one rank (rank 0); load on every rank.
+
+The module-level save(state, step) and load() use the location in
+COHORT_CHECKPOINT_DIR, so a job the queue preempts (SIGTERM, then a grace
+period) saves where its resumed run will look. The format is
+docs/checkpoints.md."""
+import io
+import os
+import pickle
+import sys
+
+from . import _checkpoint
+
+# The first line of a stored state says how the rest was written.
+_TORCH = b"cohort-state torch\n"
+_PICKLE = b"cohort-state pickle\n"
+
+
+def _encode(state):
+    if "torch" in sys.modules:
+        buffer = io.BytesIO()
+        sys.modules["torch"].save(state, buffer)
+        return _TORCH + buffer.getvalue()
+    return _PICKLE + pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _decode(data, map_location):
+    if data.startswith(_TORCH):
+        import torch
+        return torch.load(io.BytesIO(data[len(_TORCH):]), map_location=map_location,
+                          weights_only=False)
+    if data.startswith(_PICKLE):
+        return pickle.loads(data[len(_PICKLE):])
+    raise ValueError("not a cohort.checkpoint state (first bytes %r)" % data[:24])
+
+
+class Checkpointer:
+    """Checkpoints at one location: a directory (created) or s3://bucket/prefix."""
+
+    def __init__(self, location, keep_last=3, higher_is_better=False):
+        self._store = _checkpoint.Store(os.fspath(location), keep_last, higher_is_better)
+
+    @property
+    def location(self):
+        return self._store.location
+
+    def save(self, state, step, metric=None):
+        """Saves `state` as checkpoint `step` (an int >= 0), then deletes what
+        keep_last and the best no longer need."""
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise TypeError("step must be an int, not %s" % type(step).__name__)
+        self._store.save(step, _encode(state), None if metric is None else float(metric))
+
+    def load(self, step=None, map_location="cpu"):
+        """(state, step) of the newest checkpoint (or of `step`);
+        (None, None) when there is none."""
+        if step is None:
+            found = self._store.load_latest()
+            if found is None:
+                return None, None
+            step, data = found
+        else:
+            data = self._store.load(step)
+            if data is None:
+                return None, None
+        return _decode(data, map_location), step
+
+    def list(self):
+        """[{"step", "bytes", "metric", "sha256"}] of the complete checkpoints, oldest first."""
+        return self._store.list()
+
+    def best(self):
+        """The best checkpoint's {"step", "bytes", "metric", "sha256"}, or None."""
+        return self._store.best()
+
+
+def _default():
+    location = os.environ.get("COHORT_CHECKPOINT_DIR")
+    if not location:
+        raise RuntimeError("cohort.checkpoint.save/load need COHORT_CHECKPOINT_DIR "
+                           "(or use Checkpointer(location))")
+    keep = os.environ.get("COHORT_CHECKPOINT_KEEP", "3")
+    try:
+        keep_last = int(keep)
+    except ValueError:
+        raise ValueError("COHORT_CHECKPOINT_KEEP '%s' is not an integer" % keep) from None
+    return Checkpointer(location, keep_last=keep_last)
+
+
+def save(state, step, metric=None):
+    """Checkpointer(COHORT_CHECKPOINT_DIR).save(state, step, metric)."""
+    _default().save(state, step, metric)
+
+
+def load(step=None, map_location="cpu"):
+    """Checkpointer(COHORT_CHECKPOINT_DIR).load(step) -> (state, step)."""
+    return _default().load(step, map_location)
