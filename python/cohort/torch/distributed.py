@@ -148,9 +148,25 @@ def new_group(ranks=None, timeout=_c10d_module.default_pg_timeout, backend=None,
     return _torch_new_group(ranks, timeout, backend, pg_options)
 
 
+_torch_monitored_barrier = _c10d_module.monitored_barrier
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier, which torch 1.13 allows on gloo
+    only, also on 'cohort' groups: rank 0 names the ranks that did not arrive
+    within `timeout`."""
+    if _c10d_module._rank_not_in_group(group) or dist.get_backend(group) != BACKEND:
+        return _torch_monitored_barrier(group, timeout, wait_all_ranks)
+    group_to_use = _c10d_module._get_default_group() if group is None else group
+    return group_to_use.monitored_barrier(timeout or _c10d_module.default_pg_timeout,
+                                          wait_all_ranks=wait_all_ranks)
+
+
 new_group.__doc__ += "\n\n" + (_torch_new_group.__doc__ or "")
-_c10d_module.new_group = new_group  # new_subgroups and others call it through the module
-dist.new_group = new_group
+monitored_barrier.__doc__ += "\n\n" + (_torch_monitored_barrier.__doc__ or "")
+# new_subgroups and others call new_group through the module.
+_c10d_module.new_group = dist.new_group = new_group
+_c10d_module.monitored_barrier = dist.monitored_barrier = monitored_barrier
 _set_env_defaults_under_cohort_run()
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)
