@@ -70,6 +70,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::send(std::vector<at::Tensor>&
   store_->set(MessageKey(rank_, dst, tag, seq), Bytes(tensors[0].contiguous()));
   auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::SEND, tensors);
   work->Complete(nullptr);
+  work->CompleteFuture();
   return work;
 }
 

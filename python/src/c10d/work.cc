@@ -17,12 +17,49 @@ CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outp
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()))) {}
 
-void CohortWork::Complete(std::exception_ptr error) {
-  finish(error);
+void CohortWork::Complete(std::exception_ptr error) { finish(error); }
+
+void CohortWork::CompleteFuture() {
+  std::exception_ptr error = exception();
   if (error) {
     future_->setError(error);
   } else {
     future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+CallbackRunner::~CallbackRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void CallbackRunner::Run(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(fn));
+    // Idle threads each take one queued item; start one for any item left over.
+    if (static_cast<int>(queue_.size()) > idle_) threads_.emplace_back([this] { Loop(); });
+  }
+  cv_.notify_one();
+}
+
+// Drains the queue even when stopping.
+void CallbackRunner::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ++idle_;
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty()) return;
+    std::function<void()> fn = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    fn();
+    lock.lock();
   }
 }
 
@@ -76,6 +113,7 @@ void CompletionQueue::Finish(PendingOp& op) {
   // Results were taken by `finish`; a failed or unread handle is forgotten here.
   for (int64_t handle : op.handles) cohort_release(handle);
   op.work->Complete(error);
+  callbacks_.Run([work = op.work] { work->CompleteFuture(); });
 }
 
 }  // namespace cohort_c10d

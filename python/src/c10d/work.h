@@ -27,8 +27,10 @@ class CohortWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   int sourceRank() const override { return source_rank_; }
 
-  // Completes the work (successfully when `error` is null) and its future.
+  // Completes the work (successfully when `error` is null); the future is
+  // completed separately (CompleteFuture), off the completion thread.
   void Complete(std::exception_ptr error);
+  void CompleteFuture();
   void set_source_rank(int rank) { source_rank_ = rank; }
 
  private:
@@ -48,6 +50,28 @@ struct PendingOp {
   std::string what;  // "allreduce", ... for error messages
 };
 
+// Runs future completions, and with them the callbacks chained on the
+// futures, on threads of their own: a callback may submit another operation
+// and wait for it (PowerSGD's hook does), so it must never run on the thread
+// that completes operations. A thread is added whenever none is idle, so a
+// blocked callback never holds up another one.
+class CallbackRunner {
+ public:
+  CallbackRunner() = default;
+  ~CallbackRunner();
+  void Run(std::function<void()> fn);
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  int idle_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
 class CompletionQueue {
  public:
   explicit CompletionQueue(double timeout_seconds);
@@ -64,6 +88,7 @@ class CompletionQueue {
   std::condition_variable cv_;
   std::deque<PendingOp> queue_;
   bool stopping_ = false;
+  CallbackRunner callbacks_;  // declared before thread_: outlives it
   std::thread thread_;
 };
 
