@@ -4,6 +4,7 @@ compared with the same operation on a gloo group over the same ranks (exact
 for integer dtypes), and DDP/ZeroRedundancyOptimizer training on both.
 Runs under `cohort run -np 2` and `-np 3` (tests/python/CMakeLists.txt)."""
 import datetime
+import time
 
 import pytest
 import torch
@@ -86,6 +87,17 @@ def test_async_op_work_and_future(dist):
     result = works[1].get_future().wait()
     assert torch.equal(result[0], ref)
     assert torch.equal(works[0].result()[0], ref)
+    # completed by polling alone; by a wait with a timeout; or, dropped, when collected
+    polled, timed, dropped = x.clone(), x.clone(), x.clone()
+    work = dist.all_reduce(polled, async_op=True)
+    deadline = time.monotonic() + 30
+    while not work.is_completed():
+        assert time.monotonic() < deadline, "is_completed() never turned true"
+    assert torch.equal(polled, ref)
+    assert dist.all_reduce(timed, async_op=True).wait(timeout=datetime.timedelta(seconds=30))
+    assert torch.equal(timed, ref)
+    dist.all_reduce(dropped, async_op=True)
+    assert torch.equal(dropped, ref)
 
 
 def test_non_contiguous_tensor(dist):

@@ -102,6 +102,19 @@ void Unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& outputs, c
   }
 }
 
+// The result of a completed allgather, reduce-scatter or alltoall as a 1-D
+// tensor of `like`'s dtype.
+at::Tensor TakeResult(int64_t handle, const at::Tensor& like, const char* what) {
+  cohort_error err;
+  cohort_result* result = nullptr;
+  CheckCode(cohort_take_result(handle, &result, &err), err, what);
+  const uint64_t bytes = cohort_result_bytes(result);
+  at::Tensor out = at::empty({static_cast<int64_t>(bytes / like.element_size())}, like.options());
+  if (bytes > 0) std::memcpy(out.data_ptr(), cohort_result_data(result), bytes);
+  cohort_result_free(result);
+  return out;
+}
+
 }  // namespace
 
 ProcessGroupCohort::ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
@@ -112,8 +125,10 @@ ProcessGroupCohort::ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, in
       timeout_(timeout),
       process_set_(process_set),
       name_prefix_(std::move(name_prefix)),
-      completions_(std::make_unique<CompletionQueue>(timeout.count() / 1000.0)),
-      receives_(std::make_unique<CompletionQueue>(timeout.count() / 1000.0)) {}
+      completions_(std::make_shared<CompletionQueue>()),
+      receives_(std::make_shared<CompletionQueue>()) {
+  init();
+}
 
 ProcessGroupCohort::~ProcessGroupCohort() = default;
 
@@ -127,21 +142,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::Enqueue(c10d::OpType type,
                                                            std::vector<int64_t> handles,
                                                            std::function<void()> finish,
                                                            const char* what) {
-  auto work = c10::make_intrusive<CohortWork>(rank_, type, std::move(outputs));
-  completions_->Push(PendingOp{std::move(handles), std::move(finish), work, what});
-  return work;
-}
-
-at::Tensor ProcessGroupCohort::TakeResult(int64_t handle, const at::Tensor& like,
-                                          const char* what) {
-  cohort_error err;
-  cohort_result* result = nullptr;
-  CheckCode(cohort_take_result(handle, &result, &err), err, what);
-  const uint64_t bytes = cohort_result_bytes(result);
-  at::Tensor out = at::empty({static_cast<int64_t>(bytes / like.element_size())}, like.options());
-  if (bytes > 0) std::memcpy(out.data_ptr(), cohort_result_data(result), bytes);
-  cohort_result_free(result);
-  return out;
+  // Completed by whoever first waits for it, polls it or asks for its
+  // future (which hands it to the completion thread).
+  return c10::make_intrusive<CohortWork>(rank_, type, std::move(outputs), std::move(handles),
+                                         std::move(finish), what, TimeoutSeconds(), completions_);
 }
 
 int64_t ProcessGroupCohort::SubmitAllgather(const at::Tensor& input, const char* what) {
@@ -178,7 +182,7 @@ std::vector<int64_t> ProcessGroupCohort::SubmitReduction(const at::Tensor& input
                 ": bitwise reductions need an integer dtype, got ", input.scalar_type());
     const int64_t handle = SubmitAllgather(input, what);
     const int members = size_;
-    *finish = [this, handle, input, output, type, members, what] {
+    *finish = [handle, input, output, type, members, what] {
       at::Tensor rows = TakeResult(handle, input, what).view({members, -1});
       at::Tensor acc = rows[0].clone();
       for (int r = 1; r < members; ++r) {
@@ -302,7 +306,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allgather(
   std::vector<at::Tensor> targets = outputs[0];
   return Enqueue(
       c10d::OpType::ALLGATHER, targets, {handle},
-      [this, handle, input, targets] {
+      [handle, input, targets] {
         Unflatten(TakeResult(handle, input, "allgather"), targets, "allgather");
       },
       "allgather");
@@ -321,7 +325,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_allgather_base(
   at::Tensor target = output;
   return Enqueue(
       c10d::OpType::_ALLGATHER_BASE, {output}, {handle},
-      [this, handle, in, target] {
+      [handle, in, target] {
         Unflatten(TakeResult(handle, in, "_allgather_base"), {target}, "_allgather_base");
       },
       "_allgather_base");
@@ -346,7 +350,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allgather_coalesced(
   const int members = size_;
   return Enqueue(
       c10d::OpType::ALLGATHER_COALESCED, flat_outputs, handles,
-      [this, handles, ins, outputs, members] {
+      [handles, ins, outputs, members] {
         for (size_t i = 0; i < handles.size(); ++i) {
           std::vector<at::Tensor> targets;
           for (int r = 0; r < members; ++r) targets.push_back(outputs[r][i]);
@@ -376,7 +380,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::gather(
   const int64_t handle = SubmitAllgather(input, "gather");
   return Enqueue(
       c10d::OpType::GATHER, targets, {handle},
-      [this, handle, input, targets, is_root] {
+      [handle, input, targets, is_root] {
         at::Tensor gathered = TakeResult(handle, input, "gather");
         if (is_root) Unflatten(gathered, targets, "gather");
       },
@@ -406,7 +410,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::scatter(
   at::Tensor target = outputs[0];
   return Enqueue(
       c10d::OpType::SCATTER, outputs, {handle},
-      [this, handle, send, target] {
+      [handle, send, target] {
         Unflatten(TakeResult(handle, target, "scatter"), {target}, "scatter");
       },
       "scatter");
@@ -449,7 +453,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_reduce_scatter_base(
   at::Tensor target = output;
   return Enqueue(
       c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {handle},
-      [this, handle, send, target] {
+      [handle, send, target] {
         Unflatten(TakeResult(handle, send, "reduce_scatter"), {target}, "reduce_scatter");
       },
       "reduce_scatter");
@@ -475,7 +479,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::alltoall_base(
   at::Tensor target = output;
   return Enqueue(
       c10d::OpType::ALLTOALL_BASE, {output}, {handle},
-      [this, handle, in, target] {
+      [handle, in, target] {
         Unflatten(TakeResult(handle, in, "alltoall_base"), {target}, "alltoall_base");
       },
       "alltoall_base");
@@ -496,7 +500,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::alltoall(
   std::vector<at::Tensor> targets = outputs;
   return Enqueue(
       c10d::OpType::ALLTOALL, outputs, {handle},
-      [this, handle, send, targets] {
+      [handle, send, targets] {
         Unflatten(TakeResult(handle, send, "alltoall"), targets, "alltoall");
       },
       "alltoall");

@@ -91,13 +91,12 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   // Allgathers `input` flattened; *finish gets the gathered rows (every
   // rank's elements in rank order) as one 1-D tensor.
   int64_t SubmitAllgather(const at::Tensor& input, const char* what);
-  at::Tensor TakeResult(int64_t handle, const at::Tensor& like, const char* what);
   int64_t SubmitAlltoall(const at::Tensor& input, const std::vector<int64_t>& splits,
                          const char* what);
   c10::intrusive_ptr<c10d::Work> Enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          std::vector<int64_t> handles,
                                          std::function<void()> finish, const char* what);
-  std::chrono::milliseconds TimeoutOf(std::chrono::milliseconds requested) const;
+  double TimeoutSeconds() const { return timeout_.count() / 1000.0; }
 
   // Store messages (store_messages.cc).
   std::string MessageKey(int src, int dst, int tag, uint64_t seq) const;
@@ -112,8 +111,10 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   uint64_t next_monitored_barrier_ = 0;
   std::map<std::pair<int, int>, uint64_t> sent_;      // (dst, tag) -> messages sent
   std::map<std::pair<int, int>, uint64_t> received_;  // (src, tag) -> messages received
-  std::unique_ptr<CompletionQueue> completions_;
-  std::unique_ptr<CompletionQueue> receives_;  // blocking store reads, off the caller's thread
+  // Works hold weak references: a work outliving its group completes on the
+  // thread that waits for it.
+  std::shared_ptr<CompletionQueue> completions_;
+  std::shared_ptr<CompletionQueue> receives_;  // blocking store reads, off the caller's thread
 };
 
 }  // namespace cohort_c10d

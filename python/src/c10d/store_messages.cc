@@ -68,9 +68,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::send(std::vector<at::Tensor>&
     seq = sent_[{dst, tag}]++;
   }
   store_->set(MessageKey(rank_, dst, tag, seq), Bytes(tensors[0].contiguous()));
-  auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::SEND, tensors);
-  work->Complete(nullptr);
-  work->CompleteFuture();
+  auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::SEND, tensors,
+                                              std::vector<int64_t>{}, nullptr, "send", 0.0, nullptr);
+  work->Drive(nullptr);  // the store holds the message: sent
   return work;
 }
 
@@ -90,12 +90,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::RecvFrom(std::vector<at::Tens
     seq = received_[{src, tag}]++;
   }
   const std::string key = MessageKey(src, rank_, tag, seq);
-  auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::RECV, tensors);
-  work->set_source_rank(src);
   at::Tensor target = tensors[0];
   const std::chrono::milliseconds timeout = timeout_;
-  receives_->Push(PendingOp{
-      {},
+  auto work = c10::make_intrusive<CohortWork>(
+      rank_, c10d::OpType::RECV, tensors, std::vector<int64_t>{},
       [this, key, target, src, timeout] {
         try {
           store_->wait({key}, timeout);
@@ -106,19 +104,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::RecvFrom(std::vector<at::Tens
         CopyMessage(store_->get(key), target, src);
         store_->deleteKey(key);
       },
-      work, "recv"});
+      "recv", 0.0, nullptr);
+  work->set_source_rank(src);
+  receives_->Push(work);
   return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                  int tag) {
   CheckOneCpuTensor(tensors, "recv");
-  auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::RECVANYSOURCE, tensors);
   at::Tensor target = tensors[0];
-  CohortWork* raw = work.get();
-  receives_->Push(PendingOp{
-      {},
-      [this, target, tag, raw] {
+  // The finish function sets the work's source rank: it runs while the work
+  // is alive, through a pointer set once the work exists.
+  auto self = std::make_shared<CohortWork*>(nullptr);
+  auto work = c10::make_intrusive<CohortWork>(
+      rank_, c10d::OpType::RECVANYSOURCE, tensors, std::vector<int64_t>{},
+      [this, target, tag, self] {
         const auto deadline = Clock::now() + timeout_;
         for (int round = 0;; Backoff(&round)) {
           for (int src = 0; src < size_; ++src) {
@@ -135,14 +136,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::recvAnysource(std::vector<at:
             }
             CopyMessage(store_->get(key), target, src);
             store_->deleteKey(key);
-            raw->set_source_rank(src);
+            (*self)->set_source_rank(src);
             return;
           }
           TORCH_CHECK(Clock::now() < deadline, "cohort recv (any source): no message with tag ",
                       tag, " within ", timeout_.count(), " ms");
         }
       },
-      work, "recv"});
+      "recv", 0.0, nullptr);
+  *self = work.get();
+  receives_->Push(work);
   return work;
 }
 

@@ -1,4 +1,4 @@
-// CohortWork and the completion thread (see work.h).
+// CohortWork, its completion thread and callback threads (see work.h).
 #include "c10d/work.h"
 
 #include <c10/util/Exception.h>
@@ -11,20 +11,109 @@ void ThrowCohortError(const std::string& what, const char* message) {
   TORCH_CHECK(false, "cohort ", what, ": ", message);
 }
 
-CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                       std::vector<int64_t> handles, std::function<void()> finish,
+                       const char* what, double timeout_seconds,
+                       const std::shared_ptr<CompletionQueue>& queue)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
+      handles_(std::move(handles)),
+      finish_(std::move(finish)),
+      what_(what),
+      timeout_seconds_(timeout_seconds),
+      lazy_(queue != nullptr),
+      queue_(queue),
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()))) {}
 
-void CohortWork::Complete(std::exception_ptr error) { finish(error); }
+CohortWork::~CohortWork() {
+  if (lazy_) Drive(nullptr);
+}
 
-void CohortWork::CompleteFuture() {
-  std::exception_ptr error = exception();
-  if (error) {
-    future_->setError(error);
+c10::intrusive_ptr<c10::ivalue::Future> CohortWork::getFuture() {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(future_mu_);
+    first = !future_requested_;
+    future_requested_ = true;
+  }
+  if (first && lazy_ && !claimed_) {
+    if (std::shared_ptr<CompletionQueue> queue = queue_.lock()) {
+      queue->Push(c10::intrusive_ptr<CohortWork>::reclaim_copy(this));
+    } else {
+      Drive(nullptr);  // its group is gone, and with it the completion thread
+    }
+  }
+  return future_;
+}
+
+bool CohortWork::EngineDone() {
+  for (int64_t handle : handles_) {
+    int done = 0;
+    cohort_error err;
+    if (cohort_poll(handle, &done, &err) != COHORT_OK) return true;  // Run reports it
+    if (!done) return false;
+  }
+  return true;
+}
+
+bool CohortWork::isCompleted() {
+  if (lazy_ && !claimed_ && EngineDone()) Drive(nullptr);
+  return c10d::Work::isCompleted();
+}
+
+bool CohortWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout) {
+    Drive(nullptr);
+    return c10d::Work::wait(timeout);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int round = 0; !isCompleted() && std::chrono::steady_clock::now() < deadline; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(std::min(50 << std::min(round, 7), 5000)));
+  }
+  return c10d::Work::wait(std::chrono::milliseconds(1));  // throws when still running
+}
+
+std::exception_ptr CohortWork::Run() {
+  std::exception_ptr error;
+  try {
+    for (int64_t handle : handles_) {
+      cohort_error err;
+      const int code = cohort_wait(handle, timeout_seconds_, &err);
+      if (code != COHORT_OK) ThrowCohortError(what_, err.message);
+    }
+    if (finish_) finish_();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // Results were taken by finish_; a failed or unread handle is forgotten here.
+  for (int64_t handle : handles_) cohort_release(handle);
+  finish_ = nullptr;  // drops the buffers it kept alive
+  return error;
+}
+
+void CohortWork::Drive(CallbackRunner* callbacks) {
+  if (claimed_.exchange(true)) return;
+  const std::exception_ptr error = Run();
+  finish(error);
+  auto complete_future = [future = future_, outputs = outputs_, error] {
+    if (error) {
+      future->setError(error);
+    } else {
+      future->markCompleted(c10::IValue(outputs));
+    }
+  };
+  bool requested;
+  {
+    std::lock_guard<std::mutex> lock(future_mu_);
+    requested = future_requested_;
+  }
+  // Nobody holds a future that was never asked for, so no callback can run
+  // when it completes here; getFuture() after this returns it completed.
+  if (!requested || callbacks == nullptr) {
+    complete_future();
   } else {
-    future_->markCompleted(c10::IValue(outputs_));
+    callbacks->Run(complete_future);
   }
 }
 
@@ -63,8 +152,7 @@ void CallbackRunner::Loop() {
   }
 }
 
-CompletionQueue::CompletionQueue(double timeout_seconds)
-    : timeout_seconds_(timeout_seconds), thread_([this] { Run(); }) {}
+CompletionQueue::CompletionQueue() : thread_([this] { Loop(); }) {}
 
 CompletionQueue::~CompletionQueue() {
   {
@@ -75,45 +163,26 @@ CompletionQueue::~CompletionQueue() {
   thread_.join();
 }
 
-void CompletionQueue::Push(PendingOp op) {
+void CompletionQueue::Push(c10::intrusive_ptr<CohortWork> work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(op));
+    queue_.push_back(std::move(work));
   }
   cv_.notify_one();
 }
 
-// Drains the queue even when stopping, so no Work is left incomplete.
-void CompletionQueue::Run() {
+void CompletionQueue::Loop() {
   for (;;) {
-    PendingOp op;
+    c10::intrusive_ptr<CohortWork> work;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      op = std::move(queue_.front());
+      work = std::move(queue_.front());
       queue_.pop_front();
     }
-    Finish(op);
+    work->Drive(&callbacks_);
   }
-}
-
-void CompletionQueue::Finish(PendingOp& op) {
-  std::exception_ptr error;
-  try {
-    for (int64_t handle : op.handles) {
-      cohort_error err;
-      const int code = cohort_wait(handle, timeout_seconds_, &err);
-      if (code != COHORT_OK) ThrowCohortError(op.what, err.message);
-    }
-    if (op.finish) op.finish();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  // Results were taken by `finish`; a failed or unread handle is forgotten here.
-  for (int64_t handle : op.handles) cohort_release(handle);
-  op.work->Complete(error);
-  callbacks_.Run([work = op.work] { work->CompleteFuture(); });
 }
 
 }  // namespace cohort_c10d

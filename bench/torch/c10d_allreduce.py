@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""torch.distributed all_reduce on the "cohort" backend vs gloo, in one job:
+float32 sum in place, sizes 4 KiB to 256 MiB. Each size runs on both
+backends alternately, --reps repetitions; time per call is the slowest
+rank's average, the table gives medians and busbw as in nccl-tests
+(size / time * 2(n-1)/n).
+
+    build/cohort run -np 2 -- /usr/bin/python3 bench/torch/c10d_allreduce.py \\
+        [-b 4K] [-e 256M] [-f 4] [--reps 5]"""
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "python"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import cohort  # noqa: E402
+import cohort.torch.distributed  # noqa: E402,F401
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def iterations(size):
+    """Enough calls for a stable average without minutes at 256 MiB."""
+    return max(2, min(200, (64 << 20) // size * 2))
+
+
+def time_per_call(tensor, group, iters, timer_group):
+    for _ in range(max(1, iters // 10)):
+        dist.all_reduce(tensor, group=group)
+    dist.barrier(group=timer_group)
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(tensor, group=group)
+    elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX, group=timer_group)  # the slowest rank
+    return elapsed.item()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-b", default="4K")
+    parser.add_argument("-e", default="256M")
+    parser.add_argument("-f", type=int, default=4)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("cohort", timeout=datetime.timedelta(seconds=600))
+    gloo = dist.new_group(backend="gloo")
+    n, rank = dist.get_world_size(), dist.get_rank()
+    factor = 2 * (n - 1) / n
+    if rank == 0:
+        print("# c10d all_reduce float32 sum in place, %d ranks, torch %s; time = median over %d "
+              "repetitions of the slowest rank's average per call (us); busbw GB/s"
+              % (n, torch.__version__, args.reps))
+        print("#  size (B) |  cohort time   busbw |   gloo time   busbw | busbw cohort/gloo | "
+              "time cohort/gloo")
+    size = parse_size(args.b)
+    while size <= parse_size(args.e):
+        tensor = torch.ones(size // 4)
+        times = {"cohort": [], "gloo": []}
+        for _ in range(args.reps):
+            times["cohort"].append(time_per_call(tensor, None, iterations(size), gloo))
+            times["gloo"].append(time_per_call(tensor, gloo, iterations(size), gloo))
+        if rank == 0:
+            t_c, t_g = statistics.median(times["cohort"]), statistics.median(times["gloo"])
+            bw_c, bw_g = size / t_c * factor / 1e9, size / t_g * factor / 1e9
+            print("%11d | %11.2f %7.2f | %11.2f %7.2f | %17.2f | %16.3f"
+                  % (size, t_c * 1e6, bw_c, t_g * 1e6, bw_g, bw_c / bw_g, t_c / t_g), flush=True)
+        del tensor
+        size *= args.f
+    dist.destroy_process_group()
+    cohort.shutdown()
+
+
+if __name__ == "__main__":
+    main()
