@@ -8,20 +8,13 @@ rank's average, the table gives medians and busbw as in nccl-tests
     build/cohort run -np 2 -- /usr/bin/python3 bench/torch/c10d_allreduce.py \\
         [-b 4K] [-e 256M] [-f 4] [--reps 5]"""
 import argparse
-import datetime
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "python"))
+import torch
+import torch.distributed as dist
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-
-import cohort  # noqa: E402
-import cohort.torch.distributed  # noqa: E402,F401
+import c10d_common
 
 
 def parse_size(text):
@@ -53,9 +46,7 @@ def main():
     parser.add_argument("-f", type=int, default=4)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    dist.init_process_group("cohort", timeout=datetime.timedelta(seconds=600))
-    gloo = dist.new_group(backend="gloo")
+    gloo = c10d_common.start()
     n, rank = dist.get_world_size(), dist.get_rank()
     factor = 2 * (n - 1) / n
     if rank == 0:
@@ -78,8 +69,7 @@ def main():
                   % (size, t_c * 1e6, bw_c, t_g * 1e6, bw_g, bw_c / bw_g, t_c / t_g), flush=True)
         del tensor
         size *= args.f
-    dist.destroy_process_group()
-    cohort.shutdown()
+    c10d_common.finish()
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ PYBIND11_MODULE(_c10d, m) {
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_seconds,
-         int process_set, const std::string& name_prefix) -> c10::intrusive_ptr<c10d::ProcessGroup> {
-        const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+         int process_set,
+         const std::string& name_prefix) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+        const auto timeout =
+            std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
         return c10::make_intrusive<cohort_c10d::ProcessGroupCohort>(store, rank, size, timeout,
                                                                     process_set, name_prefix);
       },

@@ -14,14 +14,22 @@ namespace {
 
 int CohortDType(const at::Tensor& t, const char* what) {
   switch (t.scalar_type()) {
-    case at::kByte: return COHORT_UINT8;
-    case at::kChar: return COHORT_INT8;
-    case at::kInt: return COHORT_INT32;
-    case at::kLong: return COHORT_INT64;
-    case at::kHalf: return COHORT_FLOAT16;
-    case at::kBFloat16: return COHORT_BFLOAT16;
-    case at::kFloat: return COHORT_FLOAT32;
-    case at::kDouble: return COHORT_FLOAT64;
+    case at::kByte:
+      return COHORT_UINT8;
+    case at::kChar:
+      return COHORT_INT8;
+    case at::kInt:
+      return COHORT_INT32;
+    case at::kLong:
+      return COHORT_INT64;
+    case at::kHalf:
+      return COHORT_FLOAT16;
+    case at::kBFloat16:
+      return COHORT_BFLOAT16;
+    case at::kFloat:
+      return COHORT_FLOAT32;
+    case at::kDouble:
+      return COHORT_FLOAT64;
     default:
       TORCH_CHECK(false, "cohort ", what, ": unsupported dtype ", t.scalar_type(),
                   " (supported: uint8, int8, int32, int64, float16, bfloat16, float32, float64)");
@@ -46,13 +54,20 @@ std::vector<int64_t> EngineShape(const at::Tensor& t) {
 
 int CohortReduceOp(c10d::ReduceOp::RedOpType op) {
   switch (op) {
-    case c10d::ReduceOp::SUM: return COHORT_SUM;
-    case c10d::ReduceOp::AVG: return COHORT_AVERAGE;
-    case c10d::ReduceOp::PRODUCT: return COHORT_PRODUCT;
-    case c10d::ReduceOp::MIN: return COHORT_MIN;
-    case c10d::ReduceOp::MAX: return COHORT_MAX;
-    case c10d::ReduceOp::PREMUL_SUM: return COHORT_SUM;
-    default: return -1;
+    case c10d::ReduceOp::SUM:
+      return COHORT_SUM;
+    case c10d::ReduceOp::AVG:
+      return COHORT_AVERAGE;
+    case c10d::ReduceOp::PRODUCT:
+      return COHORT_PRODUCT;
+    case c10d::ReduceOp::MIN:
+      return COHORT_MIN;
+    case c10d::ReduceOp::MAX:
+      return COHORT_MAX;
+    case c10d::ReduceOp::PREMUL_SUM:
+      return COHORT_SUM;
+    default:
+      return -1;
   }
 }
 
@@ -72,7 +87,8 @@ double PremulFactor(const c10d::ReduceOp& op) {
 // itself is not contiguous.
 struct Output {
   at::Tensor target, buffer;
-  explicit Output(const at::Tensor& t) : target(t), buffer(t.is_contiguous() ? t : t.contiguous()) {}
+  explicit Output(const at::Tensor& t)
+      : target(t), buffer(t.is_contiguous() ? t : t.contiguous()) {}
   void CopyBack() const {
     if (!buffer.is_same(target)) target.copy_(buffer);
   }
@@ -163,18 +179,17 @@ int64_t ProcessGroupCohort::SubmitAlltoall(const at::Tensor& input,
   const std::vector<int64_t> shape = EngineShape(input);
   int64_t handle = 0;
   cohort_error err;
-  CheckCode(cohort_alltoall_async(NextName(what).c_str(), input.data_ptr(), shape.data(),
-                                  static_cast<int>(shape.size()), CohortDType(input, what),
-                                  splits.data(), static_cast<int>(splits.size()), process_set_,
-                                  &handle, &err),
-            err, what);
+  CheckCode(
+      cohort_alltoall_async(NextName(what).c_str(), input.data_ptr(), shape.data(),
+                            static_cast<int>(shape.size()), CohortDType(input, what), splits.data(),
+                            static_cast<int>(splits.size()), process_set_, &handle, &err),
+      err, what);
   return handle;
 }
 
 std::vector<int64_t> ProcessGroupCohort::SubmitReduction(const at::Tensor& input,
                                                          const at::Tensor& output,
-                                                         const c10d::ReduceOp& op,
-                                                         const char* what,
+                                                         const c10d::ReduceOp& op, const char* what,
                                                          std::function<void()>* finish) {
   const c10d::ReduceOp::RedOpType type = op.op_;
   if (IsBitwise(type)) {
@@ -234,8 +249,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce_coalesced(
     CheckCpu(t, "allreduce_coalesced");
     Output out(t);
     std::function<void()> reduced;
-    for (int64_t h : SubmitReduction(out.buffer, out.buffer, opts.reduceOp, "allreduce_coalesced",
-                                     &reduced)) {
+    for (int64_t h :
+         SubmitReduction(out.buffer, out.buffer, opts.reduceOp, "allreduce_coalesced", &reduced)) {
       handles.push_back(h);
     }
     finishes.push_back([reduced, out] {
@@ -281,11 +296,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::broadcast(std::vector<at::Ten
   const std::vector<int64_t> shape = EngineShape(out.buffer);
   int64_t handle = 0;
   cohort_error err;
-  CheckCode(cohort_broadcast_async(NextName("broadcast").c_str(), out.buffer.data_ptr(),
-                                   shape.data(), static_cast<int>(shape.size()),
-                                   CohortDType(out.buffer, "broadcast"),
-                                   static_cast<int>(opts.rootRank), process_set_, &handle, &err),
-            err, "broadcast");
+  CheckCode(
+      cohort_broadcast_async(NextName("broadcast").c_str(), out.buffer.data_ptr(), shape.data(),
+                             static_cast<int>(shape.size()), CohortDType(out.buffer, "broadcast"),
+                             static_cast<int>(opts.rootRank), process_set_, &handle, &err),
+      err, "broadcast");
   return Enqueue(
       c10d::OpType::BROADCAST, tensors, {handle}, [out] { out.CopyBack(); }, "broadcast");
 }
@@ -315,11 +330,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allgather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& /*opts*/) {
   CheckCpu(input, "_allgather_base");
-  TORCH_CHECK(output.numel() == input.numel() * size_ &&
-                  output.scalar_type() == input.scalar_type(),
-              "cohort _allgather_base: the output must hold group size (", size_,
-              ") times the input's ", input.numel(), " elements of its dtype, got ",
-              output.numel());
+  TORCH_CHECK(
+      output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
+      "cohort _allgather_base: the output must hold group size (", size_, ") times the input's ",
+      input.numel(), " elements of its dtype, got ", output.numel());
   at::Tensor in = input.contiguous();
   const int64_t handle = SubmitAllgather(in, "allgather_base");
   at::Tensor target = output;
@@ -373,8 +387,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::gather(
     CheckCount(outputs[0].size(), size_, "gather", "output tensors on the root (one per rank)");
     targets = outputs[0];
   } else {
-    TORCH_CHECK(outputs.empty() || outputs[0].empty(),
-                "cohort gather: only the root (rank ", opts.rootRank, ") takes output tensors");
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(), "cohort gather: only the root (rank ",
+                opts.rootRank, ") takes output tensors");
   }
   at::Tensor input = inputs[0].contiguous();
   const int64_t handle = SubmitAllgather(input, "gather");
@@ -402,8 +416,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::scatter(
     for (int r = 0; r < size_; ++r) splits[r] = inputs[0][r].numel();
     send = Flat(inputs[0]);
   } else {
-    TORCH_CHECK(inputs.empty() || inputs[0].empty(),
-                "cohort scatter: only the root (rank ", opts.rootRank, ") takes input tensors");
+    TORCH_CHECK(inputs.empty() || inputs[0].empty(), "cohort scatter: only the root (rank ",
+                opts.rootRank, ") takes input tensors");
     send = at::empty({0}, outputs[0].options());
   }
   const int64_t handle = SubmitAlltoall(send, splits, "scatter");
@@ -435,8 +449,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   CheckCpu(input, "reduce_scatter");
   TORCH_CHECK(input.numel() == output.numel() * size_, "cohort reduce_scatter: the input must hold",
-              " group size (", size_, ") times the output's ", output.numel(),
-              " elements, got ", input.numel());
+              " group size (", size_, ") times the output's ", output.numel(), " elements, got ",
+              input.numel());
   const c10d::ReduceOp::RedOpType type = opts.reduceOp.op_;
   const int op = CohortReduceOp(type);
   TORCH_CHECK(op >= 0, "cohort reduce_scatter: ReduceOp ", static_cast<int>(type),
@@ -485,9 +499,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::alltoall_base(
       "alltoall_base");
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::alltoall(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllToAllOptions& /*opts*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions& /*opts*/) {
   CheckCount(inputs.size(), size_, "alltoall", "input tensors (one per rank)");
   CheckCount(outputs.size(), size_, "alltoall", "output tensors (one per rank)");
   std::vector<int64_t> splits;

@@ -47,9 +47,9 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
                                            const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
-      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
@@ -72,12 +72,9 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
 
   // Store-routed (store_messages.cc).
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst,
-                                      int tag) override;
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
-                                      int tag) override;
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
-                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
  private:
   // The engine name of this group's next operation.
@@ -94,8 +91,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   int64_t SubmitAlltoall(const at::Tensor& input, const std::vector<int64_t>& splits,
                          const char* what);
   c10::intrusive_ptr<c10d::Work> Enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         std::vector<int64_t> handles,
-                                         std::function<void()> finish, const char* what);
+                                         std::vector<int64_t> handles, std::function<void()> finish,
+                                         const char* what);
   double TimeoutSeconds() const { return timeout_.count() / 1000.0; }
 
   // Store messages (store_messages.cc).

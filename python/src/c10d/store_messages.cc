@@ -20,7 +20,8 @@ using Clock = std::chrono::steady_clock;
 // Polling interval while waiting for a key no blocking store call can wait
 // for (any of several, or with a deadline that must name who is missing).
 void Backoff(int* round) {
-  std::this_thread::sleep_for(std::chrono::microseconds(std::min(100 << std::min(*round, 6), 5000)));
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(std::min(100 << std::min(*round, 6), 5000)));
   ++*round;
 }
 
@@ -68,8 +69,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::send(std::vector<at::Tensor>&
     seq = sent_[{dst, tag}]++;
   }
   store_->set(MessageKey(rank_, dst, tag, seq), Bytes(tensors[0].contiguous()));
-  auto work = c10::make_intrusive<CohortWork>(rank_, c10d::OpType::SEND, tensors,
-                                              std::vector<int64_t>{}, nullptr, "send", 0.0, nullptr);
+  auto work = c10::make_intrusive<CohortWork>(
+      rank_, c10d::OpType::SEND, tensors, std::vector<int64_t>{}, nullptr, "send", 0.0, nullptr);
   work->Drive(nullptr);  // the store holds the message: sent
   return work;
 }
@@ -98,8 +99,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::RecvFrom(std::vector<at::Tens
         try {
           store_->wait({key}, timeout);
         } catch (const std::exception&) {
-          TORCH_CHECK(false, "cohort recv: no message from rank ", src, " within ",
-                      timeout.count(), " ms");
+          TORCH_CHECK(false, "cohort recv: no message from rank ", src, " within ", timeout.count(),
+                      " ms");
         }
         CopyMessage(store_->get(key), target, src);
         store_->deleteKey(key);

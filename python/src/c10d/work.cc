@@ -12,9 +12,8 @@ void ThrowCohortError(const std::string& what, const char* message) {
 }
 
 CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                       std::vector<int64_t> handles, std::function<void()> finish,
-                       const char* what, double timeout_seconds,
-                       const std::shared_ptr<CompletionQueue>& queue)
+                       std::vector<int64_t> handles, std::function<void()> finish, const char* what,
+                       double timeout_seconds, const std::shared_ptr<CompletionQueue>& queue)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       handles_(std::move(handles)),
@@ -23,8 +22,9 @@ CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outp
       timeout_seconds_(timeout_seconds),
       lazy_(queue != nullptr),
       queue_(queue),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 CohortWork::~CohortWork() {
   if (lazy_) Drive(nullptr);
@@ -69,7 +69,8 @@ bool CohortWork::wait(std::chrono::milliseconds timeout) {
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int round = 0; !isCompleted() && std::chrono::steady_clock::now() < deadline; ++round) {
-    std::this_thread::sleep_for(std::chrono::microseconds(std::min(50 << std::min(round, 7), 5000)));
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::min(50 << std::min(round, 7), 5000)));
   }
   return c10d::Work::wait(std::chrono::milliseconds(1));  // throws when still running
 }
