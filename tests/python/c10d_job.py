@@ -3,6 +3,7 @@
 all_reduce and one subgroup against known sums, and prints a result line.
 
     c10d_job.py env                      # torchrun / cohort run (env://)
+    c10d_job.py env-fail-first           # torchrun: rank 1 fails in attempt 0
     c10d_job.py tcp://HOST:PORT RANK N   # or file:///PATH RANK N
     c10d_job.py peer-death               # under cohort run: rank 1 leaves early
 """
@@ -22,7 +23,7 @@ import cohort.torch.distributed  # noqa: E402,F401
 def main():
     mode = sys.argv[1]
     timeout = datetime.timedelta(seconds=30)
-    if mode in ("env", "peer-death"):
+    if mode in ("env", "env-fail-first", "peer-death"):
         dist.init_process_group("cohort", timeout=timeout)
     else:
         dist.init_process_group("cohort", init_method=mode, rank=int(sys.argv[2]),
@@ -41,6 +42,8 @@ def main():
         os._exit(1)
     t = torch.tensor([rank + 1], dtype=torch.int64)
     dist.all_reduce(t)
+    if mode == "env-fail-first" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0" and rank == 1:
+        os._exit(3)  # a crash: the elastic agent restarts every worker
     group = dist.new_group([0, size - 1])
     g = torch.tensor([rank + 1], dtype=torch.int64)
     if rank in (0, size - 1):

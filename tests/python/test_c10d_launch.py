@@ -47,13 +47,16 @@ def lines_of(output):
     return sorted(found)
 
 
-def test_torchrun_env_init():
+def test_torchrun_env_init_and_elastic_restart():
+    """Attempt 0 loses rank 1 after the first all_reduce; torchrun restarts
+    both workers, which form a new job on a new cohort store."""
     port = free_port()
     # Debian's torchrun on Python 3.11 needs --redirects/--tee (Std.from_str).
     out = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-         "--master_addr", "127.0.0.1", "--master_port", str(port), "--redirects", "1",
-         "--tee", "1", JOB, "env"],
+         "--max_restarts", "1", "--monitor_interval", "0.5", "--master_addr", "127.0.0.1",
+         "--master_port", str(port),
+         "--redirects", "1", "--tee", "1", JOB, "env-fail-first"],
         env=clean_env(), capture_output=True, text=True, timeout=LIMIT)
     assert out.returncode == 0, out.stdout + out.stderr
     assert lines_of(out.stdout) == expected_lines(2), out.stdout
