@@ -27,13 +27,23 @@ def iterations(size):
     return max(2, min(200, (64 << 20) // size * 2))
 
 
-def time_per_call(tensor, group, iters, timer_group):
+def c10d_call(group):
+    return lambda tensor: dist.all_reduce(tensor, group=group)
+
+
+def engine_call(tensor):
+    """cohort.torch's allreduce_: the same engine without the c10d layer."""
+    import cohort.torch as hvd
+    hvd.allreduce_(tensor, op=hvd.Sum)
+
+
+def time_per_call(tensor, call, iters, timer_group):
     for _ in range(max(1, iters // 10)):
-        dist.all_reduce(tensor, group=group)
+        call(tensor)
     dist.barrier(group=timer_group)
     start = time.perf_counter()
     for _ in range(iters):
-        dist.all_reduce(tensor, group=group)
+        call(tensor)
     elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64)
     dist.all_reduce(elapsed, op=dist.ReduceOp.MAX, group=timer_group)  # the slowest rank
     return elapsed.item()
@@ -53,20 +63,24 @@ def main():
         print("# c10d all_reduce float32 sum in place, %d ranks, torch %s; time = median over %d "
               "repetitions of the slowest rank's average per call (us); busbw GB/s"
               % (n, torch.__version__, args.reps))
+        print("# engine: the same allreduce through cohort.torch (no c10d layer), for the "
+              "layer's cost")
         print("#  size (B) |  cohort time   busbw |   gloo time   busbw | busbw cohort/gloo | "
-              "time cohort/gloo")
+              "time cohort/gloo | engine time")
     size = parse_size(args.b)
     while size <= parse_size(args.e):
         tensor = torch.ones(size // 4)
-        times = {"cohort": [], "gloo": []}
+        calls = {"cohort": c10d_call(None), "gloo": c10d_call(gloo), "engine": engine_call}
+        times = {name: [] for name in calls}
         for _ in range(args.reps):
-            times["cohort"].append(time_per_call(tensor, None, iterations(size), gloo))
-            times["gloo"].append(time_per_call(tensor, gloo, iterations(size), gloo))
+            for name, call in calls.items():
+                times[name].append(time_per_call(tensor, call, iterations(size), gloo))
         if rank == 0:
-            t_c, t_g = statistics.median(times["cohort"]), statistics.median(times["gloo"])
+            t_c, t_g, t_e = (statistics.median(times[k]) for k in ("cohort", "gloo", "engine"))
             bw_c, bw_g = size / t_c * factor / 1e9, size / t_g * factor / 1e9
-            print("%11d | %11.2f %7.2f | %11.2f %7.2f | %17.2f | %16.3f"
-                  % (size, t_c * 1e6, bw_c, t_g * 1e6, bw_g, bw_c / bw_g, t_c / t_g), flush=True)
+            print("%11d | %11.2f %7.2f | %11.2f %7.2f | %17.2f | %16.3f | %11.2f"
+                  % (size, t_c * 1e6, bw_c, t_g * 1e6, bw_g, bw_c / bw_g, t_c / t_g, t_e * 1e6),
+                  flush=True)
         del tensor
         size *= args.f
     c10d_common.finish()
