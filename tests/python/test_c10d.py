@@ -305,6 +305,17 @@ def test_bad_input_is_a_clear_error(dist):
         dist.all_gather_into_tensor(torch.zeros(1), torch.ones(2))
 
 
+def test_group_timeout_bounds_a_receive(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    group = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=1))
+    if r == 0:  # nobody sends: the wait ends at the group's timeout
+        work = dist.irecv(torch.zeros(1), src=n - 1, group=group)
+        with pytest.raises(RuntimeError, match="cohort recv: no message from rank %d within 1000 ms"
+                           % (n - 1)):
+            work.wait()
+    dist.barrier()
+
+
 def test_monitored_barrier_names_the_missing_ranks(dist):
     n, r = dist.get_world_size(), rank(dist)
     missing = ", ".join(str(k) for k in range(1, n))
