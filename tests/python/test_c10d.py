@@ -147,6 +147,12 @@ def test_all_gather_and_into_tensor(dist, dtype):
     base = torch.zeros((2 * n, 3), dtype=dtype)
     dist._all_gather_base(base, x)
     assert torch.equal(base, torch.cat(ref))
+    y = mine(dist, (4,), dtype, seed=21)
+    lists = [[torch.zeros_like(x), torch.zeros_like(y)] for _ in range(n)]
+    dist.all_gather_coalesced(lists, [x, y])
+    ys = rank_inputs(n, (4,), dtype, 21)
+    for src in range(n):
+        assert torch.equal(lists[src][0], ref[src]) and torch.equal(lists[src][1], ys[src])
 
 
 @pytest.mark.parametrize("op", ["SUM", "MAX", "AVG"])
