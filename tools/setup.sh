@@ -19,7 +19,7 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
-  libtorch-dev                                   # the LibTorch adapter's tests and C++ example
+  libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
 )
 

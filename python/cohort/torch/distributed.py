@@ -1,0 +1,172 @@
+"""cohort.torch.distributed: the torch.distributed backend "cohort".
+
+    import cohort.torch.distributed  # registers the backend
+    torch.distributed.init_process_group("cohort", ...)
+
+Every c10d collective on CPU tensors then runs on cohort's engine (the same
+runtime object `cohort` and `cohort.torch` use), so DDP, ZeroRedundancyOptimizer
+and plain collectives need no other change. The process group is the
+compiled extension cohort._c10d, the one part of cohort built against
+LibTorch; rebuild it after a torch upgrade with
+`cmake --build build --target cohort_py_c10d`.
+
+Rendezvous: under `cohort run` the runtime joins cohort's own store (and
+env:// gets MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE defaults from it);
+under torchrun or with tcp://, file:// or env:// init, rank 0 starts cohort's
+store and publishes its address and a fresh job secret through the c10d Store
+torch passes in. Groups from `new_group`/`new_subgroups` are cohort process
+sets; send/recv and monitored_barrier travel through the c10d Store.
+"""
+import os
+import secrets
+import socket
+
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as _c10d_module
+
+import cohort
+from cohort import _cohort
+
+try:
+    from cohort import _c10d
+except ImportError as e:  # built only where the torch headers were found
+    raise ImportError(
+        "cohort.torch.distributed needs the cohort._c10d extension, built against the installed "
+        "torch: run `cmake --build build --target cohort_py_c10d` (%s)" % e) from e
+
+BACKEND = "cohort"
+_BOOTSTRAP_KEY = "cohort/bootstrap"
+_sets_by_ranks = {}  # tuple(global ranks) -> process set ids added by new_group, oldest first
+_groups_per_set = {}  # process set id -> process groups created over it so far
+
+
+def _launched_by_cohort():
+    return "COHORT_RANK" in os.environ
+
+
+def _set_env_defaults_under_cohort_run():
+    """Under `cohort run`, env:// works without settings: the c10d store takes
+    the port after cohort's store, ranks come from cohort's variables."""
+    if not _launched_by_cohort() or "COHORT_STORE_ADDR" not in os.environ:
+        return
+    host, port = os.environ["COHORT_STORE_ADDR"].rsplit(":", 1)
+    os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
+    os.environ.setdefault("MASTER_PORT", str(int(port) + 1))
+    for torch_name, cohort_name in (("RANK", "COHORT_RANK"), ("WORLD_SIZE", "COHORT_SIZE"),
+                                    ("LOCAL_RANK", "COHORT_LOCAL_RANK"),
+                                    ("LOCAL_WORLD_SIZE", "COHORT_LOCAL_SIZE")):
+        if cohort_name in os.environ:
+            os.environ.setdefault(torch_name, os.environ[cohort_name])
+
+
+def _free_port(host):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _publish_cohort_store(store, rank, size):
+    """Rank 0 picks the address of cohort's store (hosted by rank 0's runtime)
+    and a secret; every rank reads them from the c10d store."""
+    if rank == 0:
+        host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+        port = _free_port(host)
+        addr = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+        store.set(_BOOTSTRAP_KEY, "%s %s" % (addr, secrets.token_hex(16)))
+    addr, secret = store.get(_BOOTSTRAP_KEY).decode().split(" ")
+    os.environ["COHORT_STORE_ADDR"] = addr
+    os.environ.setdefault("COHORT_SECRET", secret)
+    os.environ["RANK"] = str(rank)
+    os.environ["WORLD_SIZE"] = str(size)
+
+
+def _start_runtime(store, rank, size, timeout):
+    if not _cohort.is_initialized():
+        if not _launched_by_cohort() and "COHORT_STORE_ADDR" not in os.environ:
+            _publish_cohort_store(store, rank, size)
+        os.environ.setdefault("COHORT_TIMEOUT", str(timeout.total_seconds()))
+        cohort.init()
+    if cohort.rank() != rank or cohort.size() != size:
+        raise RuntimeError(
+            "cohort backend: torch.distributed says rank %d of %d but cohort's launcher says rank "
+            "%d of %d" % (rank, size, cohort.rank(), cohort.size()))
+
+
+def _create_process_group(options, pg_options=None):
+    """The backend's creator (torch's extended plugin API): the default
+    group starts the runtime and uses process set 0; a new group uses the
+    set its new_group call added on every rank."""
+    ranks = tuple(options.global_ranks_in_group)
+    if not ranks:
+        _start_runtime(options.store, options.group_rank, options.group_size, options.timeout)
+        set_id = 0
+    elif not _cohort.is_initialized():
+        raise RuntimeError("cohort backend: a group with backend 'cohort' needs the default group "
+                           "on 'cohort' too (init_process_group('cohort'))")
+    elif len(ranks) == cohort.size():
+        set_id = 0
+    else:
+        pending = _sets_by_ranks.get(tuple(sorted(ranks)))
+        if not pending:
+            raise RuntimeError("cohort backend: no process set for ranks %s; create groups with "
+                               "torch.distributed.new_group after importing "
+                               "cohort.torch.distributed" % (list(ranks),))
+        set_id = pending.pop(0)
+    count = _groups_per_set.get(set_id, 0)
+    _groups_per_set[set_id] = count + 1
+    return _c10d.create_process_group(options.store, options.group_rank, options.group_size,
+                                      options.timeout.total_seconds(), set_id,
+                                      "c10d.%d.%d." % (set_id, count))
+
+
+def _uses_cohort(backend):
+    if backend is None:
+        return dist.is_initialized() and dist.get_backend() == BACKEND
+    return str(backend).lower() == BACKEND
+
+
+_torch_new_group = _c10d_module.new_group
+
+
+def new_group(ranks=None, timeout=_c10d_module.default_pg_timeout, backend=None,
+              pg_options=None):
+    """torch.distributed.new_group, plus the cohort process set behind a
+    'cohort' group: every rank of the job adds it (torch calls the backend's
+    creator on the members only, cohort adds sets on every rank)."""
+    if _uses_cohort(backend) and ranks is not None:
+        members = sorted(int(r) for r in ranks)
+        if len(members) != dist.get_world_size():
+            process_set = cohort.add_process_set(members)
+            pending = _sets_by_ranks.setdefault(tuple(members), [])
+            pending.append(process_set.process_set_id)
+            try:
+                return _torch_new_group(ranks, timeout, backend, pg_options)
+            finally:  # a non-member's torch never asks for the set
+                if process_set.process_set_id in pending:
+                    pending.remove(process_set.process_set_id)
+    return _torch_new_group(ranks, timeout, backend, pg_options)
+
+
+_torch_monitored_barrier = _c10d_module.monitored_barrier
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier, which torch 1.13 allows on gloo
+    only, also on 'cohort' groups: rank 0 names the ranks that did not arrive
+    within `timeout`."""
+    if _c10d_module._rank_not_in_group(group) or dist.get_backend(group) != BACKEND:
+        return _torch_monitored_barrier(group, timeout, wait_all_ranks)
+    group_to_use = _c10d_module._get_default_group() if group is None else group
+    return group_to_use.monitored_barrier(timeout or _c10d_module.default_pg_timeout,
+                                          wait_all_ranks=wait_all_ranks)
+
+
+new_group.__doc__ += "\n\n" + (_torch_new_group.__doc__ or "")
+monitored_barrier.__doc__ += "\n\n" + (_torch_monitored_barrier.__doc__ or "")
+# new_subgroups and others call new_group through the module.
+_c10d_module.new_group = dist.new_group = new_group
+_c10d_module.monitored_barrier = dist.monitored_barrier = monitored_barrier
+_set_env_defaults_under_cohort_run()
+if BACKEND.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)

@@ -1,0 +1,119 @@
+// ProcessGroupCohort: torch.distributed's ProcessGroup (torch 1.13's c10d
+// API) over cohort's engine, for CPU tensors. Each group is one cohort
+// process set (set 0 for the default group); collectives go through
+// c_api.h of libcohort.so, the same runtime object the cohort._cohort module
+// drives. Point-to-point messages and monitored_barrier go through the c10d
+// Store the group was created with (cohort's engine has no point-to-point
+// operations).
+#ifndef COHORT_PYTHON_C10D_PROCESS_GROUP_H_
+#define COHORT_PYTHON_C10D_PROCESS_GROUP_H_
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "c10d/work.h"
+
+namespace cohort_c10d {
+
+class ProcessGroupCohort : public c10d::ProcessGroup {
+ public:
+  // `name_prefix` makes the engine names of this group's operations unique in
+  // the job and equal on every member (the Python side derives it from the
+  // process set id).
+  ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                     std::chrono::milliseconds timeout, int process_set, std::string name_prefix);
+  ~ProcessGroupCohort() override;
+
+  const std::string getBackendName() const override { return "cohort"; }
+  int process_set() const { return process_set_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // Store-routed (store_messages.cc).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+ private:
+  // The engine name of this group's next operation.
+  std::string NextName(const char* kind);
+  // Submits an allreduce of `input` into `output` (contiguous, same shape);
+  // ops cohort lacks (bitwise) go through an allgather and a local reduction.
+  // Returns the handles and, in *finish, what completes the result.
+  std::vector<int64_t> SubmitReduction(const at::Tensor& input, const at::Tensor& output,
+                                       const c10d::ReduceOp& op, const char* what,
+                                       std::function<void()>* finish);
+  // Allgathers `input` flattened; *finish gets the gathered rows (every
+  // rank's elements in rank order) as one 1-D tensor.
+  int64_t SubmitAllgather(const at::Tensor& input, const char* what);
+  int64_t SubmitAlltoall(const at::Tensor& input, const std::vector<int64_t>& splits,
+                         const char* what);
+  c10::intrusive_ptr<c10d::Work> Enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         std::vector<int64_t> handles, std::function<void()> finish,
+                                         const char* what);
+  double TimeoutSeconds() const { return timeout_.count() / 1000.0; }
+
+  // Store messages (store_messages.cc).
+  std::string MessageKey(int src, int dst, int tag, uint64_t seq) const;
+  c10::intrusive_ptr<c10d::Work> RecvFrom(std::vector<at::Tensor>& tensors, int src, int tag);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  const std::chrono::milliseconds timeout_;
+  const int process_set_;
+  const std::string name_prefix_;
+  std::mutex mu_;  // guards the counters below (ops may be issued from several threads)
+  uint64_t next_op_ = 0;
+  uint64_t next_monitored_barrier_ = 0;
+  std::map<std::pair<int, int>, uint64_t> sent_;      // (dst, tag) -> messages sent
+  std::map<std::pair<int, int>, uint64_t> received_;  // (src, tag) -> messages received
+  // Works hold weak references: a work outliving its group completes on the
+  // thread that waits for it.
+  std::shared_ptr<CompletionQueue> completions_;
+  std::shared_ptr<CompletionQueue> receives_;  // blocking store reads, off the caller's thread
+};
+
+}  // namespace cohort_c10d
+
+#endif  // COHORT_PYTHON_C10D_PROCESS_GROUP_H_

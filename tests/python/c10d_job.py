@@ -1,0 +1,58 @@
+"""One worker of the launch tests in test_c10d_launch.py: joins a job on the
+"cohort" backend by the init method named on the command line, checks one
+all_reduce and one subgroup against known sums, and prints a result line.
+
+    c10d_job.py env                      # torchrun / cohort run (env://)
+    c10d_job.py env-fail-first           # torchrun: rank 1 fails in attempt 0
+    c10d_job.py tcp://HOST:PORT RANK N   # or file:///PATH RANK N
+    c10d_job.py peer-death               # under cohort run: rank 1 leaves early
+"""
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "python"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import cohort.torch.distributed  # noqa: E402,F401
+
+
+def main():
+    mode = sys.argv[1]
+    timeout = datetime.timedelta(seconds=30)
+    if mode in ("env", "env-fail-first", "peer-death"):
+        dist.init_process_group("cohort", timeout=timeout)
+    else:
+        dist.init_process_group("cohort", init_method=mode, rank=int(sys.argv[2]),
+                                world_size=int(sys.argv[3]), timeout=timeout)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    if mode == "peer-death":
+        if rank == 1:
+            os._exit(0)  # gone without a word; exit status 0 keeps `cohort run` waiting
+        try:
+            for _ in range(100):
+                dist.all_reduce(torch.ones(4))
+        except RuntimeError as e:
+            print("rank %d caught: %s" % (rank, str(e).splitlines()[0]), flush=True)
+            os._exit(0)
+        print("rank %d: no error" % rank, flush=True)
+        os._exit(1)
+    t = torch.tensor([rank + 1], dtype=torch.int64)
+    dist.all_reduce(t)
+    if mode == "env-fail-first" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0" and rank == 1:
+        os._exit(3)  # a crash: the elastic agent restarts every worker
+    group = dist.new_group([0, size - 1])
+    g = torch.tensor([rank + 1], dtype=torch.int64)
+    if rank in (0, size - 1):
+        dist.all_reduce(g, group=group)
+    dist.barrier()
+    print("rank %d of %d: sum %d group %d" % (rank, size, t.item(), g.item()), flush=True)
+    dist.destroy_process_group()
+    cohort.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,336 @@
+"""The torch.distributed backend "cohort" (cohort.torch.distributed) against
+gloo in the same job: every c10d operation on the default "cohort" group is
+compared with the same operation on a gloo group over the same ranks (exact
+for integer dtypes), and DDP/ZeroRedundancyOptimizer training on both.
+Runs under `cohort run -np 2` and `-np 3` (tests/python/CMakeLists.txt)."""
+import datetime
+import time
+
+import pytest
+import torch
+
+from conftest import rank_inputs, under_launcher
+
+INT_DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64]
+DTYPES = INT_DTYPES + [torch.float32, torch.float64]
+
+
+@pytest.fixture(scope="session")
+def dist(request):
+    """torch.distributed with the default group on "cohort" and a gloo group
+    over every rank (the reference)."""
+    if not under_launcher():
+        pytest.skip("needs `cohort run -np N` (see tests/python/CMakeLists.txt)")
+    import torch.distributed as dist
+    import cohort
+    import cohort.torch.distributed  # noqa: F401  registers the backend
+    dist.init_process_group("cohort", timeout=datetime.timedelta(seconds=60))
+    dist.gloo = dist.new_group(backend="gloo")
+    yield dist
+    if request.session.testsfailed == 0:
+        dist.destroy_process_group()
+        cohort.shutdown()
+
+
+def rank(dist):
+    return dist.get_rank()
+
+
+def mine(dist, shape, dtype, seed):
+    return rank_inputs(dist.get_world_size(), shape, dtype, seed)[rank(dist)]
+
+
+def assert_same(got, want, dtype):
+    if dtype.is_floating_point:
+        torch.testing.assert_close(got, want)
+    else:
+        assert torch.equal(got, want), (got, want)
+
+
+def test_backend_is_cohort(dist):
+    assert dist.get_backend() == "cohort"
+    assert dist.get_backend(dist.gloo) == "gloo"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"])
+def test_all_reduce_matches_gloo(dist, dtype, op):
+    if op.startswith("B") and dtype.is_floating_point:
+        pytest.skip("bitwise ops are for integers")
+    x = mine(dist, (5, 3), dtype, seed=hash((str(dtype), op)) % 1000)
+    ours, ref = x.clone(), x.clone()
+    dist.all_reduce(ours, op=getattr(dist.ReduceOp, op))
+    dist.all_reduce(ref, op=getattr(dist.ReduceOp, op), group=dist.gloo)
+    assert_same(ours, ref, dtype)
+
+
+def test_all_reduce_avg_and_premul_sum(dist):
+    n = dist.get_world_size()
+    x = mine(dist, (7,), torch.float32, seed=3)
+    ref = x.clone()
+    dist.all_reduce(ref, group=dist.gloo)
+    avg = x.clone()
+    dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(avg, ref / n)
+    premul = x.clone()
+    dist.all_reduce(premul, op=dist._make_nccl_premul_sum(0.5))
+    torch.testing.assert_close(premul, ref * 0.5)
+
+
+def test_async_op_work_and_future(dist):
+    x = mine(dist, (1000,), torch.int64, seed=4)
+    ref = x.clone()
+    dist.all_reduce(ref, group=dist.gloo)
+    works = [dist.all_reduce(t, async_op=True) for t in (x.clone(), x.clone())]
+    assert works[0].wait()
+    assert works[0].is_completed() and works[0].is_success()
+    result = works[1].get_future().wait()
+    assert torch.equal(result[0], ref)
+    assert torch.equal(works[0].result()[0], ref)
+    # completed by polling alone; by a wait with a timeout; or, dropped, when collected
+    polled, timed, dropped = x.clone(), x.clone(), x.clone()
+    work = dist.all_reduce(polled, async_op=True)
+    deadline = time.monotonic() + 30
+    while not work.is_completed():
+        assert time.monotonic() < deadline, "is_completed() never turned true"
+    assert torch.equal(polled, ref)
+    assert dist.all_reduce(timed, async_op=True).wait(timeout=datetime.timedelta(seconds=30))
+    assert torch.equal(timed, ref)
+    dist.all_reduce(dropped, async_op=True)
+    assert torch.equal(dropped, ref)
+
+
+def test_non_contiguous_tensor(dist):
+    x = mine(dist, (4, 6), torch.int32, seed=5)
+    ours, ref = x.clone().t(), x.clone().t()
+    dist.all_reduce(ours)
+    dist.all_reduce(ref, group=dist.gloo)
+    assert torch.equal(ours, ref)
+
+
+def test_all_reduce_coalesced(dist):
+    xs = [mine(dist, (3,), torch.float32, seed=6), mine(dist, (2, 2), torch.float32, seed=7)]
+    ours = [x.clone() for x in xs]
+    dist.all_reduce_coalesced(ours)
+    for x, got in zip(xs, ours):
+        ref = x.clone()
+        dist.all_reduce(ref, group=dist.gloo)
+        assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float16, torch.bfloat16])
+def test_broadcast_every_root(dist, dtype):
+    for root in range(dist.get_world_size()):
+        x = mine(dist, (4, 5), dtype, seed=10 + root)
+        ours = x.clone()
+        dist.broadcast(ours, root)
+        assert torch.equal(ours, rank_inputs(dist.get_world_size(), (4, 5), dtype, 10 + root)[root])
+        if dtype != torch.bfloat16:  # gloo has no bfloat16
+            ref = x.clone()
+            dist.broadcast(ref, root, group=dist.gloo)
+            assert torch.equal(ours, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32])
+def test_all_gather_and_into_tensor(dist, dtype):
+    n = dist.get_world_size()
+    x = mine(dist, (2, 3), dtype, seed=20)
+    ours = [torch.zeros_like(x) for _ in range(n)]
+    ref = [torch.zeros_like(x) for _ in range(n)]
+    dist.all_gather(ours, x)
+    dist.all_gather(ref, x, group=dist.gloo)
+    for a, b in zip(ours, ref):
+        assert torch.equal(a, b)
+    flat = torch.zeros((2 * n, 3), dtype=dtype)
+    dist.all_gather_into_tensor(flat, x)
+    assert torch.equal(flat, torch.cat(ref))
+    base = torch.zeros((2 * n, 3), dtype=dtype)
+    dist._all_gather_base(base, x)
+    assert torch.equal(base, torch.cat(ref))
+    y = mine(dist, (4,), dtype, seed=21)
+    lists = [[torch.zeros_like(x), torch.zeros_like(y)] for _ in range(n)]
+    dist.all_gather_coalesced(lists, [x, y])
+    ys = rank_inputs(n, (4,), dtype, 21)
+    for src in range(n):
+        assert torch.equal(lists[src][0], ref[src]) and torch.equal(lists[src][1], ys[src])
+
+
+@pytest.mark.parametrize("op", ["SUM", "MAX", "AVG"])
+def test_reduce_scatter_and_tensor(dist, op):
+    # gloo has no reduce_scatter in torch 1.13: its allreduce, sliced, is the reference.
+    n, r = dist.get_world_size(), rank(dist)
+    dtype = torch.float64 if op == "AVG" else torch.int64
+    inputs = [mine(dist, (2, 3), dtype, seed=30 + i) for i in range(n)]
+    full = torch.cat(inputs)
+    ref = full.clone()
+    dist.all_reduce(ref, op=dist.ReduceOp.SUM if op == "AVG" else getattr(dist.ReduceOp, op),
+                    group=dist.gloo)
+    want = ref[2 * r:2 * r + 2] / (n if op == "AVG" else 1)
+    out = torch.zeros((2, 3), dtype=dtype)
+    dist.reduce_scatter(out, inputs, op=getattr(dist.ReduceOp, op))
+    assert_same(out, want, dtype)
+    out2 = torch.zeros((2, 3), dtype=dtype)
+    dist.reduce_scatter_tensor(out2, full, op=getattr(dist.ReduceOp, op))
+    assert_same(out2, want, dtype)
+
+
+def test_all_to_all_single_even_and_with_splits(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    x = torch.arange(n * 2 * 3, dtype=torch.int64).view(n * 2, 3) + 100 * r
+    ours, ref = torch.zeros_like(x), torch.zeros_like(x)
+    dist.all_to_all_single(ours, x)
+    dist.all_to_all_single(ref, x, group=dist.gloo)
+    assert torch.equal(ours, ref)
+    # rank r sends p + r + 1 rows to rank p
+    in_splits = [p + r + 1 for p in range(n)]
+    out_splits = [r + p + 1 for p in range(n)]
+    x = torch.arange(sum(in_splits) * 2, dtype=torch.float32).view(-1, 2) + 100 * r
+    ours = torch.zeros((sum(out_splits), 2))
+    ref = torch.zeros((sum(out_splits), 2))
+    dist.all_to_all_single(ours, x, out_splits, in_splits)
+    dist.all_to_all_single(ref, x, out_splits, in_splits, group=dist.gloo)
+    assert torch.equal(ours, ref)
+
+
+def test_all_to_all_lists(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    inputs = [torch.full((p + 1,), r * 10 + p, dtype=torch.int32) for p in range(n)]
+    outputs = [torch.zeros(r + 1, dtype=torch.int32) for _ in range(n)]
+    dist.all_to_all(outputs, inputs)
+    for src in range(n):
+        assert torch.equal(outputs[src], torch.full((r + 1,), src * 10 + r, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("op", ["SUM", "MIN", "BOR"])
+def test_reduce_every_root(dist, op):
+    for root in range(dist.get_world_size()):
+        x = mine(dist, (6,), torch.int64, seed=40 + root)
+        ours, ref = x.clone(), x.clone()
+        dist.reduce(ours, root, op=getattr(dist.ReduceOp, op))
+        dist.reduce(ref, root, op=getattr(dist.ReduceOp, op), group=dist.gloo)
+        if rank(dist) == root:
+            assert torch.equal(ours, ref)
+
+
+def test_gather_and_scatter_every_root(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    for root in range(n):
+        x = mine(dist, (3,), torch.float32, seed=50 + root)
+        ours = [torch.zeros(3) for _ in range(n)] if r == root else None
+        ref = [torch.zeros(3) for _ in range(n)] if r == root else None
+        dist.gather(x, ours, dst=root)
+        dist.gather(x, ref, dst=root, group=dist.gloo)
+        if r == root:
+            assert all(torch.equal(a, b) for a, b in zip(ours, ref))
+        pieces = [torch.full((2, 2), float(root * 10 + p)) for p in range(n)] if r == root else None
+        got, want = torch.zeros(2, 2), torch.zeros(2, 2)
+        dist.scatter(got, pieces, src=root)
+        dist.scatter(want, pieces, src=root, group=dist.gloo)
+        assert torch.equal(got, want)
+
+
+def test_barrier_and_monitored_barrier(dist):
+    dist.barrier()
+    assert dist.barrier(async_op=True).wait()
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+
+
+def test_send_recv_isend_irecv_and_any_source(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    nxt, prev = (r + 1) % n, (r - 1) % n
+    dist.send(torch.full((3,), float(r)), nxt)
+    got = torch.zeros(3)
+    dist.recv(got, prev)
+    assert torch.equal(got, torch.full((3,), float(prev)))
+    send = dist.isend(torch.arange(4, dtype=torch.int64) * r, nxt, tag=7)
+    recv = dist.irecv(got_i := torch.zeros(4, dtype=torch.int64), prev, tag=7)
+    send.wait()
+    recv.wait()
+    assert torch.equal(got_i, torch.arange(4, dtype=torch.int64) * prev)
+    # recv from any source: rank 0 collects one message from every other rank.
+    if r == 0:
+        senders = set()
+        for _ in range(n - 1):
+            t = torch.zeros(1, dtype=torch.int32)
+            src = dist.recv(t)
+            assert t.item() == src * 11
+            senders.add(src)
+        assert senders == set(range(1, n))
+    else:
+        dist.send(torch.tensor([r * 11], dtype=torch.int32), 0)
+    dist.barrier()
+
+
+def test_new_group_subset_and_subgroups(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    members = [0, n - 1]
+    group = dist.new_group(members)
+    gloo = dist.new_group(members, backend="gloo")
+    if r in members:
+        assert dist.get_backend(group) == "cohort"
+        x = mine(dist, (4,), torch.int64, seed=60)
+        ours, ref = x.clone(), x.clone()
+        dist.all_reduce(ours, group=group)
+        dist.all_reduce(ref, group=gloo)
+        assert torch.equal(ours, ref)
+        b = torch.full((2,), float(r))
+        dist.broadcast(b, n - 1, group=group)  # the global rank; torch maps it
+        assert torch.equal(b, torch.full((2,), float(n - 1)))
+    # disjoint subgroups, each rank in one, used at the same time (what
+    # new_subgroups builds; torch 1.13 refuses new_subgroups without CUDA)
+    subgroups = [list(range(i, min(i + 2, n))) for i in range(0, n, 2)]
+    created = [dist.new_group(ranks) for ranks in subgroups]
+    sub_ranks, sub = next((ranks, g) for ranks, g in zip(subgroups, created) if r in ranks)
+    x = torch.tensor([r + 1], dtype=torch.int64)
+    dist.all_reduce(x, group=sub)
+    assert x.item() == sum(k + 1 for k in sub_ranks)
+    dist.barrier()
+
+
+def test_mismatched_shapes_name_the_ranks(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    x = torch.ones(3 + (1 if r == n - 1 else 0))
+    with pytest.raises(RuntimeError) as info:
+        dist.all_reduce(x)
+    others = ", ".join(str(k) for k in range(n - 1))
+    want = "ranks disagree on the shape: rank%s %s: [3]; rank %d: [4]" % (
+        "s" if n > 2 else "", others, n - 1)
+    assert str(info.value).startswith("cohort allreduce: tensor 'c10d.0.0.allreduce.")
+    assert str(info.value).endswith(want), str(info.value)
+    y = torch.ones(2)  # the group works on after the error
+    dist.all_reduce(y)
+    assert torch.equal(y, torch.full((2,), float(n)))
+
+
+def test_bad_input_is_a_clear_error(dist):
+    with pytest.raises(RuntimeError, match="cohort allreduce: unsupported dtype Bool"):
+        dist.all_reduce(torch.ones(2, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="bitwise reductions need an integer dtype"):
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND)
+    with pytest.raises(RuntimeError, match="cohort _allgather_base: the output must hold"):
+        dist.all_gather_into_tensor(torch.zeros(1), torch.ones(2))
+
+
+def test_group_timeout_bounds_a_receive(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    group = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=1))
+    if r == 0:  # nobody sends: the wait ends at the group's timeout
+        work = dist.irecv(torch.zeros(1), src=n - 1, group=group)
+        with pytest.raises(RuntimeError, match="cohort recv: no message from rank %d within 1000 ms"
+                           % (n - 1)):
+            work.wait()
+    dist.barrier()
+
+
+def test_monitored_barrier_names_the_missing_ranks(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    missing = ", ".join(str(k) for k in range(1, n))
+    want = "rank%s %s did not reach the barrier" % ("s" if n > 2 else "", missing)
+    if r == 0:
+        with pytest.raises(RuntimeError, match=want):
+            dist.monitored_barrier(timeout=datetime.timedelta(seconds=1), wait_all_ranks=True)
+        dist.barrier(group=dist.gloo)
+    else:
+        dist.barrier(group=dist.gloo)  # arrive late: after rank 0 gave up
+        with pytest.raises(RuntimeError, match=want):
+            dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
