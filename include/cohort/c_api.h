@@ -28,6 +28,7 @@ enum {
   COHORT_ERR_IO = 6,
   COHORT_ERR_NOT_INITIALIZED = 7,
   COHORT_ERR_INTERNAL = 8,
+  COHORT_ERR_INTERRUPTED = 9,
 };
 
 enum {
@@ -50,6 +51,9 @@ typedef struct cohort_error {
 
 int cohort_init(cohort_error* err);
 int cohort_shutdown(cohort_error* err);
+/* Leaves the job at once after a local failure; the peers fail with
+ * `reason` (see cohort::Abort). */
+int cohort_abort(const char* reason, cohort_error* err);
 int cohort_is_initialized(void);
 /* -1 when not initialized. */
 int cohort_rank(void);
@@ -139,6 +143,11 @@ int cohort_poll(int64_t handle, int* done_out, cohort_error* err);
 /* Waits for the handle and returns the operation's status; timeout_seconds
  * < 0 means COHORT_TIMEOUT. */
 int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err);
+/* Like cohort_wait, calling interrupted(ctx) about every 100 ms while it
+ * waits; a nonzero return ends the wait with COHORT_ERR_INTERRUPTED (the
+ * operation goes on). */
+int cohort_wait_interruptible(int64_t handle, double timeout_seconds,
+                              int (*interrupted)(void* ctx), void* ctx, cohort_error* err);
 
 /* The output of a completed allgather, reduce-scatter, alltoall or join,
  * owned by the caller until cohort_result_free. */

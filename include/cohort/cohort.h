@@ -31,6 +31,12 @@ namespace cohort {
 Status Init();
 // Tears down the mesh. Safe to call when not initialized.
 Status Shutdown();
+// Leaves the job at once after a local failure (an uncaught exception, an
+// interrupt), from any thread: the other ranks' operations fail promptly with
+// "rank R (host, pid) aborted: <reason>" instead of waiting for
+// COHORT_TIMEOUT, and this rank tears down without waiting for them. Safe to
+// call when not initialized.
+Status Abort(const std::string& reason);
 bool IsInitialized();
 
 // Where this process sits in the job; -1 when not initialized.
@@ -179,6 +185,10 @@ Result<bool> Poll(Handle handle);
 // Waits for `handle`; `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
 // operation's status (a kTimeout if the wait itself ran out).
 Status Wait(Handle handle, double timeout_seconds = -1);
+// Like Wait, calling `interrupted` about every 100 ms while it waits; once it
+// returns true the wait ends with kInterrupted (the operation goes on).
+Status WaitInterruptible(Handle handle, double timeout_seconds,
+                         const std::function<bool()>& interrupted);
 // The output of a completed allgather, reduce-scatter or alltoall.
 struct TensorResult {
   std::vector<unsigned char> data;

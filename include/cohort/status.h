@@ -24,6 +24,7 @@ class Status {
     kIoError,          // an operating-system call failed
     kNotInitialized,   // the runtime is not (or no longer) running
     kInternal,         // a broken invariant inside cohort
+    kInterrupted,      // the caller's interrupt check ended a wait (the operation goes on)
   };
 
   Status() = default;
@@ -38,6 +39,7 @@ class Status {
   static Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
   static Status NotInitialized(std::string m) { return {Code::kNotInitialized, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Interrupted(std::string m) { return {Code::kInterrupted, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

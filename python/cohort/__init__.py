@@ -47,10 +47,29 @@ cross_rank = _topology_query("cross_rank", "Index of this host among the job's h
 cross_size = _topology_query("cross_size", "Number of hosts in the job.")
 
 
+def _abort_on_uncaught_exception(hook):
+    """A sys.excepthook that, after `hook` printed the traceback, leaves the
+    job at once: the other ranks fail with this rank's reason instead of
+    waiting for COHORT_TIMEOUT, and this process exits without the collective
+    shutdown its peers would never join (a worker interrupted by Ctrl-C exits
+    promptly)."""
+    def excepthook(exc_type, exc, tb):
+        hook(exc_type, exc, tb)
+        if _cohort.is_initialized():
+            what = exc_type.__name__ + (": %s" % exc if str(exc) else "")
+            _cohort.abort("uncaught %s in its script" % what)
+    excepthook.cohort_abort = True
+    return excepthook
+
+
 def init(process_sets=None):
     """Starts the runtime from the launcher's environment (`cohort run`, srun,
-    mpirun, torchrun) and registers `process_sets` (ProcessSet objects) on
-    every rank. Calling it again while running does nothing (like Horovod)."""
+    mpirun, torchrun; without one, a job of one process) and registers
+    `process_sets` (ProcessSet objects) on every rank. Calling it again while
+    running does nothing (like Horovod)."""
+    import sys
+    if not getattr(sys.excepthook, "cohort_abort", False):
+        sys.excepthook = _abort_on_uncaught_exception(sys.excepthook)
     if not _cohort.is_initialized():
         _cohort.init()
     for ps in process_sets or ():

@@ -33,12 +33,15 @@ Communicator::~Communicator() = default;
 
 Status Communicator::Fail(const Status& status) {
   if (!failure_.ok()) return failure_;
-  failure_ = status;
-  if (parent_ != nullptr) return parent_->Fail(status);  // it owns the links and the store
-  COHORT_LOG(kDebug) << "rank " << rank() << " failing: " << status.ToString();
+  {
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    failure_ = interrupt_.ok() ? status : interrupt_;
+  }
+  if (parent_ != nullptr) return parent_->Fail(failure_);  // it owns the links and the store
+  COHORT_LOG(kDebug) << "rank " << rank() << " failing: " << failure_.ToString();
   if (store_ != nullptr) {
-    (void)store_->Set(AbortKey(rank()),
-                      std::to_string(static_cast<int>(status.code())) + "\t" + status.message());
+    (void)store_->Set(AbortKey(rank()), std::to_string(static_cast<int>(failure_.code())) + "\t" +
+                                            failure_.message());
   }
   if (mesh_.layout.has_value()) {
     mesh_.layout->control(mesh_.segments[mesh_.local_rank].data())->aborted.store(1);
@@ -49,8 +52,28 @@ Status Communicator::Fail(const Status& status) {
   return failure_;
 }
 
+void Communicator::Interrupt(const Status& status) {
+  if (parent_ != nullptr) return parent_->Interrupt(status);
+  {
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    if (!interrupt_.ok()) return;
+    interrupt_ = status;
+  }
+  if (mesh_.layout.has_value()) {
+    mesh_.layout->control(mesh_.segments[mesh_.local_rank].data())->aborted.store(1);
+  }
+  for (auto& link : mesh_.links) {
+    if (link != nullptr) link->Close();
+  }
+}
+
 Status Communicator::PeerError(int peer, const Status& cause, const std::string& during) {
   if (parent_ != nullptr) return parent_->PeerError(members_[peer], cause, during);
+  {
+    // Our own Interrupt closed the link: the cause is here, not at the peer.
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    if (!interrupt_.ok()) return interrupt_;
+  }
   if (store_ != nullptr) {
     // A peer that gave up deliberately published its reason before closing
     // its links, so a short wait is enough; a crashed peer published nothing.

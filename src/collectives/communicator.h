@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cohort/status.h"
@@ -60,6 +61,11 @@ class Communicator {
   // Records `status` as the failure (the first one wins), publishes it for
   // the peers and closes every link. Returns the recorded failure.
   Status Fail(const Status& status);
+  // Thread-safe, from any thread: breaks the communicator for `status` while
+  // another thread may be inside a collective. Closes every link, so that
+  // thread's wait fails at once; the failure it then records (and publishes
+  // to the peers) is `status`, not the closed link.
+  void Interrupt(const Status& status);
   // The error for a failure seen on the link to `peer` (`cause`): names the
   // peer and, when the peer published why it gave up, carries that reason.
   Status PeerError(int peer, const Status& cause, const std::string& during);
@@ -90,6 +96,8 @@ class Communicator {
   CommunicatorOptions options_;
   uint64_t calls_ = 0;
   Status failure_;
+  std::mutex interrupt_mu_;
+  Status interrupt_;  // guarded by interrupt_mu_: set by Interrupt, wins in Fail
   PhaseObserver phase_observer_;
 };
 

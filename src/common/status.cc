@@ -14,6 +14,7 @@ const char* StatusCodeName(Status::Code code) {
     case Status::Code::kIoError: return "I/O error";
     case Status::Code::kNotInitialized: return "not initialized";
     case Status::Code::kInternal: return "internal error";
+    case Status::Code::kInterrupted: return "interrupted";
   }
   return "unknown";
 }

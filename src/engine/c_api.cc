@@ -82,6 +82,10 @@ extern "C" {
 
 int cohort_init(cohort_error* err) { return Report(cohort::Init(), err); }
 int cohort_shutdown(cohort_error* err) { return Report(cohort::Shutdown(), err); }
+
+int cohort_abort(const char* reason, cohort_error* err) {
+  return Report(cohort::Abort(reason == nullptr ? "no reason given" : reason), err);
+}
 int cohort_is_initialized(void) { return cohort::IsInitialized() ? 1 : 0; }
 int cohort_rank(void) { return cohort::Rank(); }
 int cohort_size(void) { return cohort::Size(); }
@@ -283,6 +287,14 @@ int cohort_join(int* last_rank_out, cohort_error* err) {
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err) {
   if (done_out == nullptr) return BadArgument("poll: null done_out", err);
   return ReportValue(cohort::Poll(handle), done_out, err);
+}
+
+int cohort_wait_interruptible(int64_t handle, double timeout_seconds,
+                              int (*interrupted)(void* ctx), void* ctx, cohort_error* err) {
+  if (interrupted == nullptr) return BadArgument("cohort_wait_interruptible: interrupted is NULL", err);
+  return Report(
+      cohort::WaitInterruptible(handle, timeout_seconds, [&] { return interrupted(ctx) != 0; }),
+      err);
 }
 
 int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err) {

@@ -144,6 +144,15 @@ Status Shutdown() {
   return Status::OK();
 }
 
+Status Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime == nullptr) return Status::OK();
+  const Mesh& mesh = g_runtime->comm().mesh();
+  g_runtime->Abort(Status::PeerFailure(mesh.Describe(mesh.rank) + " aborted: " + reason));
+  g_runtime.reset();
+  return Status::OK();
+}
+
 bool IsInitialized() { return g_runtime != nullptr; }
 int Rank() { return MeshValue(&Mesh::rank); }
 int Size() { return MeshValue(&Mesh::size); }
@@ -430,10 +439,15 @@ Result<bool> Poll(Handle handle) {
 }
 
 Status Wait(Handle handle, double timeout_seconds) {
+  return WaitInterruptible(handle, timeout_seconds, nullptr);
+}
+
+Status WaitInterruptible(Handle handle, double timeout_seconds,
+                         const std::function<bool()>& interrupted) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
   if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
-  Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds));
+  Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds), interrupted);
   if (s.code() != Status::Code::kTimeout) return s;
   // The handle may have completed (with its own, better error) meanwhile.
   Result<bool> done = e->handles().Poll(handle);

@@ -208,6 +208,19 @@ Status Engine::Shutdown() {
   return failure_;
 }
 
+void Engine::Abort(const Status& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  comm_.Interrupt(reason);  // the engine thread's exchange fails at once
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  // Publishes the reason if the engine thread never touched the links again.
+  (void)comm_.Fail(reason);
+  Fail(reason);
+}
+
 void Engine::Loop() {
   for (;;) {
     Status s = Cycle();

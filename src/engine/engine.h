@@ -67,6 +67,12 @@ class Engine {
   // engine thread, waiting at most a second for its answer).
   Status ExplainTimeout(int64_t handle, double timeout_seconds);
 
+  // Leaves at once after a local failure, from any thread: breaks the job's
+  // communicator for `reason` (the peers' operations fail with it instead of
+  // waiting for COHORT_TIMEOUT), fails every pending handle and stops the
+  // engine thread without the collective shutdown.
+  void Abort(const Status& reason);
+
   // Asks every rank's engine to stop and waits for this one to. Collective:
   // the loop ends in the cycle in which all ranks have asked. Requests still
   // unmatched then fail with an error naming the ranks that never sent them.

@@ -36,14 +36,31 @@ Result<bool> HandleTable::Poll(int64_t handle) {
   return it->second.done;
 }
 
-Status HandleTable::Wait(int64_t handle, Deadline deadline) {
+Status HandleTable::Wait(int64_t handle, Deadline deadline,
+                         const std::function<bool()>& interrupted) {
+  constexpr auto kCheckEvery = std::chrono::milliseconds(100);
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) {
     return Status::InvalidArgument("unknown handle " + std::to_string(handle));
   }
-  if (!it->second.done_cv->wait_until(lock, deadline.at(), [&] { return it->second.done; })) {
-    return Status::Timeout("handle " + std::to_string(handle) + " did not complete in time");
+  for (;;) {
+    const auto until = interrupted ? std::min(deadline.at(), Clock::now() + kCheckEvery)
+                                   : deadline.at();
+    if (it->second.done_cv->wait_until(lock, until, [&] { return it->second.done; })) break;
+    if (Clock::now() >= deadline.at()) {
+      return Status::Timeout("handle " + std::to_string(handle) + " did not complete in time");
+    }
+    // Checked without the lock: the check may run Python (signal handlers).
+    lock.unlock();
+    const bool stop = interrupted();
+    lock.lock();
+    if (stop) return Status::Interrupted("the wait for handle " + std::to_string(handle) +
+                                         " was interrupted");
+    it = states_.find(handle);  // a concurrent Release may have erased it
+    if (it == states_.end()) {
+      return Status::InvalidArgument("unknown handle " + std::to_string(handle));
+    }
   }
   return it->second.status;
 }

@@ -31,7 +31,10 @@ class HandleTable {
   // Done yet? Unknown handles are kInvalidArgument.
   Result<bool> Poll(int64_t handle);
   // Waits for completion until `deadline`; returns the operation's status.
-  Status Wait(int64_t handle, Deadline deadline);
+  // With `interrupted`, calls it about every 100 ms and ends the wait with
+  // kInterrupted once it returns true.
+  Status Wait(int64_t handle, Deadline deadline,
+              const std::function<bool()>& interrupted = nullptr);
   // The output of a completed handle (moved out once).
   Status TakeOutput(int64_t handle, TensorResult* output);
   // Forgets a completed handle.

@@ -160,13 +160,24 @@ Engine& Runtime::StartEngine() {
   return *engine_;
 }
 
+void Runtime::Abort(const Status& reason) {
+  aborted_ = true;
+  if (Engine* e = engine()) {
+    e->Abort(reason);
+  } else {
+    (void)comm_->Fail(reason);
+  }
+}
+
 Runtime::~Runtime() {
   if (engine_) (void)engine_->Shutdown();
   engine_.reset();
   comm_.reset();
   if (hosted_store_) {
     // Other ranks may still need the store to learn why a peer failed.
-    hosted_store_->WaitUntilIdle(Deadline::AfterSeconds(std::min(settings_.timeout_seconds, 30.0)));
+    const double patience = aborted_ ? 2.0 : 30.0;
+    hosted_store_->WaitUntilIdle(
+        Deadline::AfterSeconds(std::min(settings_.timeout_seconds, patience)));
     hosted_store_->Stop();
   }
 }

@@ -46,6 +46,9 @@ class Runtime {
     return engine_.get();
   }
   Engine& StartEngine();
+  // Breaks the job for `reason` on this rank (see cohort::Abort); the
+  // destructor then waits only briefly for peers to read the reason.
+  void Abort(const Status& reason);
   // Names for blocking calls routed through the engine: the same sequence on
   // every rank because ranks make blocking calls in the same order.
   std::string NextSyncName(const char* kind) {
@@ -64,6 +67,7 @@ class Runtime {
   std::unique_ptr<Communicator> comm_;
   std::mutex engine_mu_;
   std::unique_ptr<Engine> engine_;  // guarded by engine_mu_; destroyed before comm_, which it uses
+  bool aborted_ = false;
   uint64_t sync_calls_ = 0;
   uint64_t groups_ = 0;
 };

@@ -49,13 +49,21 @@ class Result {
   std::unique_ptr<cohort_result, void (*)(cohort_result*)> r_;
 };
 
+// Runs Python's signal handlers (Ctrl-C raises KeyboardInterrupt there);
+// nonzero when one raised, leaving the exception set for the caller.
+int PythonSignalRaised(void*) {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
 void Wait(int64_t handle, double timeout_seconds) {
   cohort_error err{};
   int code;
   {
     py::gil_scoped_release release;
-    code = cohort_wait(handle, timeout_seconds, &err);
+    code = cohort_wait_interruptible(handle, timeout_seconds, PythonSignalRaised, nullptr, &err);
   }
+  if (code == COHORT_ERR_INTERRUPTED) throw py::error_already_set();
   Check(code, err);
 }
 

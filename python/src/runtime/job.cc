@@ -52,6 +52,12 @@ void BindJob(py::module_& m) {
       "init", [] { Call(cohort_init); }, py::call_guard<py::gil_scoped_release>());
   m.def(
       "shutdown", [] { Call(cohort_shutdown); }, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "abort",
+      [](const std::string& reason) {
+        Call([&](cohort_error* e) { return cohort_abort(reason.c_str(), e); });
+      },
+      py::arg("reason"), py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", [] { return cohort_is_initialized() != 0; });
   m.def("rank", cohort_rank);
   m.def("size", cohort_size);
