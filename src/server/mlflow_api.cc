@@ -497,12 +497,15 @@ HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::s
     if (!prefix.empty() && !SafeArtifactPath(prefix)) {
       return MlflowError("INVALID_PARAMETER_VALUE", "Invalid path '" + prefix + "'");
     }
-    auto keys = artifacts_->List(prefix.empty() ? "" : prefix + "/");
+    // A directory for local storage, a string prefix for S3: keys are
+    // checked against "prefix/" either way.
+    auto keys = artifacts_->List(prefix);
     if (!keys.ok()) return MlflowError(keys.status());
     json files = json::array();
     std::set<std::string> dirs;
     size_t skip = prefix.empty() ? 0 : prefix.size() + 1;
     for (const std::string& key : *keys) {
+      if (skip > 0 && key.compare(0, skip, prefix + "/") != 0) continue;
       std::string rest = key.substr(skip);
       size_t slash = rest.find('/');
       if (slash != std::string::npos) {

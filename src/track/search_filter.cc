@@ -109,7 +109,11 @@ struct Grammar {
 Status SplitIdentifier(const std::string& source, const std::string& identifier,
                        const Grammar& g, Entity* entity, std::string* key) {
   size_t dot = identifier.find('.');
-  if (dot == std::string::npos || dot + 1 == identifier.size()) {
+  if (dot == std::string::npos) {
+    // A bare name is an attribute, as in MLflow ("name = 'x'", "status = 'FINISHED'").
+    return SplitIdentifier(source, "attributes." + identifier, g, entity, key);
+  }
+  if (dot + 1 == identifier.size()) {
     return FilterError(source, "'" + identifier +
                                    "' is not an identifier: expected metrics.<key>, "
                                    "params.<key>, tags.<key> or attributes.<name>");

@@ -55,7 +55,8 @@ const char* const kMigrations[] = {
     "CREATE TABLE tags (run_uuid TEXT NOT NULL REFERENCES runs, key TEXT NOT NULL,"
     "  value TEXT NOT NULL, PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;"
     "INSERT INTO experiments VALUES (0, 'Default', 'mlflow-artifacts:/0', 'active',"
-    "  CAST(unixepoch('subsec') * 1000 AS INTEGER), CAST(unixepoch('subsec') * 1000 AS INTEGER));",
+    "  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),"
+    "  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));",
     // 2: ids of applied batches, so a replayed client spool is not doubled.
     "CREATE TABLE applied_batches (batch_id TEXT PRIMARY KEY, run_uuid TEXT NOT NULL)"
     "  WITHOUT ROWID;",
