@@ -101,6 +101,7 @@ class TrackingRun::Impl {
   void Log(const std::vector<std::pair<std::string, double>>& values, int64_t step) {
     int64_t now = NowMillis();
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Record(Status::InvalidArgument("log: the run has finished"));
     for (const auto& [key, value] : values) {
       Status s = track::ValidateKey("metric key", key);
       if (!s.ok()) {
@@ -136,11 +137,16 @@ class TrackingRun::Impl {
     DrainSpool();  // one more try if the server came back
     json end = {{"run_id", run_id_}, {"status", status}, {"end_time", NowMillis()}};
     Deliver({{"method", "POST"}, {"endpoint", "runs/update"}, {"body", end}});
+    // Lets go of the store (an embedded SQLite file is locked while open).
+    std::lock_guard<std::mutex> lock(spool_mu_);
+    spool_.reset();
+    transport_.reset();
     Status last = TakeError();
     return flushed.ok() ? last : flushed;
   }
 
   Status LogArtifact(const std::string& local_path, const std::string& artifact_path) {
+    if (finished_) return Status::InvalidArgument("log_artifact: the run has finished");
     std::ifstream in(local_path, std::ios::binary);
     if (!in) return Status::InvalidArgument("log_artifact: cannot read '" + local_path + "'");
     std::ostringstream bytes;

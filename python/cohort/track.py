@@ -1,0 +1,158 @@
+"""Experiment tracking: record a training run's config, metrics and files.
+
+    import cohort.track
+    run = cohort.track.init(project="digits", name="lr-0.1", config={"lr": 0.1})
+    for step in range(steps):
+        ...
+        run.log({"loss": loss}, step=step)
+    run.log_artifact("model.pt")
+    run.finish()
+
+COHORT_TRACKING_URI picks where runs go: ``http://host:port`` (a ``cohort
+server``, or any MLflow server) or ``sqlite:PATH`` (embedded: no server;
+the default is ``sqlite:~/.cohort/tracking.db``). ``run.log`` never waits
+on the network: a background thread sends batches, and while the server is
+unreachable they wait in a spool file (COHORT_TRACKING_SPOOL, default
+~/.cohort/spool) and are replayed later, without doubles.
+
+In a job of several ranks only rank 0 records unless ``all_ranks=True``;
+the other ranks get a run whose methods do nothing.
+
+Every run records its provenance as tags: the git commit (and the dirty
+diff as the artifact provenance/git.diff), the command line, the working
+directory, the Python, torch and cohort versions, the host and world size.
+"""
+import os
+import platform
+import socket
+import subprocess
+import sys
+
+from . import _track
+
+__all__ = ["init", "Run"]
+
+
+def _rank():
+    for name in ("COHORT_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def _git(*args):
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _provenance():
+    """Tags describing how to run this again, and the dirty diff (or None)."""
+    tags = {
+        "cohort.command": " ".join([sys.executable] + sys.argv),
+        "cohort.cwd": os.getcwd(),
+        "cohort.python": platform.python_version(),
+        "cohort.host": socket.gethostname(),
+        "cohort.world_size": os.environ.get("COHORT_SIZE", "1"),
+        "mlflow.source.name": sys.argv[0] if sys.argv and sys.argv[0] else "<interactive>",
+        "mlflow.user": os.environ.get("USER", ""),
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        tags["cohort.torch"] = getattr(torch, "__version__", "")
+    commit = _git("rev-parse", "HEAD")
+    diff = None
+    if commit:
+        tags["mlflow.source.git.commit"] = commit.strip()
+        top = _git("rev-parse", "--show-toplevel")
+        if top:
+            tags["cohort.git.root"] = top.strip()
+        diff = _git("diff", "HEAD")
+        tags["cohort.git.dirty"] = "true" if diff else "false"
+    return tags, diff or None
+
+
+class Run:
+    """One recorded run. Use ``log`` every step; ``finish`` at the end (also
+    called on exit from a ``with`` block, FAILED when it raised)."""
+
+    def __init__(self, client):
+        self._client = client
+        self._step = 0
+
+    @property
+    def id(self):
+        return self._client.run_id if self._client else None
+
+    @property
+    def experiment_id(self):
+        return self._client.experiment_id if self._client else None
+
+    def log(self, values, step=None):
+        """Records each name -> number of ``values`` at ``step`` (default: one
+        more than the last step logged). Returns at once."""
+        if not isinstance(values, dict):
+            raise TypeError("log: values must be a dict of name -> number, got %s"
+                            % type(values).__name__)
+        if step is None:
+            step = self._step
+        self._step = step + 1
+        if self._client:
+            self._client.log(values, int(step))
+
+    def set_tag(self, key, value):
+        if self._client:
+            self._client.set_tag(str(key), str(value))
+
+    def log_artifact(self, path, name=None):
+        """Uploads the file at ``path`` now, as ``name`` (default its file name)."""
+        if self._client:
+            self._client.log_artifact(os.fspath(path), name or "")
+
+    def flush(self):
+        """Waits until every point logged so far is delivered or spooled."""
+        if self._client:
+            self._client.flush()
+
+    def spooled_batches(self):
+        return self._client.spooled_batches() if self._client else 0
+
+    def finish(self, status="FINISHED"):
+        if self._client:
+            self._client.finish(status)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.finish("FAILED" if exc_type else "FINISHED")
+        return False
+
+
+def init(project="Default", name=None, config=None, tags=None, uri=None, all_ranks=False,
+         spool_dir=None, flush_interval_ms=500):
+    """Starts a run in experiment ``project``. ``config`` (a dict) is logged as
+    the run's params, ``tags`` as tags. ``uri`` overrides COHORT_TRACKING_URI."""
+    if not all_ranks and _rank() != 0:
+        return Run(None)
+    run_tags, diff = _provenance()
+    run_tags.update({str(k): str(v) for k, v in (tags or {}).items()})
+    params = {str(k): str(v) for k, v in (config or {}).items()}
+    client = _track.TrackingRun(uri or "", project, name or "", params, run_tags,
+                                spool_dir or "", int(flush_interval_ms))
+    run = Run(client)
+    if diff:
+        _log_text(run, "provenance/git.diff", diff)
+    return run
+
+
+def _log_text(run, name, text):
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(text)
+    try:
+        run.log_artifact(f.name, name)
+    finally:
+        os.unlink(f.name)
