@@ -134,12 +134,13 @@ class TrackingRun::Impl {
     finished_ = true;
     Status flushed = Flush();
     StopWorker();
-    DrainSpool();  // one more try if the server came back
+    DrainSpool(/*force=*/true);  // one more try: the server may be back
     json end = {{"run_id", run_id_}, {"status", status}, {"end_time", NowMillis()}};
     Deliver({{"method", "POST"}, {"endpoint", "runs/update"}, {"body", end}});
     // Lets go of the store (an embedded SQLite file is locked while open).
     std::lock_guard<std::mutex> lock(spool_mu_);
-    spool_.reset();
+    if (spool_) left_in_spool_ = spool_->size();
+    spool_.reset();  // a spool with entries stays on disk for the next run to replay
     transport_.reset();
     Status last = TakeError();
     return flushed.ok() ? last : flushed;
@@ -160,7 +161,7 @@ class TrackingRun::Impl {
 
   size_t Spooled() {
     std::lock_guard<std::mutex> lock(spool_mu_);
-    return spool_ ? spool_->size() : 0;
+    return spool_ ? spool_->size() : left_in_spool_;
   }
 
   const std::string& run_id() const { return run_id_; }
@@ -207,7 +208,7 @@ class TrackingRun::Impl {
   }
 
   void SendQueued(const std::vector<track::Metric>& metrics, const std::vector<track::Tag>& tags) {
-    if (spool_ && spool_->size() > 0) DrainSpool();
+    if (spool_ && spool_->size() > 0) DrainSpool(/*force=*/false);
     size_t m = 0, t = 0;
     while (m < metrics.size() || t < tags.size()) {
       json batch = {{"run_id", run_id_}, {"metrics", json::array()}, {"tags", json::array()}};
@@ -250,12 +251,13 @@ class TrackingRun::Impl {
         .status();
   }
 
-  // Replays the spool in order until the server fails again.
-  void DrainSpool() {
+  // Replays the spool in order until the server fails again; at most once a
+  // second unless `force`d.
+  void DrainSpool(bool force) {
     std::lock_guard<std::mutex> lock(spool_mu_);
     if (!spool_ || spool_->size() == 0) return;
     auto now = std::chrono::steady_clock::now();
-    if (now < next_drain_) return;  // the server was down a moment ago
+    if (!force && now < next_drain_) return;  // the server was down a moment ago
     Replay(*spool_);
     if (spool_->size() > 0) next_drain_ = now + std::chrono::seconds(1);
   }
@@ -316,6 +318,7 @@ class TrackingRun::Impl {
 
   std::mutex spool_mu_;  // the spool and delivery order
   std::unique_ptr<track::Spool> spool_;
+  size_t left_in_spool_ = 0;  // after Finish
   std::chrono::steady_clock::time_point next_drain_{};
   uint64_t next_batch_ = 0;
   std::thread worker_;

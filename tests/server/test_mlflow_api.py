@@ -351,3 +351,14 @@ def test_second_server_on_one_store_is_refused(server, tmp_path):
     assert proc.stderr == (f"cohort server: tracking store {db} "
                            f"is open in another process (lock {db}.lock is held); use that "
                            "server, or another --store\n")
+
+
+def test_batch_id_makes_log_batch_idempotent(server):
+    rid = new_run(server)
+    batch = {"run_id": rid, "cohort_batch_id": "client-x:0",
+             "metrics": [{"key": "m", "value": 1, "timestamp": 1, "step": s} for s in range(3)]}
+    assert server.post("runs/log-batch", batch) == (200, {})
+    batch["metrics"].append({"key": "m", "value": 1, "timestamp": 1, "step": 3})
+    assert server.post("runs/log-batch", batch) == (200, {})  # a replay: skipped whole
+    status, body = server.get("metrics/get-history", run_id=rid, metric_key="m")
+    assert [m["step"] for m in body["metrics"]] == [0, 1, 2]

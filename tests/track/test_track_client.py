@@ -1,0 +1,142 @@
+"""cohort.track: the Python client over the C++ TrackingRun. Embedded SQLite
+and HTTP; a server killed with SIGKILL while the client logs loses nothing
+it acknowledged, the spool replays the rest after restart, nothing doubles."""
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+from tracking_server_fixture import TrackingServer  # noqa: E402
+
+import cohort.track  # noqa: E402
+
+
+def history(server, run_id, key):
+    status, body = server.get("metrics/get-history", run_id=run_id, metric_key=key)
+    assert status == 200, body
+    return body.get("metrics", [])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_embedded_sqlite_run(tmp_path):
+    db = tmp_path / "t.db"
+    (tmp_path / "model.txt").write_text("weights")
+    run = cohort.track.init(project="digits", name="emb", config={"lr": 0.1, "layers": 3},
+                            uri=f"sqlite:{db}", spool_dir=str(tmp_path / "spool"))
+    for step in range(3000):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    run.log({"acc": 0.5})  # step defaults to one past the last
+    run.log_artifact(tmp_path / "model.txt")
+    run.finish()
+    run_id = run.id
+    with pytest.raises(ValueError, match="log_artifact: the run has finished"):
+        run.log_artifact(tmp_path / "model.txt")
+    # The store is free again: a server opens it and sees everything.
+    server = TrackingServer(tmp_path, ["--store", f"sqlite:{db}"])
+    try:
+        points = history(server, run_id, "loss")
+        assert [p["step"] for p in points] == list(range(3000))
+        assert history(server, run_id, "acc") == [
+            {"key": "acc", "value": 0.5, "timestamp": history(server, run_id, "acc")[0]["timestamp"],
+             "step": 3000}]
+        info = server.get("runs/get", run_id=run_id)[1]["run"]
+        assert info["info"]["status"] == "FINISHED" and info["info"]["run_name"] == "emb"
+        assert {p["key"]: p["value"] for p in info["data"]["params"]} == {"lr": "0.1", "layers": "3"}
+        tags = {t["key"]: t["value"] for t in info["data"]["tags"]}
+        assert tags["cohort.command"].startswith(sys.executable)
+        assert tags["cohort.world_size"] == "1"
+        assert tags["cohort.python"].count(".") == 2
+    finally:
+        server.stop()
+    artifact = tmp_path / "artifacts" / info["info"]["experiment_id"] / run_id / "artifacts" / "model.txt"
+    assert artifact.read_text() == "weights"
+
+
+def test_http_run_and_bad_input(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        with cohort.track.init(project="http", name="h", uri=server.url,
+                               spool_dir=str(tmp_path / "spool")) as run:
+            for step in range(2500):
+                run.log({"loss": float(step), "lr": 0.1}, step=step)
+            run.flush()
+            assert len(history(server, run.id, "loss")) == 2500
+            with pytest.raises(TypeError, match="log: values must be a dict"):
+                run.log([1, 2])
+            with pytest.raises(TypeError, match="log: the value of 'x' must be a number, got <class 'str'>"):
+                run.log({"x": "abc"})
+            run.log({"../bad": 1.0})
+            with pytest.raises(ValueError, match="metric key"):
+                run.flush()
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+    finally:
+        server.stop()
+
+
+def test_other_ranks_do_not_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("COHORT_RANK", "1")
+    run = cohort.track.init(uri=f"sqlite:{tmp_path}/x.db")
+    run.log({"loss": 1.0})
+    run.finish()
+    assert run.id is None and not (tmp_path / "x.db").exists()
+
+
+def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
+    port = free_port()
+    args = ["--port", str(port)]
+    server = TrackingServer(tmp_path, args)
+    spool = tmp_path / "spool"
+    run = cohort.track.init(project="kill", uri=f"http://127.0.0.1:{port}", spool_dir=str(spool),
+                            flush_interval_ms=20)
+    for step in range(0, 1000):
+        run.log({"loss": float(step)}, step=step)
+    run.flush()  # acknowledged: must survive the kill
+    server.stop(signal.SIGKILL)
+    for step in range(1000, 3000):
+        run.log({"loss": float(step)}, step=step)
+    run.flush()
+    assert run.spooled_batches() > 0
+    assert len(list(spool.glob("*.jsonl"))) == 1
+
+    server = TrackingServer(tmp_path, args)  # the same store and port
+    try:
+        assert len(history(server, run.id, "loss")) == 1000
+        run.finish()  # replays the spool, then ends the run
+        assert run.spooled_batches() == 0
+        steps = [p["step"] for p in history(server, run.id, "loss")]
+        assert steps == list(range(3000))
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+        assert list(spool.glob("*.jsonl")) == []
+    finally:
+        server.stop()
+
+
+def test_spool_left_by_a_finished_run_is_replayed_by_the_next(tmp_path):
+    port = free_port()
+    spool = tmp_path / "spool"
+    server = TrackingServer(tmp_path, ["--port", str(port)])
+    uri = f"http://127.0.0.1:{port}"
+    run = cohort.track.init(project="orphan", uri=uri, spool_dir=str(spool))
+    server.stop(signal.SIGKILL)
+    for step in range(500):
+        run.log({"m": 1.0}, step=step)
+    run.finish()  # the server is down: the points stay spooled
+    assert len(list(spool.glob("*.jsonl"))) == 1
+    server = TrackingServer(tmp_path, ["--port", str(port)])
+    try:
+        nxt = cohort.track.init(project="orphan", uri=uri, spool_dir=str(spool))
+        nxt.finish()
+        assert len(history(server, run.id, "m")) == 500
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+        assert list(spool.glob("*.jsonl")) == []
+    finally:
+        server.stop()
