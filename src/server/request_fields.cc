@@ -43,7 +43,8 @@ Result<RequestFields> RequestFields::FromRequest(const HttpRequest& request) {
 }
 
 bool RequestFields::Has(const std::string& name) const {
-  return fields_.contains(name) && !fields_[name].is_null();
+  auto it = fields_->find(name);
+  return it != fields_->end() && !it->is_null();
 }
 
 Status RequestFields::Missing(const std::string& name) const {
@@ -60,7 +61,7 @@ Status RequestFields::Invalid(const std::string& name, const nlohmann::json& val
 
 Result<std::optional<std::string>> RequestFields::OptionalString(const std::string& name) const {
   if (!Has(name)) return std::optional<std::string>();
-  const nlohmann::json& v = fields_[name];
+  const nlohmann::json& v = fields_->at(name);
   if (!v.is_string()) return Invalid(name, v, "a string");
   return std::optional<std::string>(v.get<std::string>());
 }
@@ -74,7 +75,7 @@ Result<std::string> RequestFields::RequiredString(const std::string& name) const
 
 Result<std::optional<int64_t>> RequestFields::OptionalInt(const std::string& name) const {
   if (!Has(name)) return std::optional<int64_t>();
-  const nlohmann::json& v = fields_[name];
+  const nlohmann::json& v = fields_->at(name);
   if (v.is_number_integer()) return std::optional<int64_t>(v.get<int64_t>());
   if (v.is_number_float()) {
     double d = v.get<double>();
@@ -102,7 +103,7 @@ Result<int64_t> RequestFields::RequiredInt(const std::string& name) const {
 
 Result<double> RequestFields::RequiredDouble(const std::string& name) const {
   if (!Has(name)) return Missing(name);
-  const nlohmann::json& v = fields_[name];
+  const nlohmann::json& v = fields_->at(name);
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
@@ -119,7 +120,7 @@ Result<double> RequestFields::RequiredDouble(const std::string& name) const {
 Result<std::vector<std::string>> RequestFields::StringList(const std::string& name) const {
   std::vector<std::string> out;
   if (!Has(name)) return out;
-  const nlohmann::json& v = fields_[name];
+  const nlohmann::json& v = fields_->at(name);
   if (v.is_string()) return std::vector<std::string>{v.get<std::string>()};
   if (!v.is_array()) return Invalid(name, v, "a list of strings");
   for (size_t i = 0; i < v.size(); ++i) {
@@ -134,12 +135,12 @@ Result<std::vector<std::string>> RequestFields::StringList(const std::string& na
 Result<std::vector<RequestFields>> RequestFields::ObjectList(const std::string& name) const {
   std::vector<RequestFields> out;
   if (!Has(name)) return out;
-  const nlohmann::json& v = fields_[name];
+  const nlohmann::json& v = fields_->at(name);
   if (!v.is_array()) return Invalid(name, v, "a list of objects");
   for (size_t i = 0; i < v.size(); ++i) {
     std::string item = name + "[" + std::to_string(i) + "]";
     if (!v[i].is_object()) return Invalid(item, v[i], "an object");
-    RequestFields f(v[i]);
+    RequestFields f(root_, &v[i]);
     f.set_prefix(Name(item) + ".");
     out.push_back(std::move(f));
   }

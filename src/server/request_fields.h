@@ -6,6 +6,7 @@
 #define COHORT_SERVER_REQUEST_FIELDS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ class RequestFields {
  public:
   // A malformed body fails with a message starting "Malformed JSON".
   static Result<RequestFields> FromRequest(const HttpRequest& request);
-  explicit RequestFields(nlohmann::json fields) : fields_(std::move(fields)) {}
+  explicit RequestFields(nlohmann::json fields)
+      : root_(std::make_shared<const nlohmann::json>(std::move(fields))), fields_(root_.get()) {}
 
   bool Has(const std::string& name) const;
   Result<std::string> RequiredString(const std::string& name) const;
@@ -34,7 +36,7 @@ class RequestFields {
   Result<std::vector<std::string>> StringList(const std::string& name) const;
   // A list of objects, each a RequestFields; `name` labels errors ("metrics[2].key").
   Result<std::vector<RequestFields>> ObjectList(const std::string& name) const;
-  const nlohmann::json& json() const { return fields_; }
+  const nlohmann::json& json() const { return *fields_; }
 
   // The field's name as errors show it: "metrics[2]." + name.
   void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
@@ -45,7 +47,12 @@ class RequestFields {
   Status Invalid(const std::string& name, const nlohmann::json& value,
                  const std::string& expected) const;
 
-  nlohmann::json fields_;
+  // Items of a list share the request's JSON: no copies of big batches.
+  RequestFields(std::shared_ptr<const nlohmann::json> root, const nlohmann::json* fields)
+      : root_(std::move(root)), fields_(fields) {}
+
+  std::shared_ptr<const nlohmann::json> root_;
+  const nlohmann::json* fields_;
   std::string prefix_;
 };
 

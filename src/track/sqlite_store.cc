@@ -41,10 +41,11 @@ const char* const kMigrations[] = {
     "  status TEXT NOT NULL, start_time INTEGER NOT NULL, end_time INTEGER,"
     "  lifecycle_stage TEXT NOT NULL, artifact_uri TEXT NOT NULL);"
     "CREATE INDEX runs_by_experiment ON runs (experiment_id, start_time);"
+    // One B-tree ordered for histories; the whole point is the key, so the
+    // same point logged twice is stored once (as in MLflow).
     "CREATE TABLE metrics (run_uuid TEXT NOT NULL REFERENCES runs, key TEXT NOT NULL,"
-    "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL, is_nan INTEGER NOT NULL);"
-    "CREATE UNIQUE INDEX metrics_by_run_key_step ON metrics"
-    "  (run_uuid, key, step, timestamp, value, is_nan);"
+    "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL, is_nan INTEGER NOT NULL,"
+    "  PRIMARY KEY (run_uuid, key, step, timestamp, value, is_nan)) WITHOUT ROWID;"
     "CREATE TABLE latest_metrics (run_uuid TEXT NOT NULL REFERENCES runs, key TEXT NOT NULL,"
     "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL, is_nan INTEGER NOT NULL,"
     "  PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;"

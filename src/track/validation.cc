@@ -26,7 +26,21 @@ Status CheckLength(const std::string& field, const std::string& value, size_t li
 
 }  // namespace
 
+namespace {
+
+// The common case, checked without building any message.
+bool KeyLooksFine(const std::string& key) {
+  if (key.empty() || key.size() > kMaxKeyLength || key.front() == '/') return false;
+  for (char c : key) {
+    if (static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return key.find("..") == std::string::npos;
+}
+
+}  // namespace
+
 Status ValidateKey(const std::string& field, const std::string& key) {
+  if (KeyLooksFine(key)) return Status::OK();
   if (key.empty()) {
     return Status::InvalidArgument("Missing value for required parameter '" + field + "'");
   }
@@ -66,6 +80,7 @@ Status ValidateBatch(const Batch& batch) {
   COHORT_RETURN_IF_ERROR(
       ValidateBatchSizes(batch.metrics.size(), batch.params.size(), batch.tags.size()));
   for (size_t i = 0; i < batch.metrics.size(); ++i) {
+    if (KeyLooksFine(batch.metrics[i].key)) continue;  // no field name to build
     COHORT_RETURN_IF_ERROR(ValidateKey("metrics[" + std::to_string(i) + "].key",
                                        batch.metrics[i].key));
   }
