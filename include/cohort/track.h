@@ -27,8 +27,8 @@ struct TrackingOptions {
   // "sqlite:PATH" (embedded, no server). Empty: $COHORT_TRACKING_URI, else
   // sqlite:~/.cohort/tracking.db.
   std::string uri;
-  std::string project = "Default";  // the experiment; created when missing
-  std::string run_name;             // empty: the store picks one
+  std::string project = "Default";            // the experiment; created when missing
+  std::string run_name;                       // empty: the store picks one
   std::map<std::string, std::string> params;  // the run's config, logged at start
   std::map<std::string, std::string> tags;
   // Where batches wait while the server is unreachable. Empty:

@@ -44,7 +44,8 @@ std::string DefaultWebDir() {
 }
 
 bool ParsePort(const std::string& text, int* port) {
-  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
   *port = std::stoi(text);

@@ -19,9 +19,9 @@
 namespace cohort::server {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // percent-decoded, without the query
-  std::string query;   // raw, after '?'
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // percent-decoded, without the query
+  std::string query;                           // raw, after '?'
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   // The header's value, or "" when absent. `name` in lower case.

@@ -51,12 +51,9 @@ json MetricJson(const track::Metric& m) {
 }
 
 json ExperimentJson(const track::Experiment& e) {
-  json out = {{"experiment_id", e.experiment_id},
-              {"name", e.name},
-              {"artifact_location", e.artifact_location},
-              {"lifecycle_stage", e.lifecycle_stage},
-              {"last_update_time", e.last_update_time},
-              {"creation_time", e.creation_time}};
+  json out = {{"experiment_id", e.experiment_id},         {"name", e.name},
+              {"artifact_location", e.artifact_location}, {"lifecycle_stage", e.lifecycle_stage},
+              {"last_update_time", e.last_update_time},   {"creation_time", e.creation_time}};
   if (!e.tags.empty()) out["tags"] = KeyValues(e.tags);
   return out;
 }
@@ -103,7 +100,8 @@ Result<int> ParseMaxResults(const RequestFields& f, int default_value, int limit
   if (n <= 0 || n > limit) {
     return Status::InvalidArgument("Invalid value " + std::to_string(n) +
                                    " for parameter 'max_results' supplied: it must be between "
-                                   "1 and " + std::to_string(limit));
+                                   "1 and " +
+                                   std::to_string(limit));
   }
   return static_cast<int>(n);
 }
@@ -142,8 +140,8 @@ Result<track::Metric> ParseMetric(const RequestFields& f) {
 
 using Endpoint = std::function<Result<json>(track::TrackingStore&, const RequestFields&)>;
 
-#define COHORT_ASSIGN(var, expr)        \
-  auto var##_result = (expr);           \
+#define COHORT_ASSIGN(var, expr)                        \
+  auto var##_result = (expr);                           \
   if (!var##_result.ok()) return var##_result.status(); \
   auto& var = *var##_result
 
@@ -348,9 +346,9 @@ Result<json> GetMetricHistoryBulkInterval(track::TrackingStore& store, const Req
         "If either start step or end step are specified, both must be specified.");
   }
   if (start && *start > *end) {
-    return Status::InvalidArgument("end_step must be greater than start_step. Found start_step=" +
-                                   std::to_string(*start) + " and end_step=" +
-                                   std::to_string(*end) + ".");
+    return Status::InvalidArgument(
+        "end_step must be greater than start_step. Found start_step=" + std::to_string(*start) +
+        " and end_step=" + std::to_string(*end) + ".");
   }
   COHORT_ASSIGN(max, ParseMaxResults(f, kDefaultBulkResults, kMaxBulkResults));
   COHORT_ASSIGN(points, store.GetMetricHistoryBulkInterval(run_ids, key, max, start, end));
@@ -421,9 +419,11 @@ bool SafeArtifactPath(const std::string& path) {
 
 HttpResponse MlflowError(const std::string& error_code, const std::string& message) {
   static const std::map<std::string, int> kStatus = {
-      {"INVALID_PARAMETER_VALUE", 400}, {"BAD_REQUEST", 400},        {"RESOURCE_ALREADY_EXISTS", 400},
-      {"RESOURCE_DOES_NOT_EXIST", 404}, {"ENDPOINT_NOT_FOUND", 404}, {"PERMISSION_DENIED", 403},
-      {"UNAUTHENTICATED", 401},         {"NOT_IMPLEMENTED", 501},    {"INTERNAL_ERROR", 500}};
+      {"INVALID_PARAMETER_VALUE", 400}, {"BAD_REQUEST", 400},
+      {"RESOURCE_ALREADY_EXISTS", 400}, {"RESOURCE_DOES_NOT_EXIST", 404},
+      {"ENDPOINT_NOT_FOUND", 404},      {"PERMISSION_DENIED", 403},
+      {"UNAUTHENTICATED", 401},         {"NOT_IMPLEMENTED", 501},
+      {"INTERNAL_ERROR", 500}};
   auto it = kStatus.find(error_code);
   return JsonResponse(it == kStatus.end() ? 500 : it->second,
                       {{"error_code", error_code}, {"message", message}});
@@ -431,7 +431,8 @@ HttpResponse MlflowError(const std::string& error_code, const std::string& messa
 
 HttpResponse MlflowError(const Status& status) {
   switch (track::KindOf(status)) {
-    case ErrorKind::kNotFound: return MlflowError("RESOURCE_DOES_NOT_EXIST", track::ErrorMessage(status));
+    case ErrorKind::kNotFound:
+      return MlflowError("RESOURCE_DOES_NOT_EXIST", track::ErrorMessage(status));
     case ErrorKind::kAlreadyExists:
       return MlflowError("RESOURCE_ALREADY_EXISTS", track::ErrorMessage(status));
     case ErrorKind::kInvalidParameter:
@@ -439,7 +440,8 @@ HttpResponse MlflowError(const Status& status) {
         return MlflowError("BAD_REQUEST", status.message());
       }
       return MlflowError("INVALID_PARAMETER_VALUE", status.message());
-    case ErrorKind::kInternal: break;
+    case ErrorKind::kInternal:
+      break;
   }
   return MlflowError("INTERNAL_ERROR", status.ToString());
 }
@@ -458,7 +460,8 @@ HttpResponse MlflowApi::Handle(const HttpRequest& request) {
   for (const char* prefix : kArtifactPrefixes) {
     std::string p = prefix;
     if (request.path == p || request.path.rfind(p + "/", 0) == 0) {
-      return HandleArtifacts(request, request.path.substr(std::min(p.size() + 1, request.path.size())));
+      return HandleArtifacts(request,
+                             request.path.substr(std::min(p.size() + 1, request.path.size())));
     }
   }
   std::string name;
@@ -470,8 +473,8 @@ HttpResponse MlflowApi::Handle(const HttpRequest& request) {
     return MlflowError("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
   }
   if (!route->second.methods.count(request.method)) {
-    HttpResponse r = MlflowError("BAD_REQUEST", "Method " + request.method + " is not allowed for " +
-                                                    request.path);
+    HttpResponse r = MlflowError(
+        "BAD_REQUEST", "Method " + request.method + " is not allowed for " + request.path);
     r.status = 405;
     return r;
   }
@@ -544,8 +547,8 @@ HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::s
   if (request.method == "DELETE") {
     return MlflowError("NOT_IMPLEMENTED", "Deleting artifacts is not supported by this server");
   }
-  HttpResponse r = MlflowError("BAD_REQUEST", "Method " + request.method + " is not allowed for " +
-                                                  request.path);
+  HttpResponse r = MlflowError("BAD_REQUEST",
+                               "Method " + request.method + " is not allowed for " + request.path);
   r.status = 405;
   return r;
 }

@@ -9,7 +9,8 @@ namespace {
 
 std::string Shown(const nlohmann::json& value) {
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() > 100) text = text.substr(0, 100) + "... (" + std::to_string(text.size()) + " bytes)";
+  if (text.size() > 100)
+    text = text.substr(0, 100) + "... (" + std::to_string(text.size()) + " bytes)";
   return text;
 }
 
@@ -55,8 +56,8 @@ Status RequestFields::Missing(const std::string& name) const {
 
 Status RequestFields::Invalid(const std::string& name, const nlohmann::json& value,
                               const std::string& expected) const {
-  return Status::InvalidArgument("Invalid value " + Shown(value) + " for parameter '" +
-                                 Name(name) + "' supplied: expected " + expected);
+  return Status::InvalidArgument("Invalid value " + Shown(value) + " for parameter '" + Name(name) +
+                                 "' supplied: expected " + expected);
 }
 
 Result<std::optional<std::string>> RequestFields::OptionalString(const std::string& name) const {

@@ -16,11 +16,11 @@
 namespace cohort::server {
 
 struct TrackingServerOptions {
-  std::string store_uri;       // "sqlite:PATH"; empty = track::DefaultStoreUri()
+  std::string store_uri;  // "sqlite:PATH"; empty = track::DefaultStoreUri()
   std::string host = "127.0.0.1";
-  int port = 5000;             // 0 = any free port
-  std::string artifacts;       // directory or s3://...; empty = no artifact proxy
-  std::string web_dir;         // the dashboard's built files; empty or missing = none
+  int port = 5000;        // 0 = any free port
+  std::string artifacts;  // directory or s3://...; empty = no artifact proxy
+  std::string web_dir;    // the dashboard's built files; empty or missing = none
 };
 
 class TrackingServer {

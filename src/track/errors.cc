@@ -30,9 +30,12 @@ ErrorKind KindOf(const Status& status) {
 
 std::string ErrorMessage(const Status& status) {
   switch (KindOf(status)) {
-    case ErrorKind::kNotFound: return status.message().substr(sizeof(kNotFoundTag) - 1);
-    case ErrorKind::kAlreadyExists: return status.message().substr(sizeof(kAlreadyExistsTag) - 1);
-    default: return status.message();
+    case ErrorKind::kNotFound:
+      return status.message().substr(sizeof(kNotFoundTag) - 1);
+    case ErrorKind::kAlreadyExists:
+      return status.message().substr(sizeof(kAlreadyExistsTag) - 1);
+    default:
+      return status.message();
   }
 }
 

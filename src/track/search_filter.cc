@@ -8,7 +8,15 @@
 namespace cohort::track {
 namespace {
 
-enum class TokenKind { kIdentifier, kString, kNumber, kComparator, kLeftParen, kRightParen, kComma };
+enum class TokenKind {
+  kIdentifier,
+  kString,
+  kNumber,
+  kComparator,
+  kLeftParen,
+  kRightParen,
+  kComma
+};
 
 struct Token {
   TokenKind kind;
@@ -29,8 +37,8 @@ Status ReadQuoted(const std::string& text, size_t* pos, std::string* out) {
   char quote = text[*pos];
   size_t end = text.find(quote, *pos + 1);
   if (end == std::string::npos) {
-    return FilterError(text, std::string("unterminated ") + quote + " at position " +
-                                 std::to_string(*pos));
+    return FilterError(
+        text, std::string("unterminated ") + quote + " at position " + std::to_string(*pos));
   }
   out->append(text, *pos + 1, end - *pos - 1);
   *pos = end + 1;
@@ -45,8 +53,9 @@ Result<std::vector<Token>> Lex(const std::string& text) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (c == '(' || c == ')' || c == ',') {
-      tokens.push_back({c == '(' ? TokenKind::kLeftParen
-                                 : c == ')' ? TokenKind::kRightParen : TokenKind::kComma,
+      tokens.push_back({c == '('   ? TokenKind::kLeftParen
+                        : c == ')' ? TokenKind::kRightParen
+                                   : TokenKind::kComma,
                         std::string(1, c)});
       ++i;
     } else if (c == '\'' || c == '"') {
@@ -93,8 +102,8 @@ std::string Upper(std::string s) {
   return s;
 }
 
-const std::set<std::string> kRunStringAttributes = {"run_id", "run_name", "status", "user_id",
-                                                    "artifact_uri", "lifecycle_stage"};
+const std::set<std::string> kRunStringAttributes = {"run_id",  "run_name",     "status",
+                                                    "user_id", "artifact_uri", "lifecycle_stage"};
 const std::set<std::string> kRunNumericAttributes = {"start_time", "end_time"};
 const std::set<std::string> kExperimentStringAttributes = {"name", "experiment_id"};
 const std::set<std::string> kExperimentNumericAttributes = {"creation_time", "last_update_time"};
@@ -106,8 +115,8 @@ struct Grammar {
 };
 
 // "metrics.loss" -> (kMetric, "loss").
-Status SplitIdentifier(const std::string& source, const std::string& identifier,
-                       const Grammar& g, Entity* entity, std::string* key) {
+Status SplitIdentifier(const std::string& source, const std::string& identifier, const Grammar& g,
+                       Entity* entity, std::string* key) {
   size_t dot = identifier.find('.');
   if (dot == std::string::npos) {
     // A bare name is an attribute, as in MLflow ("name = 'x'", "status = 'FINISHED'").
@@ -137,8 +146,8 @@ Status SplitIdentifier(const std::string& source, const std::string& identifier,
       return FilterError(source, "unknown attribute '" + *key + "'");
     }
   } else {
-    return FilterError(source, "unknown entity '" + identifier.substr(0, dot) + "' in '" +
-                                   identifier + "'");
+    return FilterError(
+        source, "unknown entity '" + identifier.substr(0, dot) + "' in '" + identifier + "'");
   }
   return Status::OK();
 }
@@ -157,8 +166,8 @@ Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const G
   while (i < t.size()) {
     if (!clauses.empty()) {
       if (t[i].kind != TokenKind::kIdentifier || Upper(t[i].text) != "AND") {
-        return FilterError(filter, "expected AND before '" + t[i].text +
-                                       "' (only AND joins clauses)");
+        return FilterError(filter,
+                           "expected AND before '" + t[i].text + "' (only AND joins clauses)");
       }
       if (++i == t.size()) return FilterError(filter, "nothing after AND");
     }
@@ -182,21 +191,21 @@ Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const G
       }
       c.comparator = word;
     } else {
-      return FilterError(filter, "expected a comparator after '" + identifier + "', found '" +
-                                     t[i].text + "'");
+      return FilterError(
+          filter, "expected a comparator after '" + identifier + "', found '" + t[i].text + "'");
     }
     c.numeric = NumericEntity(g, c.entity, c.key);
     bool is_list = c.comparator == "IN" || c.comparator == "NOT IN";
     bool is_like = c.comparator == "LIKE" || c.comparator == "ILIKE";
-    bool is_order = c.comparator == "<" || c.comparator == "<=" || c.comparator == ">" ||
-                    c.comparator == ">=";
+    bool is_order =
+        c.comparator == "<" || c.comparator == "<=" || c.comparator == ">" || c.comparator == ">=";
     if ((c.numeric && (is_like || is_list)) || (!c.numeric && is_order) ||
         (is_list && c.entity != Entity::kAttribute)) {
-      return FilterError(filter, "comparator '" + c.comparator + "' is not supported for '" +
-                                     identifier + "'");
+      return FilterError(
+          filter, "comparator '" + c.comparator + "' is not supported for '" + identifier + "'");
     }
-    if (i == t.size()) return FilterError(filter, "no value after '" + identifier + " " +
-                                                      c.comparator + "'");
+    if (i == t.size())
+      return FilterError(filter, "no value after '" + identifier + " " + c.comparator + "'");
     if (is_list) {
       if (t[i++].kind != TokenKind::kLeftParen) {
         return FilterError(filter, c.comparator + " needs a parenthesised list of strings");
@@ -211,15 +220,15 @@ Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const G
       ++i;
     } else if (c.numeric) {
       if (t[i].kind != TokenKind::kNumber) {
-        return FilterError(filter, "'" + identifier + "' is compared with a number, found '" +
-                                       t[i].text + "'");
+        return FilterError(
+            filter, "'" + identifier + "' is compared with a number, found '" + t[i].text + "'");
       }
       c.number = std::strtod(t[i++].text.c_str(), nullptr);
     } else {
       if (t[i].kind != TokenKind::kString) {
-        return FilterError(filter, "'" + identifier +
-                                       "' is compared with a quoted string, found '" + t[i].text +
-                                       "'");
+        return FilterError(
+            filter,
+            "'" + identifier + "' is compared with a quoted string, found '" + t[i].text + "'");
       }
       c.text = t[i++].text;
     }
@@ -255,8 +264,7 @@ Result<OrderClause> ParseOrder(const std::string& order_by, const Grammar& g) {
 }
 
 const Grammar kRunGrammar{true, kRunStringAttributes, kRunNumericAttributes};
-const Grammar kExperimentGrammar{false, kExperimentStringAttributes,
-                                 kExperimentNumericAttributes};
+const Grammar kExperimentGrammar{false, kExperimentStringAttributes, kExperimentNumericAttributes};
 
 }  // namespace
 

@@ -20,8 +20,8 @@ struct FilterClause {
   std::string comparator;  // = != < <= > >= LIKE ILIKE IN "NOT IN"
   bool numeric = false;    // the value is `number` (metrics, numeric attributes)
   double number = 0;
-  std::string text;                // string value
-  std::vector<std::string> list;   // IN / NOT IN values
+  std::string text;               // string value
+  std::vector<std::string> list;  // IN / NOT IN values
 };
 
 struct OrderClause {

@@ -6,13 +6,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <cstring>
 #include <tuple>
 
 #include "net/auth.h"
@@ -44,7 +45,8 @@ const char* const kMigrations[] = {
     // One B-tree ordered for histories; the whole point is the key, so the
     // same point logged twice is stored once (as in MLflow).
     "CREATE TABLE metrics (run_uuid TEXT NOT NULL REFERENCES runs, key TEXT NOT NULL,"
-    "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL, is_nan INTEGER NOT NULL,"
+    "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL NOT NULL, is_nan INTEGER NOT "
+    "NULL,"
     "  PRIMARY KEY (run_uuid, key, step, timestamp, value, is_nan)) WITHOUT ROWID;"
     "CREATE TABLE latest_metrics (run_uuid TEXT NOT NULL REFERENCES runs, key TEXT NOT NULL,"
     "  step INTEGER NOT NULL, timestamp INTEGER NOT NULL, value REAL, is_nan INTEGER NOT NULL,"
@@ -61,7 +63,27 @@ const char* const kMigrations[] = {
     // 2: ids of applied batches, so a replayed client spool is not doubled.
     "CREATE TABLE applied_batches (batch_id TEXT PRIMARY KEY, run_uuid TEXT NOT NULL)"
     "  WITHOUT ROWID;",
+    // 3: per 1024 steps of a series, its count and its lowest and highest
+    // point, so a long history is downsampled from ~1/1000 of its rows.
+    "CREATE TABLE metric_buckets (run_uuid TEXT NOT NULL, key TEXT NOT NULL,"
+    "  bucket INTEGER NOT NULL, count INTEGER NOT NULL,"
+    "  min_step INTEGER, min_timestamp INTEGER, min_value REAL,"
+    "  max_step INTEGER, max_timestamp INTEGER, max_value REAL,"
+    "  PRIMARY KEY (run_uuid, key, bucket)) WITHOUT ROWID;"
+    "INSERT INTO metric_buckets SELECT run_uuid, key, step >> 10, count(*),"
+    "  NULL, NULL, NULL, NULL, NULL, NULL FROM metrics GROUP BY run_uuid, key, step >> 10;"
+    "UPDATE metric_buckets SET (min_step, min_timestamp, min_value) = (SELECT step, timestamp,"
+    "  value FROM metrics m WHERE m.run_uuid = metric_buckets.run_uuid AND m.key ="
+    "  metric_buckets.key AND m.step BETWEEN bucket << 10 AND (bucket << 10) + 1023 AND"
+    "  m.is_nan = 0 ORDER BY value ASC LIMIT 1), (max_step, max_timestamp, max_value) ="
+    "  (SELECT step, timestamp, value FROM metrics m WHERE m.run_uuid = metric_buckets.run_uuid"
+    "  AND m.key = metric_buckets.key AND m.step BETWEEN bucket << 10 AND (bucket << 10) + 1023"
+    "  AND m.is_nan = 0 ORDER BY value DESC LIMIT 1);",
 };
+// Steps per metric_buckets row (as a shift), and the series length from
+// which histories are downsampled from buckets instead of rows.
+constexpr int kBucketShift = 10;
+constexpr int64_t kRowsDownsampleLimit = 100000;
 constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
 int64_t NowMillis() {
@@ -76,8 +98,9 @@ std::string ExpandHome(const std::string& path) {
   return std::string(home ? home : "") + path.substr(1);
 }
 
-// SQLite stores a NaN as NULL: keep the flag beside it.
-SqlValue MetricValue(double v) { return std::isnan(v) ? SqlValue(nullptr) : SqlValue(v); }
+// SQLite would store a NaN as NULL, which a primary-key column refuses: a
+// NaN is stored as 0 with is_nan set (as MLflow does).
+SqlValue MetricValue(double v) { return std::isnan(v) ? SqlValue(0.0) : SqlValue(v); }
 double ReadMetricValue(const SqliteStatement& s, int value_col, int nan_col) {
   return s.Int(nan_col) ? std::nan("") : s.Double(value_col);
 }
@@ -129,6 +152,19 @@ std::string LifecycleCondition(const char* column, ViewType view) {
   if (view == ViewType::kDeletedOnly) return std::string(column) + " = 'deleted'";
   return "1";
 }
+
+// The points a batch adds to one metric_buckets row.
+struct BucketUpdate {
+  int64_t count = 0;
+  const Metric* min = nullptr;  // NaN points count but are never min or max
+  const Metric* max = nullptr;
+  void Add(const Metric& m) {
+    ++count;
+    if (std::isnan(m.value)) return;
+    if (min == nullptr || m.value < min->value) min = &m;
+    if (max == nullptr || m.value > max->value) max = &m;
+  }
+};
 
 class SqliteStore : public TrackingStore {
  public:
@@ -183,9 +219,9 @@ class SqliteStore : public TrackingStore {
     if (!id.ok()) return id.status();
     std::string experiment_id = std::to_string(*id);
     if (artifact_location.empty()) {
-      COHORT_RETURN_IF_ERROR(db_->Run(
-          "UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
-          {"mlflow-artifacts:/" + experiment_id, *id}));
+      COHORT_RETURN_IF_ERROR(
+          db_->Run("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                   {"mlflow-artifacts:/" + experiment_id, *id}));
     }
     for (const Tag& t : tags) {
       COHORT_RETURN_IF_ERROR(db_->Run("INSERT OR REPLACE INTO experiment_tags VALUES (?, ?, ?)",
@@ -216,8 +252,10 @@ class SqliteStore : public TrackingStore {
     for (const FilterClause& c : *clauses) {
       if (c.entity == Entity::kTag) {
         values.push_back(c.key);
-        where += " AND EXISTS (SELECT 1 FROM experiment_tags t WHERE t.experiment_id ="
-                 " e.experiment_id AND t.key = ? AND " + Comparison("t.value", c, &values) + ")";
+        where +=
+            " AND EXISTS (SELECT 1 FROM experiment_tags t WHERE t.experiment_id ="
+            " e.experiment_id AND t.key = ? AND " +
+            Comparison("t.value", c, &values) + ")";
       } else {
         where += " AND " + Comparison(ExperimentColumn(c.key), c, &values);
       }
@@ -236,8 +274,8 @@ class SqliteStore : public TrackingStore {
     values.push_back(int64_t{search.max_results} + 1);
     values.push_back(*offset);
     std::lock_guard<std::mutex> lock(mu_);
-    auto ids = QueryIds("SELECT e.experiment_id FROM experiments e WHERE " + where +
-                            " ORDER BY " + order + " LIMIT ? OFFSET ?",
+    auto ids = QueryIds("SELECT e.experiment_id FROM experiments e WHERE " + where + " ORDER BY " +
+                            order + " LIMIT ? OFFSET ?",
                         values);
     if (!ids.ok()) return ids.status();
     Page<Experiment> page;
@@ -256,9 +294,9 @@ class SqliteStore : public TrackingStore {
     COHORT_RETURN_IF_ERROR(ValidateExperimentName(name));
     std::lock_guard<std::mutex> lock(mu_);
     COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/true));
-    Status s = db_->Run(
-        "UPDATE experiments SET name = ?, last_update_time = ? WHERE experiment_id = ?",
-        {name, NowMillis(), ExperimentKey(experiment_id)});
+    Status s =
+        db_->Run("UPDATE experiments SET name = ?, last_update_time = ? WHERE experiment_id = ?",
+                 {name, NowMillis(), ExperimentKey(experiment_id)});
     if (KindOf(s) == ErrorKind::kAlreadyExists) {
       return AlreadyExistsError("Experiment(name=" + name + ") already exists.");
     }
@@ -304,22 +342,21 @@ class SqliteStore : public TrackingStore {
     {
       std::lock_guard<std::mutex> lock(mu_);
       COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/true));
-      auto location = QueryIds(
-          "SELECT artifact_location FROM experiments WHERE experiment_id = ?",
-          {ExperimentKey(experiment_id)});
+      auto location = QueryIds("SELECT artifact_location FROM experiments WHERE experiment_id = ?",
+                               {ExperimentKey(experiment_id)});
       if (!location.ok()) return location.status();
       SqliteTransaction tx(db_.get());
       COHORT_RETURN_IF_ERROR(tx.Begin());
-      COHORT_RETURN_IF_ERROR(db_->Run(
-          "INSERT INTO runs VALUES (?, ?, ?, ?, 'RUNNING', ?, NULL, 'active', ?)",
-          {run_id, ExperimentKey(experiment_id), name, user_id,
-           start_time ? start_time : NowMillis(),
-           location->front() + "/" + run_id + "/artifacts"}));
+      COHORT_RETURN_IF_ERROR(
+          db_->Run("INSERT INTO runs VALUES (?, ?, ?, ?, 'RUNNING', ?, NULL, 'active', ?)",
+                   {run_id, ExperimentKey(experiment_id), name, user_id,
+                    start_time ? start_time : NowMillis(),
+                    location->front() + "/" + run_id + "/artifacts"}));
       bool has_name_tag = false;
       for (const Tag& t : tags) {
         has_name_tag |= t.key == "mlflow.runName";
-        COHORT_RETURN_IF_ERROR(db_->Run("INSERT OR REPLACE INTO tags VALUES (?, ?, ?)",
-                                        {run_id, t.key, t.value}));
+        COHORT_RETURN_IF_ERROR(
+            db_->Run("INSERT OR REPLACE INTO tags VALUES (?, ?, ?)", {run_id, t.key, t.value}));
       }
       if (!has_name_tag) {
         COHORT_RETURN_IF_ERROR(
@@ -370,8 +407,8 @@ class SqliteStore : public TrackingStore {
 
   Status SetRunLifecycle(const std::string& run_id, const std::string& stage) override {
     std::lock_guard<std::mutex> lock(mu_);
-    COHORT_RETURN_IF_ERROR(db_->Run("UPDATE runs SET lifecycle_stage = ? WHERE run_uuid = ?",
-                                    {stage, run_id}));
+    COHORT_RETURN_IF_ERROR(
+        db_->Run("UPDATE runs SET lifecycle_stage = ? WHERE run_uuid = ?", {stage, run_id}));
     if (db_->Changes() == 0) return RunNotFound(run_id);
     return Status::OK();
   }
@@ -391,8 +428,9 @@ class SqliteStore : public TrackingStore {
         column = RunColumn(o->key);
       } else {
         std::string alias = "o" + std::to_string(i);
-        const char* table = o->entity == Entity::kMetric ? "latest_metrics"
-                            : o->entity == Entity::kParam ? "params" : "tags";
+        const char* table = o->entity == Entity::kMetric  ? "latest_metrics"
+                            : o->entity == Entity::kParam ? "params"
+                                                          : "tags";
         joins += std::string(" LEFT JOIN ") + table + " " + alias + " ON " + alias +
                  ".run_uuid = r.run_uuid AND " + alias + ".key = ?";
         join_values.push_back(o->key);
@@ -417,8 +455,8 @@ class SqliteStore : public TrackingStore {
     all.push_back(int64_t{search.max_results} + 1);
     all.push_back(*offset);
     std::lock_guard<std::mutex> lock(mu_);
-    auto ids = QueryIds("SELECT r.run_uuid FROM runs r" + joins + " WHERE " + where +
-                            " ORDER BY " + order + " LIMIT ? OFFSET ?",
+    auto ids = QueryIds("SELECT r.run_uuid FROM runs r" + joins + " WHERE " + where + " ORDER BY " +
+                            order + " LIMIT ? OFFSET ?",
                         all);
     if (!ids.ok()) return ids.status();
     Page<Run> page;
@@ -486,23 +524,26 @@ class SqliteStore : public TrackingStore {
       const std::vector<std::string>& run_ids, const std::string& key, int max_results,
       std::optional<int64_t> start_step, std::optional<int64_t> end_step) override {
     std::vector<HistoryPoint> out;
+    int64_t first = start_step.value_or(INT64_MIN), last = end_step.value_or(INT64_MAX);
     for (const std::string& run_id : run_ids) {
       std::lock_guard<std::mutex> lock(mu_);
       COHORT_RETURN_IF_ERROR(RequireRun(run_id));
       auto stmt = db_->Prepare(
-          "SELECT step, timestamp, value, is_nan FROM metrics WHERE run_uuid = ? AND key = ?"
-          " AND step >= ? AND step <= ? ORDER BY step, timestamp");
+          "SELECT coalesce(sum(count), 0), count(*) FROM metric_buckets WHERE run_uuid = ?"
+          " AND key = ? AND bucket BETWEEN ? AND ?");
       if (!stmt.ok()) return stmt.status();
-      COHORT_RETURN_IF_ERROR((*stmt)->BindAll(
-          {run_id, key, start_step.value_or(INT64_MIN), end_step.value_or(INT64_MAX)}));
-      std::vector<Metric> series;
-      while (true) {
-        auto row = (*stmt)->Step();
-        if (!row.ok()) return row.status();
-        if (!*row) break;
-        series.push_back({key, ReadMetricValue(**stmt, 2, 3), (*stmt)->Int(1), (*stmt)->Int(0)});
-      }
-      for (Metric& m : DownsampleMinMax(std::move(series), static_cast<size_t>(max_results))) {
+      COHORT_RETURN_IF_ERROR(
+          (*stmt)->BindAll({run_id, key, first >> kBucketShift, last >> kBucketShift}));
+      auto row = (*stmt)->Step();
+      if (!row.ok()) return row.status();
+      int64_t points = (*stmt)->Int(0), buckets = (*stmt)->Int(1);
+      // Buckets when the series is long and they still give at least half
+      // the asked resolution (two points each); rows otherwise.
+      bool from_buckets = points > kRowsDownsampleLimit && buckets * 2 >= max_results / 2;
+      auto series = from_buckets ? ReadSeriesFromBuckets(run_id, key, first, last)
+                                 : ReadSeries(run_id, key, first, last, 0);
+      if (!series.ok()) return series.status();
+      for (Metric& m : DownsampleMinMax(std::move(*series), static_cast<size_t>(max_results))) {
         out.push_back({run_id, std::move(m)});
       }
     }
@@ -510,6 +551,80 @@ class SqliteStore : public TrackingStore {
   }
 
  private:
+  // Points of a series with steps in [first, last], in order; `limit` > 0
+  // keeps that many (from the end when `from_end`).
+  Result<std::vector<Metric>> ReadSeries(const std::string& run_id, const std::string& key,
+                                         int64_t first, int64_t last, int64_t limit,
+                                         bool from_end = false) {
+    const char* order =
+        from_end ? " ORDER BY step DESC, timestamp DESC" : " ORDER BY step, timestamp";
+    auto stmt = db_->Prepare(
+        std::string("SELECT step, timestamp, value, is_nan FROM metrics WHERE run_uuid = ? AND"
+                    " key = ? AND step >= ? AND step <= ?") +
+        order + " LIMIT ?");
+    if (!stmt.ok()) return stmt.status();
+    COHORT_RETURN_IF_ERROR((*stmt)->BindAll({run_id, key, first, last, limit > 0 ? limit : -1}));
+    std::vector<Metric> series;
+    while (true) {
+      auto row = (*stmt)->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return series;
+      series.push_back({key, ReadMetricValue(**stmt, 2, 3), (*stmt)->Int(1), (*stmt)->Int(0)});
+    }
+  }
+
+  // A long series as its first and last points, the raw points of the
+  // buckets [first, last] cuts, and the lowest and highest point of every
+  // bucket inside: what min/max downsampling needs, from ~1/500 of the rows.
+  Result<std::vector<Metric>> ReadSeriesFromBuckets(const std::string& run_id,
+                                                    const std::string& key, int64_t first,
+                                                    int64_t last) {
+    int64_t lo = first >> kBucketShift, hi = last >> kBucketShift;
+    // Buckets only partly inside [first, last] are read row by row.
+    int64_t inner_lo = first == INT64_MIN || (lo << kBucketShift) == first ? lo : lo + 1;
+    int64_t inner_hi = last == INT64_MAX || ((hi + 1) << kBucketShift) - 1 == last ? hi : hi - 1;
+    auto head = ReadSeries(run_id, key, first, last, 1);
+    if (!head.ok()) return head.status();
+    std::vector<Metric> series = std::move(*head);
+    if (inner_lo > lo) {
+      auto edge = ReadSeries(run_id, key, first, (inner_lo << kBucketShift) - 1, 0);
+      if (!edge.ok()) return edge.status();
+      series.insert(series.end(), edge->begin(), edge->end());
+    }
+    auto stmt = db_->Prepare(
+        "SELECT min_step, min_timestamp, min_value, max_step, max_timestamp, max_value"
+        " FROM metric_buckets WHERE run_uuid = ? AND key = ? AND bucket BETWEEN ? AND ?"
+        " AND min_step IS NOT NULL ORDER BY bucket");
+    if (!stmt.ok()) return stmt.status();
+    COHORT_RETURN_IF_ERROR((*stmt)->BindAll({run_id, key, inner_lo, inner_hi}));
+    while (true) {
+      auto row = (*stmt)->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      SqliteStatement& b = **stmt;
+      Metric low{key, b.Double(2), b.Int(1), b.Int(0)};
+      Metric high{key, b.Double(5), b.Int(4), b.Int(3)};
+      if (high.step < low.step) std::swap(low, high);
+      series.push_back(low);
+      if (high.step != low.step || high.timestamp != low.timestamp) series.push_back(high);
+    }
+    if (inner_hi < hi) {
+      auto edge = ReadSeries(run_id, key, (inner_hi + 1) << kBucketShift, last, 0);
+      if (!edge.ok()) return edge.status();
+      series.insert(series.end(), edge->begin(), edge->end());
+    }
+    auto tail = ReadSeries(run_id, key, first, last, 1, /*from_end=*/true);
+    if (!tail.ok()) return tail.status();
+    series.insert(series.end(), tail->begin(), tail->end());
+    // The first and last points may also be a bucket's extreme or an edge row.
+    auto same = [](const Metric& a, const Metric& b) {
+      return a.step == b.step && a.timestamp == b.timestamp &&
+             (a.value == b.value || (std::isnan(a.value) && std::isnan(b.value)));
+    };
+    series.erase(std::unique(series.begin(), series.end(), same), series.end());
+    return series;
+  }
+
   // Experiment ids are integers in this store; anything else matches none.
   static SqlValue ExperimentKey(const std::string& id) {
     if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos) {
@@ -579,8 +694,9 @@ class SqliteStore : public TrackingStore {
 
   std::string RunCondition(const FilterClause& c, std::vector<SqlValue>* values) {
     if (c.entity == Entity::kAttribute) return Comparison(RunColumn(c.key), c, values);
-    const char* table = c.entity == Entity::kMetric ? "latest_metrics"
-                        : c.entity == Entity::kParam ? "params" : "tags";
+    const char* table = c.entity == Entity::kMetric  ? "latest_metrics"
+                        : c.entity == Entity::kParam ? "params"
+                                                     : "tags";
     values->push_back(c.key);
     return std::string("EXISTS (SELECT 1 FROM ") + table +
            " f WHERE f.run_uuid = r.run_uuid AND f.key = ? AND " +
@@ -591,7 +707,8 @@ class SqliteStore : public TrackingStore {
                                     const std::string& not_found) {
     auto stmt = db_->Prepare(
         "SELECT e.experiment_id, e.name, e.artifact_location, e.lifecycle_stage,"
-        " e.creation_time, e.last_update_time FROM experiments e WHERE " + where);
+        " e.creation_time, e.last_update_time FROM experiments e WHERE " +
+        where);
     if (!stmt.ok()) return stmt.status();
     COHORT_RETURN_IF_ERROR((*stmt)->Bind(1, value));
     auto row = (*stmt)->Step();
@@ -599,8 +716,9 @@ class SqliteStore : public TrackingStore {
     if (!*row) return NotFoundError(not_found);
     SqliteStatement& s = **stmt;
     Experiment e{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), {}};
-    auto tags = db_->Prepare("SELECT key, value FROM experiment_tags WHERE experiment_id = ?"
-                             " ORDER BY key");
+    auto tags = db_->Prepare(
+        "SELECT key, value FROM experiment_tags WHERE experiment_id = ?"
+        " ORDER BY key");
     if (!tags.ok()) return tags.status();
     COHORT_RETURN_IF_ERROR((*tags)->Bind(1, s.Int(0)));
     while (true) {
@@ -627,7 +745,8 @@ class SqliteStore : public TrackingStore {
     in += ")";
     auto stmt = db_->Prepare(
         "SELECT run_uuid, name, experiment_id, user_id, status, start_time, end_time,"
-        " artifact_uri, lifecycle_stage FROM runs WHERE run_uuid IN " + in);
+        " artifact_uri, lifecycle_stage FROM runs WHERE run_uuid IN " +
+        in);
     if (!stmt.ok()) return stmt.status();
     COHORT_RETURN_IF_ERROR((*stmt)->BindAll(values));
     std::map<std::string, Run> found;
@@ -637,8 +756,14 @@ class SqliteStore : public TrackingStore {
       if (!*row) break;
       SqliteStatement& s = **stmt;
       Run run;
-      run.info = {s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Int(5),
-                  s.IsNull(6) ? std::nullopt : std::optional<int64_t>(s.Int(6)), s.Text(7),
+      run.info = {s.Text(0),
+                  s.Text(1),
+                  s.Text(2),
+                  s.Text(3),
+                  s.Text(4),
+                  s.Int(5),
+                  s.IsNull(6) ? std::nullopt : std::optional<int64_t>(s.Int(6)),
+                  s.Text(7),
                   s.Text(8)};
       found.emplace(run.info.run_id, std::move(run));
     }
@@ -654,12 +779,12 @@ class SqliteStore : public TrackingStore {
         if (it != found.end()) add(it->second, **q);
       }
     };
-    COHORT_RETURN_IF_ERROR(each(
-        "SELECT run_uuid, key, value, is_nan, timestamp, step FROM latest_metrics"
-        " WHERE run_uuid IN ",
-        [](Run& r, const SqliteStatement& s) {
-          r.metrics.push_back({s.Text(1), ReadMetricValue(s, 2, 3), s.Int(4), s.Int(5)});
-        }));
+    COHORT_RETURN_IF_ERROR(
+        each("SELECT run_uuid, key, value, is_nan, timestamp, step FROM latest_metrics"
+             " WHERE run_uuid IN ",
+             [](Run& r, const SqliteStatement& s) {
+               r.metrics.push_back({s.Text(1), ReadMetricValue(s, 2, 3), s.Int(4), s.Int(5)});
+             }));
     COHORT_RETURN_IF_ERROR(each("SELECT run_uuid, key, value FROM params WHERE run_uuid IN ",
                                 [](Run& r, const SqliteStatement& s) {
                                   r.params.push_back({s.Text(1), s.Text(2)});
@@ -680,8 +805,8 @@ class SqliteStore : public TrackingStore {
   Status WriteParams(const std::string& run_id, const std::vector<Param>& params) {
     std::string changed;
     for (const Param& p : params) {
-      auto old = QueryIds("SELECT value FROM params WHERE run_uuid = ? AND key = ?",
-                          {run_id, p.key});
+      auto old =
+          QueryIds("SELECT value FROM params WHERE run_uuid = ? AND key = ?", {run_id, p.key});
       if (!old.ok()) return old.status();
       if (old->empty()) {
         COHORT_RETURN_IF_ERROR(
@@ -705,14 +830,17 @@ class SqliteStore : public TrackingStore {
     if (!insert.ok()) return insert.status();
     // The newest point of each key in this batch, by (step, timestamp, value).
     std::map<std::string, const Metric*> latest;
+    std::map<std::pair<std::string, int64_t>, BucketUpdate> buckets;
     for (const Metric& m : metrics) {
-      COHORT_RETURN_IF_ERROR((*insert)->BindAll(
-          {run_id, m.key, m.step, m.timestamp, MetricValue(m.value),
-           int64_t{std::isnan(m.value)}}));
+      COHORT_RETURN_IF_ERROR(
+          (*insert)->BindAll({run_id, m.key, m.step, m.timestamp, MetricValue(m.value),
+                              int64_t{std::isnan(m.value)}}));
       COHORT_RETURN_IF_ERROR((*insert)->Run());
       (*insert)->Reset();
+      if (db_->Changes() > 0) buckets[{m.key, m.step >> kBucketShift}].Add(m);
       const Metric*& best = latest[m.key];
-      if (best == nullptr || std::tie(m.step, m.timestamp) > std::tie(best->step, best->timestamp) ||
+      if (best == nullptr ||
+          std::tie(m.step, m.timestamp) > std::tie(best->step, best->timestamp) ||
           (m.step == best->step && m.timestamp == best->timestamp && m.value > best->value)) {
         best = &m;
       }
@@ -723,9 +851,41 @@ class SqliteStore : public TrackingStore {
         " WHERE (?3, ?4, coalesce(?5, 0)) > (step, timestamp, coalesce(value, 0))");
     if (!upsert.ok()) return upsert.status();
     for (const auto& [key, m] : latest) {
+      COHORT_RETURN_IF_ERROR(
+          (*upsert)->BindAll({run_id, key, m->step, m->timestamp, MetricValue(m->value),
+                              int64_t{std::isnan(m->value)}}));
+      COHORT_RETURN_IF_ERROR((*upsert)->Run());
+      (*upsert)->Reset();
+    }
+    return WriteBuckets(run_id, buckets);
+  }
+
+  // Folds each bucket's new points into its metric_buckets row. SET
+  // expressions see the row's old values, so each CASE compares with them.
+  Status WriteBuckets(const std::string& run_id,
+                      const std::map<std::pair<std::string, int64_t>, BucketUpdate>& buckets) {
+    auto upsert = db_->Prepare(
+        "INSERT INTO metric_buckets VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        " ON CONFLICT (run_uuid, key, bucket) DO UPDATE SET count = count + ?4,"
+        " min_step = CASE WHEN ?7 < min_value OR min_value IS NULL THEN ?5 ELSE min_step END,"
+        " min_timestamp = CASE WHEN ?7 < min_value OR min_value IS NULL THEN ?6 ELSE min_timestamp "
+        "END,"
+        " min_value = CASE WHEN ?7 < min_value OR min_value IS NULL THEN ?7 ELSE min_value END,"
+        " max_step = CASE WHEN ?10 > max_value OR max_value IS NULL THEN ?8 ELSE max_step END,"
+        " max_timestamp = CASE WHEN ?10 > max_value OR max_value IS NULL THEN ?9"
+        "   ELSE max_timestamp END,"
+        " max_value = CASE WHEN ?10 > max_value OR max_value IS NULL THEN ?10 ELSE max_value END");
+    if (!upsert.ok()) return upsert.status();
+    for (const auto& [where, b] : buckets) {
+      auto point = [](const Metric* m, auto field) -> SqlValue {
+        return m ? SqlValue(field(*m)) : SqlValue(nullptr);
+      };
+      auto step = [](const Metric& m) { return m.step; };
+      auto ts = [](const Metric& m) { return m.timestamp; };
+      auto value = [](const Metric& m) { return m.value; };
       COHORT_RETURN_IF_ERROR((*upsert)->BindAll(
-          {run_id, key, m->step, m->timestamp, MetricValue(m->value),
-           int64_t{std::isnan(m->value)}}));
+          {run_id, where.first, where.second, b.count, point(b.min, step), point(b.min, ts),
+           point(b.min, value), point(b.max, step), point(b.max, ts), point(b.max, value)}));
       COHORT_RETURN_IF_ERROR((*upsert)->Run());
       (*upsert)->Reset();
     }
@@ -754,9 +914,8 @@ Result<std::unique_ptr<TrackingStore>> OpenSqliteStore(const std::string& raw_pa
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
-    return AlreadyExistsError("tracking store " + path +
-                                 " is open in another process (lock " + lock_path +
-                                 " is held); use that server, or another --store");
+    return AlreadyExistsError("tracking store " + path + " is open in another process (lock " +
+                              lock_path + " is held); use that server, or another --store");
   }
   auto db = SqliteDb::Open(path);
   if (!db.ok()) {

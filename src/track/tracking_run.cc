@@ -55,8 +55,8 @@ class TrackingRun::Impl {
   ~Impl() { StopWorker(); }
 
   Status Create(const TrackingOptions& options) {
-    auto experiment = transport_->Call("GET", "experiments/get-by-name",
-                                       {{"experiment_name", options.project}});
+    auto experiment =
+        transport_->Call("GET", "experiments/get-by-name", {{"experiment_name", options.project}});
     if (!experiment.ok() && !Retryable(experiment.status())) {
       auto created = transport_->Call("POST", "experiments/create", {{"name", options.project}});
       if (created.ok()) {
@@ -152,9 +152,8 @@ class TrackingRun::Impl {
     if (!in) return Status::InvalidArgument("log_artifact: cannot read '" + local_path + "'");
     std::ostringstream bytes;
     bytes << in.rdbuf();
-    std::string name = artifact_path.empty()
-                           ? local_path.substr(local_path.find_last_of('/') + 1)
-                           : artifact_path;
+    std::string name =
+        artifact_path.empty() ? local_path.substr(local_path.find_last_of('/') + 1) : artifact_path;
     return transport_->PutArtifact(experiment_id_ + "/" + run_id_ + "/artifacts/" + name,
                                    bytes.str());
   }
@@ -216,7 +215,7 @@ class TrackingRun::Impl {
         const track::Metric& p = metrics[m];
         json value = std::isfinite(p.value) ? json(p.value)
                      : std::isnan(p.value)  ? json("NaN")
-                     : json(p.value > 0 ? "Infinity" : "-Infinity");
+                                            : json(p.value > 0 ? "Infinity" : "-Infinity");
         batch["metrics"].push_back(
             {{"key", p.key}, {"value", value}, {"timestamp", p.timestamp}, {"step", p.step}});
       }
@@ -325,8 +324,8 @@ class TrackingRun::Impl {
 };
 
 Result<std::unique_ptr<TrackingRun>> TrackingRun::Start(const TrackingOptions& options) {
-  std::string uri = options.uri.empty() ? EnvOr("COHORT_TRACKING_URI", track::DefaultStoreUri())
-                                        : options.uri;
+  std::string uri =
+      options.uri.empty() ? EnvOr("COHORT_TRACKING_URI", track::DefaultStoreUri()) : options.uri;
   auto transport = track::OpenTransport(uri);
   if (!transport.ok()) return transport.status();
   std::string spool_dir = options.spool_dir.empty()

@@ -18,8 +18,8 @@ std::string QueryString(const json& body) {
   std::string out;
   for (const auto& [key, value] : body.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    out += (out.empty() ? "?" : "&") + data::UriEncode(key, true) + "=" +
-           data::UriEncode(text, true);
+    out +=
+        (out.empty() ? "?" : "&") + data::UriEncode(key, true) + "=" + data::UriEncode(text, true);
   }
   return out;
 }
@@ -60,8 +60,7 @@ class RestTransport : public Transport {
     }
     auto response = client_.Perform(request);
     if (!response.ok()) return Status::PeerFailure(response.status().message());
-    return Interpret(static_cast<int>(response->status), response->body,
-                     method + " " + endpoint);
+    return Interpret(static_cast<int>(response->status), response->body, method + " " + endpoint);
   }
 
   Status PutArtifact(const std::string& path, const std::string& bytes) override {
@@ -141,7 +140,8 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
   auto store = OpenStore(uri);
   if (!store.ok()) return store.status();
   std::string path = uri.substr(uri.find(':') + 1);
-  if (path.rfind("~/", 0) == 0) path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + path.substr(1);
+  if (path.rfind("~/", 0) == 0)
+    path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + path.substr(1);
   std::filesystem::path dir = std::filesystem::path(path).parent_path() / "artifacts";
   auto artifacts = data::OpenStorage(dir.string(), /*create=*/true);
   if (!artifacts.ok()) return artifacts.status();

@@ -73,7 +73,7 @@ enum class ViewType { kActiveOnly, kDeletedOnly, kAll };
 
 struct RunSearch {
   std::vector<std::string> experiment_ids;
-  std::string filter;                 // MLflow filter grammar, "" = every run
+  std::string filter;  // MLflow filter grammar, "" = every run
   ViewType view = ViewType::kActiveOnly;
   int max_results = 1000;
   std::vector<std::string> order_by;  // "metrics.loss DESC", "attributes.start_time"

@@ -63,8 +63,7 @@ Status ValidateBatchSizes(size_t metrics, size_t params, size_t tags) {
   auto limit = [](size_t got, size_t max, const char* what) {
     return Status::InvalidArgument("A batch logging request can contain at most " +
                                    std::to_string(max) + " " + what + ". Got " +
-                                   std::to_string(got) + " " + what +
-                                   ". Please split up " + what +
+                                   std::to_string(got) + " " + what + ". Please split up " + what +
                                    " across multiple requests and try again.");
   };
   if (metrics > kMaxBatchMetrics) return limit(metrics, kMaxBatchMetrics, "metrics");
@@ -81,8 +80,8 @@ Status ValidateBatch(const Batch& batch) {
       ValidateBatchSizes(batch.metrics.size(), batch.params.size(), batch.tags.size()));
   for (size_t i = 0; i < batch.metrics.size(); ++i) {
     if (KeyLooksFine(batch.metrics[i].key)) continue;  // no field name to build
-    COHORT_RETURN_IF_ERROR(ValidateKey("metrics[" + std::to_string(i) + "].key",
-                                       batch.metrics[i].key));
+    COHORT_RETURN_IF_ERROR(
+        ValidateKey("metrics[" + std::to_string(i) + "].key", batch.metrics[i].key));
   }
   for (size_t i = 0; i < batch.params.size(); ++i) {
     std::string field = "params[" + std::to_string(i) + "]";
@@ -99,8 +98,8 @@ Status ValidateBatch(const Batch& batch) {
 }
 
 Status ValidateRunStatus(const std::string& status) {
-  if (status == "RUNNING" || status == "SCHEDULED" || status == "FINISHED" ||
-      status == "FAILED" || status == "KILLED") {
+  if (status == "RUNNING" || status == "SCHEDULED" || status == "FINISHED" || status == "FAILED" ||
+      status == "KILLED") {
     return Status::OK();
   }
   return Status::InvalidArgument("Invalid value " + Shown(status) +

@@ -48,8 +48,7 @@ TEST(SqliteStore, DefaultExperimentAndCreateGet) {
   EXPECT_EQ(KindOf(dup.status()), ErrorKind::kAlreadyExists);
   EXPECT_EQ(ErrorMessage(dup.status()), "Experiment(name=digits) already exists.");
   EXPECT_EQ(ErrorMessage(store->GetExperiment("77").status()), "No Experiment with id=77 exists");
-  EXPECT_EQ(KindOf(store->GetExperiment("x'; DROP TABLE runs;--").status()),
-            ErrorKind::kNotFound);
+  EXPECT_EQ(KindOf(store->GetExperiment("x'; DROP TABLE runs;--").status()), ErrorKind::kNotFound);
   EXPECT_EQ(ErrorMessage(store->CreateExperiment("", "", {}).status()),
             "Missing value for required parameter 'name'");
 }
@@ -77,6 +76,9 @@ TEST(SqliteStore, BatchLatestMetricsAndHistory) {
   ASSERT_EQ(got->params.size(), 2u);
   EXPECT_EQ(got->params[1].value, "it's \"x\"; DROP TABLE params;--");
 
+  auto nan_history = store->GetMetricHistory(run, "nan");
+  ASSERT_EQ(nan_history->size(), 1u);
+  EXPECT_TRUE(std::isnan(nan_history->front().value));
   auto history = store->GetMetricHistory(run, "loss");
   ASSERT_TRUE(history.ok());
   ASSERT_EQ(history->size(), 10u);
@@ -94,7 +96,8 @@ TEST(SqliteStore, BatchLatestMetricsAndHistory) {
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "Changing param values is not allowed. Params were already logged='[{key: 'lr', "
-            "old_value: '0.1', new_value: '0.2'}]' for run ID='" + run + "'.");
+            "old_value: '0.1', new_value: '0.2'}]' for run ID='" +
+                run + "'.");
   EXPECT_EQ(store->GetMetricHistory(run, "loss")->size(), 10u);  // rolled back
 }
 
@@ -177,8 +180,8 @@ TEST(SqliteStore, SearchFiltersOrdersAndPages) {
     for (const track::Run& r : page->items) names.push_back(r.info.run_name);
     search.page_token = page->next_page_token;
   } while (!search.page_token.empty());
-  EXPECT_EQ(names, (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5", "r6",
-                                             "no-metrics"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "no-metrics"}));
 
   search = RunSearch{};
   search.filter = "attributes.run_name LIKE 'r%' AND tags.`mlflow.runName` != 'r1'";
@@ -240,6 +243,48 @@ TEST(SqliteStore, BulkIntervalKeepsSpikesAndEnds) {
   EXPECT_EQ(window->front().metric.step, 10);
 }
 
+// Past 100,000 points the history is downsampled from per-1024-step
+// summaries: still exact extremes, the true first and last points, and the
+// raw rows of buckets a window cuts.
+TEST(SqliteStore, LongHistoryDownsamplesFromBucketSummaries) {
+  TempDir dir;
+  auto store = Open(dir.Sub("t.db"));
+  std::string run = NewRun(*store, "0");
+  for (int chunk = 0; chunk < 150; ++chunk) {
+    Batch b;
+    for (int i = 0; i < 1000; ++i) {
+      int step = chunk * 1000 + i;
+      double v = step == 77777 ? 99.0 : step == 123456 ? -5.0 : (step % 7) * 0.1;
+      if (i == 500) v = std::nan("");  // NaNs count, never extremes
+      b.metrics.push_back({"loss", v, step, step});
+    }
+    ASSERT_TRUE(store->LogBatch(run, b).ok());
+  }
+  auto check = [&](std::optional<int64_t> first, std::optional<int64_t> last, int64_t want_first,
+                   int64_t want_last) {
+    // 147 buckets give 294 points: enough for 200, so the buckets are used.
+    auto points = store->GetMetricHistoryBulkInterval({run}, "loss", 200, first, last);
+    ASSERT_TRUE(points.ok()) << points.status().ToString();
+    ASSERT_LE(points->size(), 200u);
+    ASSERT_GE(points->size(), 100u);
+    EXPECT_EQ(points->front().metric.step, want_first);
+    EXPECT_EQ(points->back().metric.step, want_last);
+    bool spike = false, dip = false;
+    for (size_t i = 0; i < points->size(); ++i) {
+      const Metric& m = (*points)[i].metric;
+      EXPECT_GE(m.step, want_first);
+      EXPECT_LE(m.step, want_last);
+      if (i > 0) EXPECT_LE((*points)[i - 1].metric.step, m.step);
+      spike |= m.step == 77777 && m.value == 99.0;
+      dip |= m.step == 123456 && m.value == -5.0;
+    }
+    EXPECT_TRUE(spike);
+    EXPECT_TRUE(dip);
+  };
+  check(std::nullopt, std::nullopt, 0, 149999);
+  check(1000, 140500, 1000, 140500);
+}
+
 TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   TempDir dir;
   std::string path = dir.Sub("sub/t.db");
@@ -261,7 +306,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   auto got = store->GetRun(run);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->metrics.size(), 1u);
-  EXPECT_EQ(SqliteSchemaVersion(), 2);
+  EXPECT_EQ(SqliteSchemaVersion(), 3);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH");
 }
