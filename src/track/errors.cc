@@ -11,14 +11,19 @@ bool HasTag(const Status& s, const char* tag) {
   return s.code() == Status::Code::kInvalidArgument && s.message().rfind(tag, 0) == 0;
 }
 
-}  // namespace
-
-Status NotFoundError(const std::string& message) {
-  return Status::InvalidArgument(kNotFoundTag + message);
+// Appended, not tag + message: that form trips GCC 12's -Wrestrict false positive.
+Status Tagged(const char* tag, const std::string& message) {
+  std::string text = tag;
+  text += message;
+  return Status::InvalidArgument(std::move(text));
 }
 
+}  // namespace
+
+Status NotFoundError(const std::string& message) { return Tagged(kNotFoundTag, message); }
+
 Status AlreadyExistsError(const std::string& message) {
-  return Status::InvalidArgument(kAlreadyExistsTag + message);
+  return Tagged(kAlreadyExistsTag, message);
 }
 
 ErrorKind KindOf(const Status& status) {

@@ -274,7 +274,9 @@ TEST(SqliteStore, LongHistoryDownsamplesFromBucketSummaries) {
       const Metric& m = (*points)[i].metric;
       EXPECT_GE(m.step, want_first);
       EXPECT_LE(m.step, want_last);
-      if (i > 0) EXPECT_LE((*points)[i - 1].metric.step, m.step);
+      if (i > 0) {
+        EXPECT_LE((*points)[i - 1].metric.step, m.step);
+      }
       spike |= m.step == 77777 && m.value == 99.0;
       dip |= m.step == 123456 && m.value == -5.0;
     }
