@@ -74,16 +74,24 @@ def bench_client(url, points, spool):
     return points / (done - start), (logged - start) / points * 1e6
 
 
-def setup_runs(client, n):
+def setup_runs(client, port, n, threads=4):
+    """n runs with two params and one metric, created over `threads` connections."""
+    from concurrent.futures import ThreadPoolExecutor
     eid = client.call("POST", "experiments/create", {"name": f"search-{time.time()}"})["experiment_id"]
-    for i in range(n):
-        rid = new_run(client, eid)
-        client.call("POST", "runs/log-batch", {
-            "run_id": rid,
-            "metrics": [{"key": "loss", "value": (i * 7919) % 10007 / 10007, "timestamp": 1}],
-            "params": [{"key": "opt", "value": ["adam", "sgd", "lamb", "adagrad"][i % 4]},
-                       {"key": "lr", "value": str(0.001 * (i % 10))}],
-            "tags": [{"key": "team", "value": "vision"}]})
+
+    def create(first):
+        c = Client(port)
+        for i in range(first, n, threads):
+            rid = new_run(c, eid)
+            c.call("POST", "runs/log-batch", {
+                "run_id": rid,
+                "metrics": [{"key": "loss", "value": (i * 7919) % 10007 / 10007, "timestamp": 1}],
+                "params": [{"key": "opt", "value": ["adam", "sgd", "lamb", "adagrad"][i % 4]},
+                           {"key": "lr", "value": str(0.001 * (i % 10))}],
+                "tags": [{"key": "team", "value": "vision"}]})
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(threads)))
     return eid
 
 
@@ -126,7 +134,7 @@ def main():
                   f"{statistics.median(r[0] for r in results):,.0f} points/s, run.log() "
                   f"{statistics.median(r[1] for r in results):.2f} us/call", flush=True)
 
-            eid = setup_runs(client, args.runs)
+            eid = setup_runs(client, server.port, args.runs)
             for max_results in (100, 1000):
                 times = [bench_search(client, eid, max_results, args.runs // 4) for _ in range(args.repeats * 2)]
                 print(f"search: {args.runs} runs, params.opt filter + metrics.loss sort, "
