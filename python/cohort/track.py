@@ -76,7 +76,9 @@ def _provenance():
 
 class Run:
     """One recorded run. Use ``log`` every step; ``finish`` at the end (also
-    called on exit from a ``with`` block, FAILED when it raised)."""
+    called on exit from a ``with`` block, FAILED when it raised). ``Run(None)``
+    records nothing: what ranks other than 0 get, and a stand-in when
+    tracking is off."""
 
     def __init__(self, client):
         self._client = client
