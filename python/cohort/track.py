@@ -24,6 +24,7 @@ directory, the Python, torch and cohort versions, the host and world size.
 """
 import os
 import platform
+import shlex
 import socket
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def _git(*args):
 def _provenance():
     """Tags describing how to run this again, and the dirty diff (or None)."""
     tags = {
-        "cohort.command": " ".join([sys.executable] + sys.argv),
+        "cohort.command": shlex.join([sys.executable] + sys.argv),
         "cohort.cwd": os.getcwd(),
         "cohort.python": platform.python_version(),
         "cohort.host": socket.gethostname(),

@@ -10,6 +10,7 @@ int BenchCommand(int argc, char** argv);  // cohort bench (bench_command.cc)
 int EngineBenchCommand(int argc, char** argv);  // cohort bench engine (engine_bench.cc)
 int DataCommand(int argc, char** argv);   // cohort data  (data_command.cc)
 int ServerCommand(int argc, char** argv); // cohort server (server_command.cc)
+int RerunCommand(int argc, char** argv);  // cohort rerun  (rerun_command.cc)
 
 }  // namespace cohort::cli
 

@@ -140,3 +140,33 @@ def test_spool_left_by_a_finished_run_is_replayed_by_the_next(tmp_path):
         assert list(spool.glob("*.jsonl")) == []
     finally:
         server.stop()
+
+
+def test_rerun_prints_and_runs_the_recorded_command(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    db = f"sqlite:{tmp_path}/t.db"
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import sys, cohort.track\n"
+        f"run = cohort.track.init(project='rerun', uri={db!r}, spool_dir={str(tmp_path / 'spool')!r})\n"
+        "open('marker', 'a').write(sys.argv[1] + '\\n')\n"
+        "run.finish()\n"
+        "print(run.id)\n")
+    env = dict(os.environ)
+    first = subprocess.run([sys.executable, str(job), "it's"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    run_id = first.stdout.strip()
+    shown = subprocess.run([COHORT, "rerun", run_id, "--uri", db], capture_output=True,
+                           text=True, timeout=60, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"cd '{tmp_path}' && {sys.executable} {job} 'it'\"'\"'s'\n"
+    again = subprocess.run([COHORT, "rerun", run_id, "--uri", db, "--exec"], capture_output=True,
+                           text=True, timeout=60, env=env)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "marker").read_text() == "it's\nit's\n"
+    missing = subprocess.run([COHORT, "rerun", "nope", "--uri", db], capture_output=True,
+                             text=True, timeout=60, env=env)
+    assert (missing.returncode, missing.stderr) == \
+        (1, "cohort rerun: GET runs/get: RESOURCE_DOES_NOT_EXIST: Run with id=nope not found\n")
