@@ -45,6 +45,13 @@ class Client:
         return json.loads(data)
 
 
+def server_cpu_s(pid):
+    """User + system CPU seconds the server process has used (a figure the
+    machine's other load does not inflate, unlike wall time)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def new_run(client, experiment_id="0"):
     return client.call("POST", "runs/create", {"experiment_id": experiment_id,
                                                "start_time": int(time.time() * 1000)})["run"]["info"]["run_id"]
@@ -125,9 +132,14 @@ def main():
         server = TrackingServer(Path(tmp))
         try:
             client = Client(server.port)
+            pid = server.proc.pid
+            cpu0 = server_cpu_s(pid)
             ingest = [bench_ingest(client, args.batches) for _ in range(args.repeats)]
+            cpu_per_batch = (server_cpu_s(pid) - cpu0) / (args.batches * args.repeats) * 1000
             print(f"ingest: log-batch of 1000 metrics, one client: median {statistics.median(ingest):,.0f} "
-                  f"points/s (runs: {', '.join(f'{x:,.0f}' for x in ingest)})", flush=True)
+                  f"points/s (runs: {', '.join(f'{x:,.0f}' for x in ingest)}); server CPU "
+                  f"{cpu_per_batch:.2f} ms/batch = {1000 / cpu_per_batch * 1000:,.0f} points per "
+                  f"CPU-second", flush=True)
             results = [bench_client(server.url, 200000, os.path.join(tmp, "spool"))
                        for _ in range(args.repeats)]
             print(f"client: cohort.track run.log per point + flush: median "
@@ -136,18 +148,23 @@ def main():
 
             eid = setup_runs(client, server.port, args.runs)
             for max_results in (100, 1000):
+                cpu0 = server_cpu_s(pid)
                 times = [bench_search(client, eid, max_results, args.runs // 4) for _ in range(args.repeats * 2)]
+                cpu = (server_cpu_s(pid) - cpu0) / (args.repeats * 2) * 1000
                 print(f"search: {args.runs} runs, params.opt filter + metrics.loss sort, "
-                      f"max_results={max_results}: median {statistics.median(times):.1f} ms", flush=True)
+                      f"max_results={max_results}: median {statistics.median(times):.1f} ms "
+                      f"(server CPU {cpu:.1f} ms/request)", flush=True)
 
             run_id = new_run(client)
             for b in range(args.history_points // 1000):
                 client.call("POST", "runs/log-batch", {"run_id": run_id, "metrics": [
                     {"key": "loss", "value": ((b * 1000 + i) * 2654435761 % 1000) / 1000.0,
                      "timestamp": 1, "step": b * 1000 + i} for i in range(1000)]})
+            cpu0 = server_cpu_s(pid)
             times = [bench_history(client, run_id) for _ in range(args.repeats * 2)]
+            cpu = (server_cpu_s(pid) - cpu0) / (args.repeats * 2) * 1000
             print(f"history: {args.history_points:,}-point series to <= 2,000 points: median "
-                  f"{statistics.median(times):.1f} ms", flush=True)
+                  f"{statistics.median(times):.1f} ms (server CPU {cpu:.1f} ms/request)", flush=True)
         finally:
             server.stop()
     print(f"load: {os.getloadavg()[0]:.1f} (1-min average; the machine is shared)")

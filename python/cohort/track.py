@@ -20,7 +20,9 @@ the other ranks get a run whose methods do nothing.
 
 Every run records its provenance as tags: the git commit (and the dirty
 diff as the artifact provenance/git.diff), the command line, the working
-directory, the Python, torch and cohort versions, the host and world size.
+directory, the Python and torch versions, the host and world size. Every
+10 s (``system_metrics_s``) the host's CPU, memory and network use are
+logged as system/* metrics.
 """
 import os
 import platform
@@ -28,6 +30,8 @@ import shlex
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 from . import _track
 
@@ -75,15 +79,80 @@ def _provenance():
     return tags, diff or None
 
 
+def _cpu_times():
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        values = [int(x) for x in f.readline().split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def _memory_used():
+    info = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            name, value = line.split(":", 1)
+            info[name] = int(value.split()[0]) * 1024
+    return info["MemTotal"] - info.get("MemAvailable", info.get("MemFree", 0))
+
+
+def _net_bytes():
+    """(received, sent) bytes over every interface but loopback, from /proc/net/dev."""
+    rx = tx = 0
+    with open("/proc/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, data = line.split(":", 1)
+            if name.strip() == "lo":
+                continue
+            fields = data.split()
+            rx, tx = rx + int(fields[0]), tx + int(fields[8])
+    return rx, tx
+
+
+class _SystemMetrics(threading.Thread):
+    """Logs this host's CPU use (%), memory in use (bytes) and network
+    throughput (bytes/s) every `interval` seconds as system/* metrics."""
+
+    def __init__(self, client, interval):
+        super().__init__(name="cohort-track-system", daemon=True)
+        self._client, self._interval = client, interval
+        self._done = threading.Event()
+
+    def run(self):
+        busy, total = _cpu_times()
+        rx, tx = _net_bytes()
+        then, step = time.monotonic(), 0
+        while not self._done.wait(self._interval):
+            busy2, total2 = _cpu_times()
+            rx2, tx2 = _net_bytes()
+            now = time.monotonic()
+            seconds = max(now - then, 1e-9)
+            self._client.log({
+                "system/cpu_percent": 100.0 * (busy2 - busy) / max(total2 - total, 1),
+                "system/memory_used_bytes": float(_memory_used()),
+                "system/network_receive_bytes_per_s": (rx2 - rx) / seconds,
+                "system/network_transmit_bytes_per_s": (tx2 - tx) / seconds,
+            }, step)
+            busy, total, rx, tx, then, step = busy2, total2, rx2, tx2, now, step + 1
+
+    def stop(self):
+        self._done.set()
+        self.join()
+
+
 class Run:
     """One recorded run. Use ``log`` every step; ``finish`` at the end (also
     called on exit from a ``with`` block, FAILED when it raised). ``Run(None)``
     records nothing: what ranks other than 0 get, and a stand-in when
     tracking is off."""
 
-    def __init__(self, client):
+    def __init__(self, client, system_metrics_s=None):
         self._client = client
         self._step = 0
+        self._system = None
+        if client and system_metrics_s:
+            self._system = _SystemMetrics(client, system_metrics_s)
+            self._system.start()
 
     @property
     def id(self):
@@ -123,6 +192,9 @@ class Run:
         return self._client.spooled_batches() if self._client else 0
 
     def finish(self, status="FINISHED"):
+        if self._system:
+            self._system.stop()
+            self._system = None
         if self._client:
             self._client.finish(status)
 
@@ -135,9 +207,11 @@ class Run:
 
 
 def init(project="Default", name=None, config=None, tags=None, uri=None, all_ranks=False,
-         spool_dir=None, flush_interval_ms=500):
+         spool_dir=None, flush_interval_ms=500, system_metrics_s=10.0):
     """Starts a run in experiment ``project``. ``config`` (a dict) is logged as
-    the run's params, ``tags`` as tags. ``uri`` overrides COHORT_TRACKING_URI."""
+    the run's params, ``tags`` as tags. ``uri`` overrides COHORT_TRACKING_URI.
+    Every ``system_metrics_s`` seconds (None or 0: never) the host's CPU,
+    memory and network use are logged as system/* metrics."""
     if not all_ranks and _rank() != 0:
         return Run(None)
     run_tags, diff = _provenance()
@@ -145,7 +219,7 @@ def init(project="Default", name=None, config=None, tags=None, uri=None, all_ran
     params = {str(k): str(v) for k, v in (config or {}).items()}
     client = _track.TrackingRun(uri or "", project, name or "", params, run_tags,
                                 spool_dir or "", int(flush_interval_ms))
-    run = Run(client)
+    run = Run(client, system_metrics_s)
     if diff:
         _log_text(run, "provenance/git.diff", diff)
     return run

@@ -170,3 +170,22 @@ def test_rerun_prints_and_runs_the_recorded_command(tmp_path):
                              text=True, timeout=60, env=env)
     assert (missing.returncode, missing.stderr) == \
         (1, "cohort rerun: GET runs/get: RESOURCE_DOES_NOT_EXIST: Run with id=nope not found\n")
+
+
+def test_system_metrics_from_proc(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        run = cohort.track.init(project="sys", uri=server.url, spool_dir=str(tmp_path / "spool"),
+                                system_metrics_s=0.05, flush_interval_ms=10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(history(server, run.id, "system/cpu_percent")) < 3:
+            run.flush()
+        run.finish()
+        cpu = history(server, run.id, "system/cpu_percent")
+        assert len(cpu) >= 3 and [p["step"] for p in cpu[:3]] == [0, 1, 2]
+        assert all(0.0 <= p["value"] <= 100.0 for p in cpu)
+        memory = history(server, run.id, "system/memory_used_bytes")
+        assert memory and all(p["value"] > 0 for p in memory)
+        assert history(server, run.id, "system/network_receive_bytes_per_s")
+    finally:
+        server.stop()
