@@ -22,7 +22,10 @@ Every run records its provenance as tags: the git commit (and the dirty
 diff as the artifact provenance/git.diff), the command line, the working
 directory, the Python and torch versions, the host and world size. Every
 10 s (``system_metrics_s``) the host's CPU, memory and network use are
-logged as system/* metrics.
+logged as system/* metrics. While a run is active, cohort.torch's
+DistributedOptimizer logs each step's engine figures to it: engine/step_time_s,
+engine/allreduce_wait_s (time step() waited for the gradients' allreduce) and
+engine/bytes_reduced.
 """
 import os
 import platform
@@ -35,7 +38,14 @@ import time
 
 from . import _track
 
-__all__ = ["init", "Run"]
+__all__ = ["init", "Run", "active_run"]
+
+_active = None  # the run init() started last, until it finishes (what cohort.torch logs to)
+
+
+def active_run():
+    """The run init() started last and not yet finished, or None."""
+    return _active
 
 
 def _rank():
@@ -191,7 +201,22 @@ class Run:
     def spooled_batches(self):
         return self._client.spooled_batches() if self._client else 0
 
+    def _log_engine_step(self, wait_s, bytes_reduced):
+        """cohort.torch's DistributedOptimizer reports each step here."""
+        now = time.perf_counter()
+        values = {"engine/allreduce_wait_s": wait_s, "engine/bytes_reduced": float(bytes_reduced)}
+        last = getattr(self, "_last_engine_step", None)
+        if last is not None:
+            values["engine/step_time_s"] = now - last
+        self._last_engine_step = now
+        self._engine_steps = getattr(self, "_engine_steps", -1) + 1
+        if self._client:
+            self._client.log(values, self._engine_steps)
+
     def finish(self, status="FINISHED"):
+        global _active
+        if _active is self:
+            _active = None
         if self._system:
             self._system.stop()
             self._system = None
@@ -222,6 +247,8 @@ def init(project="Default", name=None, config=None, tags=None, uri=None, all_ran
     run = Run(client, system_metrics_s)
     if diff:
         _log_text(run, "provenance/git.diff", diff)
+    global _active
+    _active = run
     return run
 
 

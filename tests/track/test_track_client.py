@@ -189,3 +189,38 @@ def test_system_metrics_from_proc(tmp_path):
         assert history(server, run.id, "system/network_receive_bytes_per_s")
     finally:
         server.stop()
+
+
+def test_digits_job_records_itself_with_engine_figures(tmp_path):
+    """The README's main job records itself (rank 0 of 2) and prints the
+    command that serves its dashboard; cohort.torch logs each step's figures."""
+    import subprocess
+    from tracking_server_fixture import BUILD, COHORT
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    store = f"sqlite:{tmp_path}/t.db"
+    env = dict(os.environ, COHORT_TRACKING_URI=store, COHORT_BUILD_DIR=BUILD)
+    job = subprocess.run([COHORT, "run", "-np", "2", "--", sys.executable,
+                          os.path.join(root, "examples", "pytorch_digits.py"), "--epochs", "1",
+                          "--min-accuracy", "0"], capture_output=True, text=True, env=env,
+                         timeout=150, cwd=tmp_path)
+    assert job.returncode == 0, job.stderr
+    line = [x for x in job.stdout.splitlines() if "tracked as run" in x]
+    assert len(line) == 1, job.stdout
+    run_id = line[0].split("tracked as run ")[1].split(";")[0]
+    assert line[0].endswith(f"dashboard: cohort server --store {store}  (then open "
+                            "http://127.0.0.1:5000)")
+    server = TrackingServer(tmp_path, ["--store", store])
+    try:
+        run = server.get("runs/get", run_id=run_id)[1]["run"]
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        assert tags["cohort.world_size"] == "2" and "cohort.torch" in tags
+        assert {p["key"]: p["value"] for p in run["data"]["params"]}["epochs"] == "1"
+        # 1437 training images, global batch 64: 22 steps.
+        assert [p["step"] for p in history(server, run_id, "train_loss")] == list(range(22))
+        assert len(history(server, run_id, "engine/allreduce_wait_s")) == 22
+        # DigitsCNN's 38,282 float32 parameters are reduced every step.
+        assert {p["value"] for p in history(server, run_id, "engine/bytes_reduced")} == {153128.0}
+        assert len(history(server, run_id, "engine/step_time_s")) == 21
+        assert len(history(server, run_id, "test_accuracy")) == 1
+    finally:
+        server.stop()
