@@ -11,6 +11,8 @@ int EngineBenchCommand(int argc, char** argv);  // cohort bench engine (engine_b
 int DataCommand(int argc, char** argv);   // cohort data  (data_command.cc)
 int ServerCommand(int argc, char** argv); // cohort server (server_command.cc)
 int RerunCommand(int argc, char** argv);  // cohort rerun  (rerun_command.cc)
+int UserCommand(int argc, char** argv);   // cohort user   (user_command.cc)
+int TokenCommand(int argc, char** argv);  // cohort token  (user_command.cc)
 
 }  // namespace cohort::cli
 

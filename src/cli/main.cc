@@ -17,6 +17,7 @@ void PrintUsage(FILE* out) {
                "  data    datasets: cohort data info|log|diff|checkout|verify|ingest\n"
                "  server  experiment tracking server (MLflow REST API): cohort server\n"
                "  rerun   print or run a tracked run's command again: cohort rerun RUN_ID\n"
+               "  user    tracking users: cohort user add NAME; token: cohort token create USER\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "data") == 0) return cohort::cli::DataCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "server") == 0) return cohort::cli::ServerCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "rerun") == 0) return cohort::cli::RerunCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "user") == 0) return cohort::cli::UserCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "token") == 0) return cohort::cli::TokenCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;

@@ -21,7 +21,7 @@ namespace {
 void PrintUsage(FILE* out) {
   std::fprintf(out,
                "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
-               "                     [--artifacts LOCATION] [--web-dir DIR]\n"
+               "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -29,7 +29,9 @@ void PrintUsage(FILE* out) {
                "  --artifacts LOCATION directory or s3://bucket/prefix for the artifact\n"
                "                       proxy (/api/2.0/mlflow-artifacts); none by default\n"
                "  --web-dir DIR        the dashboard's built files (default: web/ beside\n"
-               "                       the cohort binary, when it exists)\n",
+               "                       the cohort binary, when it exists)\n"
+               "  --auth               API requests need 'Authorization: Bearer TOKEN' of a\n"
+               "                       user of the store (cohort user add / token create)\n",
                track::DefaultStoreUri().c_str());
 }
 
@@ -62,6 +64,10 @@ int ServerCommand(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       PrintUsage(stdout);
       return 0;
+    }
+    if (flag == "--auth") {
+      options.auth = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "cohort server: unknown flag or missing value: %s\n\n", flag.c_str());

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "track/errors.h"
+
 namespace cohort::server {
 namespace {
 
@@ -53,7 +55,10 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
 }
 
 HttpResponse TrackingServer::Handle(const HttpRequest& request) {
-  if (MlflowApi::Serves(request.path)) return api_->Handle(request);
+  if (MlflowApi::Serves(request.path)) {
+    if (auto refused = Authenticate(request)) return *refused;
+    return api_->Handle(request);
+  }
   if (request.path == "/health") {
     HttpResponse r;
     r.content_type = "text/plain; charset=utf-8";
@@ -61,6 +66,25 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
     return r;
   }
   return ServeStatic(request);
+}
+
+std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& request) {
+  if (!options_.auth) return std::nullopt;
+  std::string header = request.Header("authorization");
+  const std::string bearer = "Bearer ";
+  if (header.rfind(bearer, 0) != 0 || header.size() == bearer.size()) {
+    return MlflowError("UNAUTHENTICATED",
+                       "This server requires a token: send 'Authorization: Bearer TOKEN' "
+                       "(tokens come from `cohort token create USER`)");
+  }
+  auto user = store_->UserForToken(header.substr(bearer.size()));
+  if (!user.ok()) {
+    if (track::KindOf(user.status()) == track::ErrorKind::kNotFound) {
+      return MlflowError("UNAUTHENTICATED", "Invalid token");
+    }
+    return MlflowError(user.status());
+  }
+  return std::nullopt;
 }
 
 HttpResponse TrackingServer::ServeStatic(const HttpRequest& request) {

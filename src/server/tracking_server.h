@@ -5,6 +5,7 @@
 #define COHORT_SERVER_TRACKING_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cohort/status.h"
@@ -21,6 +22,9 @@ struct TrackingServerOptions {
   int port = 5000;        // 0 = any free port
   std::string artifacts;  // directory or s3://...; empty = no artifact proxy
   std::string web_dir;    // the dashboard's built files; empty or missing = none
+  // Every API and artifact request must carry "Authorization: Bearer TOKEN"
+  // of a user of the store (`cohort user add`, `cohort token create`).
+  bool auth = false;
 };
 
 class TrackingServer {
@@ -33,6 +37,8 @@ class TrackingServer {
   TrackingServer() = default;
   HttpResponse Handle(const HttpRequest& request);
   HttpResponse ServeStatic(const HttpRequest& request);
+  // nullopt when the request may go on; else the 401 to answer.
+  std::optional<HttpResponse> Authenticate(const HttpRequest& request);
 
   TrackingServerOptions options_;
   std::unique_ptr<track::TrackingStore> store_;

@@ -22,9 +22,7 @@ Status Tagged(const char* tag, const std::string& message) {
 
 Status NotFoundError(const std::string& message) { return Tagged(kNotFoundTag, message); }
 
-Status AlreadyExistsError(const std::string& message) {
-  return Tagged(kAlreadyExistsTag, message);
-}
+Status AlreadyExistsError(const std::string& message) { return Tagged(kAlreadyExistsTag, message); }
 
 ErrorKind KindOf(const Status& status) {
   if (HasTag(status, kNotFoundTag)) return ErrorKind::kNotFound;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "data/hash.h"
 #include "net/auth.h"
 #include "track/downsample.h"
 #include "track/errors.h"
@@ -79,6 +80,10 @@ const char* const kMigrations[] = {
     "  (SELECT step, timestamp, value FROM metrics m WHERE m.run_uuid = metric_buckets.run_uuid"
     "  AND m.key = metric_buckets.key AND m.step BETWEEN bucket << 10 AND (bucket << 10) + 1023"
     "  AND m.is_nan = 0 ORDER BY value DESC LIMIT 1);",
+    // 4: users and API tokens (SHA-256 of the token only).
+    "CREATE TABLE users (name TEXT PRIMARY KEY, creation_time INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE tokens (token_sha256 TEXT PRIMARY KEY, user TEXT NOT NULL REFERENCES users,"
+    "  creation_time INTEGER NOT NULL) WITHOUT ROWID;",
 };
 // Steps per metric_buckets row (as a shift), and the series length from
 // which histories are downsampled from buckets instead of rows.
@@ -625,6 +630,36 @@ class SqliteStore : public TrackingStore {
     return series;
   }
 
+  Status AddUser(const std::string& name) override {
+    COHORT_RETURN_IF_ERROR(ValidateKey("user name", name));
+    std::lock_guard<std::mutex> lock(mu_);
+    Status s = db_->Run("INSERT INTO users VALUES (?, ?)", {name, NowMillis()});
+    if (KindOf(s) == ErrorKind::kAlreadyExists) {
+      return AlreadyExistsError("User '" + name + "' already exists.");
+    }
+    return s;
+  }
+
+  Result<std::string> CreateToken(const std::string& user) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
+    if (!known.ok()) return known.status();
+    if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
+    std::string token = "cohort_" + GenerateSecret();
+    COHORT_RETURN_IF_ERROR(db_->Run("INSERT INTO tokens VALUES (?, ?, ?)",
+                                    {data::Sha256Hex(token), user, NowMillis()}));
+    return token;
+  }
+
+  Result<std::string> UserForToken(const std::string& token) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto user =
+        QueryIds("SELECT user FROM tokens WHERE token_sha256 = ?", {data::Sha256Hex(token)});
+    if (!user.ok()) return user.status();
+    if (user->empty()) return NotFoundError("unknown token");
+    return user->front();
+  }
+
   // Experiment ids are integers in this store; anything else matches none.
   static SqlValue ExperimentKey(const std::string& id) {
     if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos) {
@@ -659,8 +694,8 @@ class SqliteStore : public TrackingStore {
   }
 
   Status RequireExperiment(const std::string& experiment_id, bool active) {
-    auto stage = QueryIds("SELECT lifecycle_stage FROM experiments WHERE experiment_id = ?",
-                          {ExperimentKey(experiment_id)});
+    std::vector<SqlValue> id(1, ExperimentKey(experiment_id));  // not {...}: GCC 12 false warning
+    auto stage = QueryIds("SELECT lifecycle_stage FROM experiments WHERE experiment_id = ?", id);
     if (!stage.ok()) return stage.status();
     if (stage->empty()) {
       return NotFoundError("No Experiment with id=" + experiment_id + " exists");

@@ -73,6 +73,13 @@ class TrackingStore {
   virtual Result<std::vector<HistoryPoint>> GetMetricHistoryBulkInterval(
       const std::vector<std::string>& run_ids, const std::string& key, int max_results,
       std::optional<int64_t> start_step, std::optional<int64_t> end_step) = 0;
+
+  // Users and their API tokens (`cohort server --auth`). A token is shown
+  // once, when created; the store keeps only its SHA-256.
+  virtual Status AddUser(const std::string& name) = 0;
+  virtual Result<std::string> CreateToken(const std::string& user) = 0;
+  // The user a token belongs to; NotFound for an unknown token.
+  virtual Result<std::string> UserForToken(const std::string& token) = 0;
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or

@@ -18,8 +18,10 @@ std::string QueryString(const json& body) {
   std::string out;
   for (const auto& [key, value] : body.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    out +=
-        (out.empty() ? "?" : "&") + data::UriEncode(key, true) + "=" + data::UriEncode(text, true);
+    out += out.empty() ? '?' : '&';
+    out += data::UriEncode(key, true);
+    out += '=';
+    out += data::UriEncode(text, true);
   }
   return out;
 }
@@ -44,8 +46,10 @@ Result<json> Interpret(int status, const std::string& body, const std::string& w
 
 class RestTransport : public Transport {
  public:
-  explicit RestTransport(std::string base)
-      : base_(std::move(base)), client_(Policy(), /*max_in_flight=*/1) {}
+  RestTransport(std::string base, std::string token)
+      : base_(std::move(base)), client_(Policy(), /*max_in_flight=*/1) {
+    if (!token.empty()) auth_header_ = "Authorization: Bearer " + token;
+  }
 
   Result<json> Call(const std::string& method, const std::string& endpoint,
                     const json& body) override {
@@ -58,6 +62,7 @@ class RestTransport : public Transport {
       request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
       request.headers.push_back("Content-Type: application/json");
     }
+    if (!auth_header_.empty()) request.headers.push_back(auth_header_);
     auto response = client_.Perform(request);
     if (!response.ok()) return Status::PeerFailure(response.status().message());
     return Interpret(static_cast<int>(response->status), response->body, method + " " + endpoint);
@@ -68,6 +73,7 @@ class RestTransport : public Transport {
     request.method = "PUT";
     request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + data::UriEncode(path, false);
     request.body = bytes;
+    if (!auth_header_.empty()) request.headers.push_back(auth_header_);
     auto response = client_.Perform(request);
     if (!response.ok()) return Status::PeerFailure(response.status().message());
     return Interpret(static_cast<int>(response->status), response->body, "PUT " + path).status();
@@ -88,6 +94,7 @@ class RestTransport : public Transport {
   }
 
   std::string base_;
+  std::string auth_header_;  // "" without a token
   data::HttpClient client_;
 };
 
@@ -135,7 +142,10 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
   if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) {
     std::string base = uri;
     while (!base.empty() && base.back() == '/') base.pop_back();
-    return std::unique_ptr<Transport>(new RestTransport(base));
+    // The token of a `cohort server --auth` (MLflow's variable works too).
+    const char* token = std::getenv("COHORT_TRACKING_TOKEN");
+    if (token == nullptr || *token == '\0') token = std::getenv("MLFLOW_TRACKING_TOKEN");
+    return std::unique_ptr<Transport>(new RestTransport(base, token ? token : ""));
   }
   auto store = OpenStore(uri);
   if (!store.ok()) return store.status();

@@ -362,3 +362,38 @@ def test_batch_id_makes_log_batch_idempotent(server):
     assert server.post("runs/log-batch", batch) == (200, {})  # a replay: skipped whole
     status, body = server.get("metrics/get-history", run_id=rid, metric_key="m")
     assert [m["step"] for m in body["metrics"]] == [0, 1, 2]
+
+
+def test_auth_requires_a_users_token(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+
+    def cli(*args):
+        p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
+                           timeout=30)
+        return p.returncode, p.stdout, p.stderr
+
+    assert cli("user", "add", "alice") == (0, "added user alice\n", "")
+    assert cli("user", "add", "alice") == (1, "", "cohort user: User 'alice' already exists.\n")
+    assert cli("token", "create", "bob") == (1, "", "cohort token: User 'bob' does not exist.\n")
+    rc, token, _ = cli("token", "create", "alice")
+    token = token.strip()
+    assert rc == 0 and token.startswith("cohort_") and len(token) == 7 + 64
+
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        assert error(s.get("experiments/get", experiment_id="0")) == \
+            (401, "UNAUTHENTICATED", "This server requires a token: send 'Authorization: Bearer "
+             "TOKEN' (tokens come from `cohort token create USER`)")
+        assert error(s.request("GET", "/api/2.0/mlflow/experiments/get", query={"experiment_id": "0"},
+                               headers={"Authorization": "Bearer cohort_wrong"})) == \
+            (401, "UNAUTHENTICATED", "Invalid token")
+        assert error(s.request("PUT", "/api/2.0/mlflow-artifacts/artifacts/x", raw=b"x"))[:2] == \
+            (401, "UNAUTHENTICATED")
+        status, body = s.request("GET", "/api/2.0/mlflow/experiments/get", query={"experiment_id": "0"},
+                                 headers={"Authorization": "Bearer " + token})
+        assert status == 200 and body["experiment"]["name"] == "Default"
+        assert s.request("GET", "/health") == (200, b"OK")
+    finally:
+        s.stop()

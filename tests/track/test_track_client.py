@@ -224,3 +224,27 @@ def test_digits_job_records_itself_with_engine_figures(tmp_path):
         assert len(history(server, run_id, "test_accuracy")) == 1
     finally:
         server.stop()
+
+
+def test_client_sends_its_token(tmp_path, monkeypatch):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+    subprocess.run([COHORT, "user", "add", "ci", "--store", store], check=True, timeout=30,
+                   capture_output=True)
+    token = subprocess.run([COHORT, "token", "create", "ci", "--store", store], check=True,
+                           timeout=30, capture_output=True, text=True).stdout.strip()
+    server = TrackingServer(tmp_path, ["--auth"])
+    try:
+        with pytest.raises(ValueError, match="UNAUTHENTICATED: This server requires a token"):
+            cohort.track.init(uri=server.url, spool_dir=str(tmp_path / "spool"))
+        monkeypatch.setenv("COHORT_TRACKING_TOKEN", token)
+        run = cohort.track.init(uri=server.url, spool_dir=str(tmp_path / "spool"))
+        run.log({"x": 1.0}, step=0)
+        run.finish()
+        headers = {"Authorization": "Bearer " + token}
+        status, body = server.request("GET", "/api/2.0/mlflow/metrics/get-history",
+                                      query={"run_id": run.id, "metric_key": "x"}, headers=headers)
+        assert status == 200 and len(body["metrics"]) == 1
+    finally:
+        server.stop()
