@@ -47,6 +47,7 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
     server->artifacts_ = std::move(*artifacts);
   }
   server->api_ = std::make_unique<MlflowApi>(server->store_.get(), server->artifacts_.get());
+  server->access_ = std::make_unique<AccessControl>(server->store_.get());
   auto http = HttpServer::Start(options.host, options.port,
                                 [s = server.get()](const HttpRequest& r) { return s->Handle(r); });
   if (!http.ok()) return http.status();
@@ -56,8 +57,13 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
 
 HttpResponse TrackingServer::Handle(const HttpRequest& request) {
   if (MlflowApi::Serves(request.path)) {
-    if (auto refused = Authenticate(request)) return *refused;
-    return api_->Handle(request);
+    std::string user;
+    if (auto refused = Authenticate(request, &user)) return *refused;
+    if (!options_.auth) return api_->Handle(request);
+    if (auto denied = access_->Check(request, user)) return *denied;
+    HttpResponse response = api_->Handle(request);
+    access_->After(request, user, &response);
+    return response;
   }
   if (request.path == "/health") {
     HttpResponse r;
@@ -68,7 +74,8 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
   return ServeStatic(request);
 }
 
-std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& request) {
+std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& request,
+                                                         std::string* user_name) {
   if (!options_.auth) return std::nullopt;
   std::string header = request.Header("authorization");
   const std::string bearer = "Bearer ";
@@ -84,6 +91,7 @@ std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& requ
     }
     return MlflowError(user.status());
   }
+  *user_name = *user;
   return std::nullopt;
 }
 

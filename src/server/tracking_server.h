@@ -10,6 +10,7 @@
 
 #include "cohort/status.h"
 #include "data/storage.h"
+#include "server/access_control.h"
 #include "server/http_server.h"
 #include "server/mlflow_api.h"
 #include "track/store.h"
@@ -37,13 +38,15 @@ class TrackingServer {
   TrackingServer() = default;
   HttpResponse Handle(const HttpRequest& request);
   HttpResponse ServeStatic(const HttpRequest& request);
-  // nullopt when the request may go on; else the 401 to answer.
-  std::optional<HttpResponse> Authenticate(const HttpRequest& request);
+  // nullopt when the request may go on (with --auth, *user is who sent
+  // it); else the 401 to answer.
+  std::optional<HttpResponse> Authenticate(const HttpRequest& request, std::string* user);
 
   TrackingServerOptions options_;
   std::unique_ptr<track::TrackingStore> store_;
   std::unique_ptr<data::Storage> artifacts_;
   std::unique_ptr<MlflowApi> api_;
+  std::unique_ptr<AccessControl> access_;
   std::unique_ptr<HttpServer> http_;  // last: stops before what it uses goes
 };
 

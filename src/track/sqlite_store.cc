@@ -84,6 +84,10 @@ const char* const kMigrations[] = {
     "CREATE TABLE users (name TEXT PRIMARY KEY, creation_time INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE tokens (token_sha256 TEXT PRIMARY KEY, user TEXT NOT NULL REFERENCES users,"
     "  creation_time INTEGER NOT NULL) WITHOUT ROWID;",
+    // 5: who may read or edit which experiment.
+    "CREATE TABLE experiment_permissions (experiment_id INTEGER NOT NULL REFERENCES experiments,"
+    "  user TEXT NOT NULL REFERENCES users, level TEXT NOT NULL,"
+    "  PRIMARY KEY (experiment_id, user)) WITHOUT ROWID;",
 };
 // Steps per metric_buckets row (as a shift), and the series length from
 // which histories are downsampled from buckets instead of rows.
@@ -658,6 +662,38 @@ class SqliteStore : public TrackingStore {
     if (!user.ok()) return user.status();
     if (user->empty()) return NotFoundError("unknown token");
     return user->front();
+  }
+
+  Status Grant(const std::string& experiment_id, const std::string& user,
+               const std::string& level) override {
+    if (level != "READ" && level != "EDIT") {
+      return Status::InvalidArgument("Invalid permission '" + level + "': expected READ or EDIT");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/false));
+    auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
+    if (!known.ok()) return known.status();
+    if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
+    return db_->Run("INSERT OR REPLACE INTO experiment_permissions VALUES (?, ?, ?)",
+                    {ExperimentKey(experiment_id), user, level});
+  }
+
+  Result<std::string> Permission(const std::string& experiment_id,
+                                 const std::string& user) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto level =
+        QueryIds("SELECT level FROM experiment_permissions WHERE experiment_id = ? AND user = ?",
+                 {ExperimentKey(experiment_id), user});
+    if (!level.ok()) return level.status();
+    return level->empty() ? std::string() : level->front();
+  }
+
+  Result<std::string> ExperimentOfRun(const std::string& run_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto id = QueryIds("SELECT experiment_id FROM runs WHERE run_uuid = ?", {run_id});
+    if (!id.ok()) return id.status();
+    if (id->empty()) return RunNotFound(run_id);
+    return id->front();
   }
 
   // Experiment ids are integers in this store; anything else matches none.

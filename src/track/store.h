@@ -80,6 +80,14 @@ class TrackingStore {
   virtual Result<std::string> CreateToken(const std::string& user) = 0;
   // The user a token belongs to; NotFound for an unknown token.
   virtual Result<std::string> UserForToken(const std::string& token) = 0;
+  // Per-experiment access of a user: "READ" or "EDIT" (which includes
+  // reading); Permission is "" when the user has none.
+  virtual Status Grant(const std::string& experiment_id, const std::string& user,
+                       const std::string& level) = 0;
+  virtual Result<std::string> Permission(const std::string& experiment_id,
+                                         const std::string& user) = 0;
+  // The experiment a run belongs to (NotFound for an unknown run).
+  virtual Result<std::string> ExperimentOfRun(const std::string& run_id) = 0;
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or

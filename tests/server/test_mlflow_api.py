@@ -391,9 +391,70 @@ def test_auth_requires_a_users_token(tmp_path):
             (401, "UNAUTHENTICATED", "Invalid token")
         assert error(s.request("PUT", "/api/2.0/mlflow-artifacts/artifacts/x", raw=b"x"))[:2] == \
             (401, "UNAUTHENTICATED")
-        status, body = s.request("GET", "/api/2.0/mlflow/experiments/get", query={"experiment_id": "0"},
-                                 headers={"Authorization": "Bearer " + token})
-        assert status == 200 and body["experiment"]["name"] == "Default"
+        auth = {"Authorization": "Bearer " + token}
+        assert error(s.request("GET", "/api/2.0/mlflow/experiments/get",
+                               query={"experiment_id": "0"}, headers=auth)) == \
+            (403, "PERMISSION_DENIED", "User 'alice' may not read experiment 0")
+        status, body = s.request("POST", "/api/2.0/mlflow/experiments/create",
+                                 body={"name": "mine"}, headers=auth)
+        assert status == 200  # its creator may edit it
+        status, body = s.request("GET", "/api/2.0/mlflow/experiments/get",
+                                 query={"experiment_id": body["experiment_id"]}, headers=auth)
+        assert status == 200 and body["experiment"]["name"] == "mine"
         assert s.request("GET", "/health") == (200, b"OK")
+    finally:
+        s.stop()
+
+
+def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+
+    def cli(*args):
+        p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    tokens = {}
+    for user in ("alice", "bob"):
+        cli("user", "add", user)
+        tokens[user] = cli("token", "create", user).strip()
+
+    def as_user(server, user, method, endpoint, body=None, query=None):
+        return server.request(method, "/api/2.0/mlflow/" + endpoint, body=body, query=query,
+                              headers={"Authorization": "Bearer " + tokens[user]})
+
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        status, body = as_user(s, "alice", "POST", "experiments/create", {"name": "alice-exp"})
+        assert status == 200
+        eid = body["experiment_id"]
+        status, body = as_user(s, "alice", "POST", "runs/create", {"experiment_id": eid})
+        assert status == 200
+        rid = body["run"]["info"]["run_id"]
+        assert error(as_user(s, "bob", "GET", "experiments/get", query={"experiment_id": eid})) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not read experiment {eid}")
+        assert error(as_user(s, "bob", "GET", "runs/get", query={"run_id": rid}))[:2] == \
+            (403, "PERMISSION_DENIED")
+        assert error(as_user(s, "bob", "POST", "runs/search", {"experiment_ids": [eid]}))[:2] == \
+            (403, "PERMISSION_DENIED")
+        assert error(as_user(s, "bob", "POST", "runs/create", {}))[:2] == (403, "PERMISSION_DENIED")
+        status, body = as_user(s, "bob", "POST", "experiments/search", {})
+        assert status == 200 and body["experiments"] == []
+        status, body = as_user(s, "alice", "POST", "experiments/search", {})
+        assert [e["name"] for e in body["experiments"]] == ["alice-exp"]
+    finally:
+        s.stop()
+    assert cli("user", "grant", "bob", "alice-exp", "read") == "bob may read experiment alice-exp\n"
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        assert as_user(s, "bob", "GET", "runs/get", query={"run_id": rid})[0] == 200
+        assert error(as_user(s, "bob", "POST", "runs/log-metric",
+                             {"run_id": rid, "key": "m", "value": 1, "timestamp": 1})) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not edit experiment {eid}")
+        assert as_user(s, "alice", "POST", "runs/log-metric",
+                       {"run_id": rid, "key": "m", "value": 1, "timestamp": 1}) == (200, {})
     finally:
         s.stop()

@@ -239,7 +239,8 @@ def test_client_sends_its_token(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match="UNAUTHENTICATED: This server requires a token"):
             cohort.track.init(uri=server.url, spool_dir=str(tmp_path / "spool"))
         monkeypatch.setenv("COHORT_TRACKING_TOKEN", token)
-        run = cohort.track.init(uri=server.url, spool_dir=str(tmp_path / "spool"))
+        run = cohort.track.init(project="ci-project", uri=server.url,
+                                spool_dir=str(tmp_path / "spool"))
         run.log({"x": 1.0}, step=0)
         run.finish()
         headers = {"Authorization": "Bearer " + token}
