@@ -20,7 +20,8 @@ the other ranks get a run whose methods do nothing.
 
 Every run records its provenance as tags: the git commit (and the dirty
 diff as the artifact provenance/git.diff), the command line, the working
-directory, the Python and torch versions, the host and world size. Every
+directory, the Python and torch versions, the host and world size, and each
+dataset a cohort.data DataLoader opened (cohort.dataset.N = LOCATION@COMMIT). Every
 10 s (``system_metrics_s``) the host's CPU, memory and network use are
 logged as system/* metrics. While a run is active, cohort.torch's
 DistributedOptimizer logs each step's engine figures to it: engine/step_time_s,
@@ -187,6 +188,15 @@ class Run:
     def set_tag(self, key, value):
         if self._client:
             self._client.set_tag(str(key), str(value))
+
+    def record_dataset(self, location, commit_id):
+        """Notes a dataset this run reads (cohort.data's DataLoader calls it) as
+        the tag cohort.dataset.N = "LOCATION@COMMIT"; the same one is noted once."""
+        seen = self.__dict__.setdefault("_datasets", [])
+        entry = "%s@%s" % (location, commit_id)
+        if entry not in seen:
+            seen.append(entry)
+            self.set_tag("cohort.dataset.%d" % (len(seen) - 1), entry)
 
     def log_artifact(self, path, name=None):
         """Uploads the file at ``path`` now, as ``name`` (default its file name)."""

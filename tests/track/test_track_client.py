@@ -249,3 +249,25 @@ def test_client_sends_its_token(tmp_path, monkeypatch):
         assert status == 200 and len(body["metrics"]) == 1
     finally:
         server.stop()
+
+
+def test_datasets_a_loader_opens_are_in_the_provenance(tmp_path):
+    import numpy as np
+    from cohort.data import DataLoader, Writer
+    data = str(tmp_path / "toy")
+    w = Writer.create(data, [("x", "array", "float32"), ("label", "label")])
+    for i in range(4):
+        w.append({"x": np.full((2,), i, np.float32), "label": i})
+    commit = w.commit("four samples")
+    db = f"sqlite:{tmp_path}/t.db"
+    run = cohort.track.init(project="data", uri=db, spool_dir=str(tmp_path / "spool"))
+    for _ in range(2):  # the same dataset twice: noted once
+        assert sum(len(b["label"]) for b in DataLoader(data, batch_size=2, rank=0, world_size=1)) == 4
+    run.finish()
+    server = TrackingServer(tmp_path, ["--store", db])
+    try:
+        tags = {t["key"]: t["value"] for t in server.get("runs/get", run_id=run.id)[1]["run"]["data"]["tags"]}
+        assert tags["cohort.dataset.0"] == f"{data}@{commit}"
+        assert "cohort.dataset.1" not in tags
+    finally:
+        server.stop()
