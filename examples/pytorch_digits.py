@@ -13,9 +13,15 @@ the same global batch. Prints the loss and accuracy per epoch and a final
 With --checkpoint-dir DIR (a directory or s3://...) rank 0 saves a checkpoint
 after every epoch, every rank resumes from the last one at start, and SIGTERM
 stops the job after the current epoch's checkpoint (exit status 143), as the
-queue's preemption does."""
+queue's preemption does.
+
+Rank 0 records the run (config, per-step train_loss, per-epoch loss and test
+accuracy, provenance) with cohort.track in COHORT_TRACKING_URI (default the
+embedded sqlite:~/.cohort/tracking.db; --no-track skips it) and prints the
+command that serves its dashboard."""
 import argparse
 import json
+import os
 import signal
 import time
 
@@ -25,6 +31,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 import cohort.torch as hvd
+import cohort.track
 
 
 class DigitsCNN(torch.nn.Module):
@@ -60,6 +67,21 @@ def evaluate(model, x, y):
     return hvd.allreduce(correct, op=hvd.Sum, name="eval.correct").item() / len(y)
 
 
+def start_tracking(args):
+    """Records this run (rank 0 only) unless --no-track; returns it and the
+    store's URI. A store that cannot be opened (another process holds it) is
+    reported and the job goes on unrecorded."""
+    uri = os.environ.get("COHORT_TRACKING_URI", "sqlite:~/.cohort/tracking.db")
+    if args.no_track:
+        return cohort.track.Run(None), uri
+    try:
+        return cohort.track.init(project="digits", config=vars(args), uri=uri), uri
+    except (RuntimeError, ValueError) as e:
+        if hvd.rank() == 0:
+            print("tracking off: %s" % e, flush=True)
+        return cohort.track.Run(None), uri
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=12)
@@ -69,6 +91,9 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--min-accuracy", type=float, default=0.95)
     parser.add_argument("--checkpoint-dir", help="save every epoch there; resume from it")
+    parser.add_argument("--no-track", action="store_true",
+                        help="do not record the run (default: COHORT_TRACKING_URI, else "
+                             "sqlite:~/.cohort/tracking.db)")
     args = parser.parse_args()
 
     hvd.init()
@@ -98,8 +123,10 @@ def main():
                 print("resumed from the checkpoint of epoch %d" % first_epoch, flush=True)
         signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
 
+    run, store = start_tracking(args)
     start = time.time()
     accuracy = evaluate(model, x_test, y_test) if first_epoch >= args.epochs else None
+    step = 0
     for epoch in range(first_epoch, args.epochs):
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch))
         total_loss, batches = 0.0, 0
@@ -110,10 +137,14 @@ def main():
             loss = F.cross_entropy(model(x_train[mine]), y_train[mine])
             loss.backward()
             optimizer.step()
-            total_loss += loss.item()
+            step_loss = loss.item()
+            total_loss += step_loss
             batches += 1
+            run.log({"train_loss": step_loss}, step=step)
+            step += 1
         loss = hvd.allreduce(torch.tensor(total_loss / batches), name="epoch.loss").item()
         accuracy = evaluate(model, x_test, y_test)
+        run.log({"epoch_loss": loss, "test_accuracy": accuracy}, step=step)
         if hvd.rank() == 0:
             print("epoch %2d  loss %.4f  test accuracy %.4f  (%.1f s)" %
                   (epoch + 1, loss, accuracy, time.time() - start), flush=True)
@@ -130,8 +161,12 @@ def main():
 
     result = {"workers": hvd.size(), "global_batch": args.batch_size, "epochs": args.epochs,
               "test_accuracy": accuracy, "seconds": round(time.time() - start, 2)}
+    run.finish()
     if hvd.rank() == 0:
         print("result: " + json.dumps(result), flush=True)
+        if run.id:
+            print("tracked as run %s; dashboard: cohort server --store %s  (then open "
+                  "http://127.0.0.1:5000)" % (run.id, store), flush=True)
     hvd.shutdown()
     if accuracy < args.min_accuracy:
         raise SystemExit("test accuracy %.4f is below %.2f" % (accuracy, args.min_accuracy))

@@ -21,6 +21,7 @@ PACKAGES=(
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
+  libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
 )
 
 missing=()

@@ -33,6 +33,7 @@ a commit that lost a race with another writer raises ConflictError (a
 RuntimeError); the writer is then unchanged and can be reopened.
 """
 import os
+import sys
 
 from . import _data
 
@@ -53,6 +54,15 @@ def _env_int(name, default):
     return int(value) if value else default
 
 
+def _record_in_tracking(location, ref):
+    """Names the dataset and commit this loader reads in cohort.track's active
+    run (its provenance), when there is one."""
+    track = sys.modules.get("cohort.track")
+    run = track.active_run() if track else None
+    if run is not None:
+        run.record_dataset(location, resolve(location, ref))
+
+
 class DataLoader:
     """Iterator over this rank's batches of a dataset commit."""
 
@@ -70,6 +80,7 @@ class DataLoader:
         options["rank"] = _env_int("COHORT_RANK", 0) if rank is None else rank
         options["world_size"] = _env_int("COHORT_SIZE", 1) if world_size is None else world_size
         self._loader = _data.Loader(location, batch_size=batch_size, **options)
+        _record_in_tracking(location, options.get("ref") or "HEAD")
         self.indices = None  # dataset sample index of each row of the last batch
         self.padded = 0      # trailing rows of the last batch that repeat earlier samples
         self.epoch = None    # epoch of the last batch

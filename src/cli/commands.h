@@ -10,6 +10,10 @@ int BenchCommand(int argc, char** argv);  // cohort bench (bench_command.cc)
 int EngineBenchCommand(int argc, char** argv);  // cohort bench engine (engine_bench.cc)
 int DataCommand(int argc, char** argv);   // cohort data  (data_command.cc)
 int SchedCommand(int argc, char** argv);  // cohort sched (sched_command.cc)
+int ServerCommand(int argc, char** argv); // cohort server (server_command.cc)
+int RerunCommand(int argc, char** argv);  // cohort rerun  (rerun_command.cc)
+int UserCommand(int argc, char** argv);   // cohort user   (user_command.cc)
+int TokenCommand(int argc, char** argv);  // cohort token  (user_command.cc)
 
 }  // namespace cohort::cli
 

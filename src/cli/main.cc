@@ -16,6 +16,9 @@ void PrintUsage(FILE* out) {
                "          cohort bench allreduce|reducescatter|allgather|broadcast|alltoall\n"
                "  data    datasets: cohort data info|log|diff|checkout|verify|ingest\n"
                "  sched   scheduling policy: cohort sched simulate TRACE|--synthetic\n"
+               "  server  experiment tracking server (MLflow REST API): cohort server\n"
+               "  rerun   print or run a tracked run's command again: cohort rerun RUN_ID\n"
+               "  user    tracking users: cohort user add NAME; token: cohort token create USER\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -32,6 +35,10 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "bench") == 0) return cohort::cli::BenchCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "data") == 0) return cohort::cli::DataCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "sched") == 0) return cohort::cli::SchedCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "server") == 0) return cohort::cli::ServerCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "rerun") == 0) return cohort::cli::RerunCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "user") == 0) return cohort::cli::UserCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "token") == 0) return cohort::cli::TokenCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;

@@ -184,13 +184,15 @@ std::vector<Result<HttpResponse>> HttpClient::PerformMany(
     for (const std::string& h : r.headers) t.headers = curl_slist_append(t.headers, h.c_str());
     if (r.method == "HEAD") {
       curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else if (r.method == "PUT") {
+    } else if (r.method == "PUT" || r.method == "POST") {
       // The body is sent from memory; no "Expect: 100-continue" round trip.
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
       curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
       curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
       t.headers = curl_slist_append(t.headers, "Expect:");
-      t.headers = curl_slist_append(t.headers, "Content-Type: application/octet-stream");
+      if (r.method == "PUT") {
+        t.headers = curl_slist_append(t.headers, "Content-Type: application/octet-stream");
+      }
     } else if (r.method != "GET") {
       curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
     }

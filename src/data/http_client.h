@@ -16,10 +16,10 @@
 namespace cohort::data {
 
 struct HttpRequest {
-  std::string method = "GET";  // GET, HEAD or PUT
+  std::string method = "GET";  // GET, HEAD, PUT or POST
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
-  std::string body;                  // sent with PUT
+  std::string body;                  // sent with PUT and POST
 };
 
 struct HttpResponse {

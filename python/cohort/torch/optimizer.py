@@ -5,6 +5,8 @@ A hook on every parameter's gradient accumulator starts that gradient's
 allreduce as soon as backward has produced it, so communication of the last
 layers overlaps the backward pass through the first ones; step() (or
 synchronize()) waits for them all."""
+import sys
+import time
 import warnings
 from contextlib import contextmanager
 
@@ -188,7 +190,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "slowdown. You may want to consider using "
                               "optimizer.skip_synchronize() context if you use "
                               "optimizer.synchronize() in your code.")
+            waited = time.perf_counter()
             self.synchronize()
+            _report_step_to_tracking(self._requires_update, time.perf_counter() - waited)
         self._synchronized = False
         return super(self.__class__, self).step(closure)
 
@@ -198,6 +202,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
+
+
+def _report_step_to_tracking(params, wait_s):
+    """Logs the step's wait and reduced bytes to cohort.track's active run, if any."""
+    track = sys.modules.get("cohort.track")
+    run = track.active_run() if track else None
+    if run is not None:
+        reduced = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
+        run._log_engine_step(wait_s, reduced)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,

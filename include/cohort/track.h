@@ -1,0 +1,77 @@
+// Experiment tracking from C++ (the Python `cohort.track` binds the same
+// client). A TrackingRun records one run: Log() returns at once and a
+// background thread sends points in batches over one kept-alive connection,
+// or writes them into a local SQLite store when the URI says so. While the
+// server cannot be reached, batches go to a spool file and are replayed
+// later; each batch carries an id, so a replay never doubles a point.
+//
+//   auto run = cohort::TrackingRun::Start({.project = "digits", .run_name = "lr-0.1"});
+//   (*run)->Log({{"loss", 0.25}}, step);
+//   (*run)->Finish();
+#ifndef COHORT_TRACK_H_
+#define COHORT_TRACK_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort {
+
+struct TrackingOptions {
+  // "http://host:port" (a `cohort server` or any MLflow server) or
+  // "sqlite:PATH" (embedded, no server). Empty: $COHORT_TRACKING_URI, else
+  // sqlite:~/.cohort/tracking.db.
+  std::string uri;
+  std::string project = "Default";            // the experiment; created when missing
+  std::string run_name;                       // empty: the store picks one
+  std::map<std::string, std::string> params;  // the run's config, logged at start
+  std::map<std::string, std::string> tags;
+  // Where batches wait while the server is unreachable. Empty:
+  // $COHORT_TRACKING_SPOOL, else ~/.cohort/spool.
+  std::string spool_dir;
+  int flush_interval_ms = 500;  // longest a point waits before it is sent
+};
+
+class TrackingRun {
+ public:
+  // Creates the run (and the experiment when missing). Fails when the store
+  // cannot be opened or the server refuses; an unreachable server is
+  // retried briefly and then reported.
+  static Result<std::unique_ptr<TrackingRun>> Start(const TrackingOptions& options);
+  ~TrackingRun();  // Finish("FINISHED") unless called
+  TrackingRun(const TrackingRun&) = delete;
+  TrackingRun& operator=(const TrackingRun&) = delete;
+
+  const std::string& run_id() const;
+  const std::string& experiment_id() const;
+
+  // Queues one point per value at `step`, timestamped now. Never blocks on
+  // the network; a bad key is reported by the next Flush or Finish.
+  void Log(const std::vector<std::pair<std::string, double>>& values, int64_t step);
+  void SetTag(const std::string& key, const std::string& value);
+  // Uploads a file now, as `artifact_path` (default: its file name).
+  Status LogArtifact(const std::string& local_path, const std::string& artifact_path = "");
+  // Waits until every point logged so far is acknowledged or spooled; the
+  // first error the server returned for a batch, if any.
+  Status Flush();
+  // Flush, replay the spool if the server is back, and mark the run ended
+  // with `status` (FINISHED, FAILED, KILLED).
+  Status Finish(const std::string& status = "FINISHED");
+  // Batches now waiting in the spool (0 when everything was delivered).
+  size_t SpooledBatches() const;
+
+  class Impl;
+
+ private:
+  explicit TrackingRun(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort
+
+#endif  // COHORT_TRACK_H_

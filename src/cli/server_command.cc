@@ -1,0 +1,119 @@
+// `cohort server`: the experiment-tracking server (MLflow REST API, artifact
+// proxy, dashboard files) until SIGINT or SIGTERM. Parses flags and starts a
+// server::TrackingServer; everything else lives in src/server.
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "cli/commands.h"
+#include "server/tracking_server.h"
+#include "track/errors.h"
+#include "track/store.h"
+
+namespace cohort::cli {
+namespace {
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
+               "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
+               "\n"
+               "  --store URI          sqlite:PATH (default %s)\n"
+               "  --host HOST          address to listen on (default 127.0.0.1)\n"
+               "  --port PORT          port (default 5000; 0 picks a free one)\n"
+               "  --artifacts LOCATION directory or s3://bucket/prefix for the artifact\n"
+               "                       proxy (/api/2.0/mlflow-artifacts); none by default\n"
+               "  --web-dir DIR        the dashboard's built files (default: web/ beside\n"
+               "                       the cohort binary, when it exists)\n"
+               "  --auth               API requests need 'Authorization: Bearer TOKEN' of a\n"
+               "                       user of the store (cohort user add / token create)\n",
+               track::DefaultStoreUri().c_str());
+}
+
+// The build's dashboard output: <dir of the cohort binary>/web.
+std::string DefaultWebDir() {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return "";
+  path[n] = '\0';
+  std::filesystem::path web = std::filesystem::path(path).parent_path() / "web";
+  return std::filesystem::is_directory(web) ? web.string() : "";
+}
+
+bool ParsePort(const std::string& text, int* port) {
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *port = std::stoi(text);
+  return *port <= 65535;
+}
+
+}  // namespace
+
+int ServerCommand(int argc, char** argv) {
+  server::TrackingServerOptions options;
+  options.web_dir = DefaultWebDir();
+  for (int i = 0; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      PrintUsage(stdout);
+      return 0;
+    }
+    if (flag == "--auth") {
+      options.auth = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "cohort server: unknown flag or missing value: %s\n\n", flag.c_str());
+      PrintUsage(stderr);
+      return 2;
+    }
+    std::string value = argv[++i];
+    if (flag == "--store") {
+      options.store_uri = value;
+    } else if (flag == "--host") {
+      options.host = value;
+    } else if (flag == "--port") {
+      if (!ParsePort(value, &options.port)) {
+        std::fprintf(stderr, "cohort server: --port '%s' is not a port number (0-65535)\n",
+                     value.c_str());
+        return 2;
+      }
+    } else if (flag == "--artifacts") {
+      options.artifacts = value;
+    } else if (flag == "--web-dir") {
+      options.web_dir = value;
+    } else {
+      std::fprintf(stderr, "cohort server: unknown flag %s\n\n", flag.c_str());
+      PrintUsage(stderr);
+      return 2;
+    }
+  }
+  // Block the stop signals before any thread starts, so only sigwait sees them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto server = server::TrackingServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
+    return 1;
+  }
+  std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
+              (*server)->port(),
+              (options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri).c_str());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop, &signal_number);
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,37 @@
+// AccessControl: per-experiment permissions for `cohort server --auth`.
+// Each API request is mapped to the experiments it touches (named directly,
+// through its runs, or as an artifact path's first component) and needs READ
+// (get, search, histories, downloads) or EDIT (everything else) on each; a
+// new experiment belongs to its creator (EDIT), and experiment searches
+// return only what the user may read.
+#ifndef COHORT_SERVER_ACCESS_CONTROL_H_
+#define COHORT_SERVER_ACCESS_CONTROL_H_
+
+#include <optional>
+#include <string>
+
+#include "server/http_server.h"
+#include "track/store.h"
+
+namespace cohort::server {
+
+class AccessControl {
+ public:
+  explicit AccessControl(track::TrackingStore* store) : store_(store) {}
+
+  // nullopt when `user` may make `request`; else the 403 to answer.
+  std::optional<HttpResponse> Check(const HttpRequest& request, const std::string& user);
+  // Grants the creator of a new experiment EDIT; drops unreadable
+  // experiments from a search answer.
+  void After(const HttpRequest& request, const std::string& user, HttpResponse* response);
+
+ private:
+  std::optional<HttpResponse> Need(const std::string& experiment_id, const std::string& user,
+                                   bool edit);
+
+  track::TrackingStore* store_;
+};
+
+}  // namespace cohort::server
+
+#endif  // COHORT_SERVER_ACCESS_CONTROL_H_

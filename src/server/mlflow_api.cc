@@ -1,0 +1,556 @@
+// MLflow REST endpoints: request fields in, store calls, MLflow JSON out.
+#include "server/mlflow_api.h"
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "server/request_fields.h"
+#include "track/errors.h"
+#include "track/validation.h"
+
+namespace cohort::server {
+namespace {
+
+using nlohmann::json;
+using track::ErrorKind;
+
+constexpr const char* kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/mlflow/"};
+constexpr const char* kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/artifacts",
+                                             "/ajax-api/2.0/mlflow-artifacts/artifacts"};
+constexpr int kMaxSearchResults = 50000;
+constexpr int kDefaultBulkResults = 320;
+constexpr int kMaxBulkResults = 2500;
+constexpr size_t kMaxBulkRuns = 100;
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// proto3 JSON writes non-finite doubles as strings.
+json Number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+json KeyValues(const auto& items) {
+  json out = json::array();
+  for (const auto& kv : items) out.push_back({{"key", kv.key}, {"value", kv.value}});
+  return out;
+}
+
+json MetricJson(const track::Metric& m) {
+  return {{"key", m.key}, {"value", Number(m.value)}, {"timestamp", m.timestamp}, {"step", m.step}};
+}
+
+json ExperimentJson(const track::Experiment& e) {
+  json out = {{"experiment_id", e.experiment_id},         {"name", e.name},
+              {"artifact_location", e.artifact_location}, {"lifecycle_stage", e.lifecycle_stage},
+              {"last_update_time", e.last_update_time},   {"creation_time", e.creation_time}};
+  if (!e.tags.empty()) out["tags"] = KeyValues(e.tags);
+  return out;
+}
+
+json RunInfoJson(const track::RunInfo& i) {
+  json out = {{"run_id", i.run_id},
+              {"run_uuid", i.run_id},
+              {"run_name", i.run_name},
+              {"experiment_id", i.experiment_id},
+              {"user_id", i.user_id},
+              {"status", i.status},
+              {"start_time", i.start_time},
+              {"artifact_uri", i.artifact_uri},
+              {"lifecycle_stage", i.lifecycle_stage}};
+  if (i.end_time) out["end_time"] = *i.end_time;
+  return out;
+}
+
+json RunJson(const track::Run& r) {
+  json data = json::object();
+  if (!r.metrics.empty()) {
+    data["metrics"] = json::array();
+    for (const track::Metric& m : r.metrics) data["metrics"].push_back(MetricJson(m));
+  }
+  if (!r.params.empty()) data["params"] = KeyValues(r.params);
+  if (!r.tags.empty()) data["tags"] = KeyValues(r.tags);
+  return {{"info", RunInfoJson(r.info)}, {"data", data}, {"inputs", json::object()}};
+}
+
+Result<track::ViewType> ParseViewType(const RequestFields& f, const std::string& name) {
+  auto v = f.OptionalString(name);
+  if (!v.ok()) return v.status();
+  if (!v->has_value() || **v == "ACTIVE_ONLY" || **v == "1") return track::ViewType::kActiveOnly;
+  if (**v == "DELETED_ONLY" || **v == "2") return track::ViewType::kDeletedOnly;
+  if (**v == "ALL" || **v == "3") return track::ViewType::kAll;
+  return Status::InvalidArgument("Invalid value '" + **v + "' for parameter '" + name +
+                                 "' supplied: expected ACTIVE_ONLY, DELETED_ONLY or ALL");
+}
+
+Result<int> ParseMaxResults(const RequestFields& f, int default_value, int limit) {
+  auto v = f.OptionalInt("max_results");
+  if (!v.ok()) return v.status();
+  int64_t n = v->value_or(default_value);
+  if (n <= 0 || n > limit) {
+    return Status::InvalidArgument("Invalid value " + std::to_string(n) +
+                                   " for parameter 'max_results' supplied: it must be between "
+                                   "1 and " +
+                                   std::to_string(limit));
+  }
+  return static_cast<int>(n);
+}
+
+// run_id, or the deprecated run_uuid that old clients send.
+Result<std::string> RunId(const RequestFields& f) {
+  if (!f.Has("run_id") && f.Has("run_uuid")) return f.RequiredString("run_uuid");
+  return f.RequiredString("run_id");
+}
+
+Result<std::vector<track::Tag>> Tags(const RequestFields& f, const std::string& name) {
+  auto items = f.ObjectList(name);
+  if (!items.ok()) return items.status();
+  std::vector<track::Tag> out;
+  for (const RequestFields& item : *items) {
+    auto key = item.RequiredString("key");
+    if (!key.ok()) return key.status();
+    auto value = item.OptionalString("value");
+    if (!value.ok()) return value.status();
+    out.push_back({*key, value->value_or("")});
+  }
+  return out;
+}
+
+Result<track::Metric> ParseMetric(const RequestFields& f) {
+  auto key = f.RequiredString("key");
+  if (!key.ok()) return key.status();
+  auto value = f.RequiredDouble("value");
+  if (!value.ok()) return value.status();
+  auto timestamp = f.RequiredInt("timestamp");
+  if (!timestamp.ok()) return timestamp.status();
+  auto step = f.OptionalInt("step");
+  if (!step.ok()) return step.status();
+  return track::Metric{*key, *value, *timestamp, step->value_or(0)};
+}
+
+using Endpoint = std::function<Result<json>(track::TrackingStore&, const RequestFields&)>;
+
+#define COHORT_ASSIGN(var, expr)                        \
+  auto var##_result = (expr);                           \
+  if (!var##_result.ok()) return var##_result.status(); \
+  auto& var = *var##_result
+
+Result<json> CreateExperiment(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(name, f.RequiredString("name"));
+  COHORT_ASSIGN(location, f.OptionalString("artifact_location"));
+  COHORT_ASSIGN(tags, Tags(f, "tags"));
+  COHORT_ASSIGN(id, store.CreateExperiment(name, location.value_or(""), tags));
+  return json{{"experiment_id", id}};
+}
+
+Result<json> GetExperiment(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, f.RequiredString("experiment_id"));
+  COHORT_ASSIGN(e, store.GetExperiment(id));
+  return json{{"experiment", ExperimentJson(e)}};
+}
+
+Result<json> GetExperimentByName(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(name, f.RequiredString("experiment_name"));
+  COHORT_ASSIGN(e, store.GetExperimentByName(name));
+  return json{{"experiment", ExperimentJson(e)}};
+}
+
+Result<json> SearchExperiments(track::TrackingStore& store, const RequestFields& f) {
+  track::ExperimentSearch search;
+  COHORT_ASSIGN(max, ParseMaxResults(f, 1000, kMaxSearchResults));
+  COHORT_ASSIGN(filter, f.OptionalString("filter"));
+  COHORT_ASSIGN(order, f.StringList("order_by"));
+  COHORT_ASSIGN(token, f.OptionalString("page_token"));
+  COHORT_ASSIGN(view, ParseViewType(f, "view_type"));
+  search.max_results = max;
+  search.filter = filter.value_or("");
+  search.order_by = order;
+  search.page_token = token.value_or("");
+  search.view = view;
+  COHORT_ASSIGN(page, store.SearchExperiments(search));
+  json out = {{"experiments", json::array()}};
+  for (const track::Experiment& e : page.items) out["experiments"].push_back(ExperimentJson(e));
+  if (!page.next_page_token.empty()) out["next_page_token"] = page.next_page_token;
+  return out;
+}
+
+Result<json> UpdateExperiment(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, f.RequiredString("experiment_id"));
+  COHORT_ASSIGN(name, f.RequiredString("new_name"));
+  COHORT_RETURN_IF_ERROR(store.RenameExperiment(id, name));
+  return json::object();
+}
+
+Endpoint ExperimentLifecycle(const char* stage) {
+  return [stage](track::TrackingStore& store, const RequestFields& f) -> Result<json> {
+    COHORT_ASSIGN(id, f.RequiredString("experiment_id"));
+    COHORT_RETURN_IF_ERROR(store.SetExperimentLifecycle(id, stage));
+    return json::object();
+  };
+}
+
+Result<json> SetExperimentTag(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, f.RequiredString("experiment_id"));
+  COHORT_ASSIGN(key, f.RequiredString("key"));
+  COHORT_ASSIGN(value, f.OptionalString("value"));
+  COHORT_RETURN_IF_ERROR(store.SetExperimentTag(id, {key, value.value_or("")}));
+  return json::object();
+}
+
+Result<json> CreateRun(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(experiment, f.OptionalString("experiment_id"));
+  COHORT_ASSIGN(user, f.OptionalString("user_id"));
+  COHORT_ASSIGN(start, f.OptionalInt("start_time"));
+  COHORT_ASSIGN(name, f.OptionalString("run_name"));
+  COHORT_ASSIGN(tags, Tags(f, "tags"));
+  COHORT_ASSIGN(run, store.CreateRun(experiment.value_or("0"), user.value_or(""),
+                                     start.value_or(NowMillis()), name.value_or(""), tags));
+  return json{{"run", RunJson(run)}};
+}
+
+Result<json> GetRun(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(run, store.GetRun(id));
+  return json{{"run", RunJson(run)}};
+}
+
+Result<json> UpdateRun(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(status, f.OptionalString("status"));
+  COHORT_ASSIGN(end, f.OptionalInt("end_time"));
+  COHORT_ASSIGN(name, f.OptionalString("run_name"));
+  COHORT_ASSIGN(info, store.UpdateRun(id, status, end, name));
+  return json{{"run_info", RunInfoJson(info)}};
+}
+
+Endpoint RunLifecycle(const char* stage) {
+  return [stage](track::TrackingStore& store, const RequestFields& f) -> Result<json> {
+    COHORT_ASSIGN(id, RunId(f));
+    COHORT_RETURN_IF_ERROR(store.SetRunLifecycle(id, stage));
+    return json::object();
+  };
+}
+
+Result<json> SearchRuns(track::TrackingStore& store, const RequestFields& f) {
+  track::RunSearch search;
+  COHORT_ASSIGN(experiments, f.StringList("experiment_ids"));
+  COHORT_ASSIGN(max, ParseMaxResults(f, 1000, kMaxSearchResults));
+  COHORT_ASSIGN(filter, f.OptionalString("filter"));
+  COHORT_ASSIGN(order, f.StringList("order_by"));
+  COHORT_ASSIGN(token, f.OptionalString("page_token"));
+  COHORT_ASSIGN(view, ParseViewType(f, "run_view_type"));
+  search.experiment_ids = experiments;
+  search.max_results = max;
+  search.filter = filter.value_or("");
+  search.order_by = order;
+  search.page_token = token.value_or("");
+  search.view = view;
+  COHORT_ASSIGN(page, store.SearchRuns(search));
+  json out = json::object();
+  if (!page.items.empty()) {
+    out["runs"] = json::array();
+    for (const track::Run& r : page.items) out["runs"].push_back(RunJson(r));
+  }
+  if (!page.next_page_token.empty()) out["next_page_token"] = page.next_page_token;
+  return out;
+}
+
+Result<json> LogMetric(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(metric, ParseMetric(f));
+  track::Batch batch;
+  batch.metrics.push_back(metric);
+  COHORT_RETURN_IF_ERROR(store.LogBatch(id, batch));
+  return json::object();
+}
+
+// log-parameter and set-tag: one key and value.
+Result<json> LogKeyValue(track::TrackingStore& store, const RequestFields& f, bool param) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(key, f.RequiredString("key"));
+  COHORT_ASSIGN(value, f.OptionalString("value"));
+  if (!f.Has("value")) return f.RequiredString("value").status();
+  track::Batch batch;
+  if (param) {
+    batch.params.push_back({key, *value});
+  } else {
+    batch.tags.push_back({key, *value});
+  }
+  COHORT_RETURN_IF_ERROR(store.LogBatch(id, batch));
+  return json::object();
+}
+
+Result<json> DeleteTag(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(key, f.RequiredString("key"));
+  COHORT_RETURN_IF_ERROR(store.DeleteTag(id, key));
+  return json::object();
+}
+
+Result<json> LogBatch(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  track::Batch batch;
+  COHORT_ASSIGN(metrics, f.ObjectList("metrics"));
+  COHORT_ASSIGN(params, f.ObjectList("params"));
+  COHORT_ASSIGN(tags, Tags(f, "tags"));
+  // Count first: an oversize batch is refused before any of it is parsed.
+  COHORT_RETURN_IF_ERROR(track::ValidateBatchSizes(metrics.size(), params.size(), tags.size()));
+  for (const RequestFields& item : metrics) {
+    COHORT_ASSIGN(m, ParseMetric(item));
+    batch.metrics.push_back(m);
+  }
+  for (const RequestFields& item : params) {
+    COHORT_ASSIGN(key, item.RequiredString("key"));
+    COHORT_ASSIGN(value, item.OptionalString("value"));
+    batch.params.push_back({key, value.value_or("")});
+  }
+  batch.tags = tags;
+  COHORT_ASSIGN(batch_id, f.OptionalString("cohort_batch_id"));
+  batch.batch_id = batch_id.value_or("");
+  COHORT_RETURN_IF_ERROR(store.LogBatch(id, batch));
+  return json::object();
+}
+
+Result<json> GetMetricHistory(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(key, f.RequiredString("metric_key"));
+  COHORT_ASSIGN(history, store.GetMetricHistory(id, key));
+  json out = {{"metrics", json::array()}};
+  for (const track::Metric& m : history) out["metrics"].push_back(MetricJson(m));
+  return out;
+}
+
+Result<json> GetMetricHistoryBulkInterval(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(run_ids, f.StringList("run_ids"));
+  if (run_ids.empty()) return f.RequiredString("run_ids").status();
+  if (run_ids.size() > kMaxBulkRuns) {
+    return Status::InvalidArgument("GetMetricHistoryBulkInterval request must specify at most " +
+                                   std::to_string(kMaxBulkRuns) + " run_ids. Received " +
+                                   std::to_string(run_ids.size()) + " run_ids.");
+  }
+  COHORT_ASSIGN(key, f.RequiredString("metric_key"));
+  COHORT_ASSIGN(start, f.OptionalInt("start_step"));
+  COHORT_ASSIGN(end, f.OptionalInt("end_step"));
+  if (start.has_value() != end.has_value()) {
+    return Status::InvalidArgument(
+        "If either start step or end step are specified, both must be specified.");
+  }
+  if (start && *start > *end) {
+    return Status::InvalidArgument(
+        "end_step must be greater than start_step. Found start_step=" + std::to_string(*start) +
+        " and end_step=" + std::to_string(*end) + ".");
+  }
+  COHORT_ASSIGN(max, ParseMaxResults(f, kDefaultBulkResults, kMaxBulkResults));
+  COHORT_ASSIGN(points, store.GetMetricHistoryBulkInterval(run_ids, key, max, start, end));
+  json out = {{"metrics", json::array()}};
+  for (const track::HistoryPoint& p : points) {
+    json m = MetricJson(p.metric);
+    m["run_id"] = p.run_id;
+    out["metrics"].push_back(std::move(m));
+  }
+  return out;
+}
+
+struct Route {
+  std::set<std::string> methods;
+  Endpoint endpoint;
+};
+
+const std::map<std::string, Route>& Routes() {
+  static const auto* routes = new std::map<std::string, Route>{
+      {"experiments/create", {{"POST"}, CreateExperiment}},
+      {"experiments/get", {{"GET"}, GetExperiment}},
+      {"experiments/get-by-name", {{"GET"}, GetExperimentByName}},
+      {"experiments/search", {{"GET", "POST"}, SearchExperiments}},
+      {"experiments/update", {{"POST"}, UpdateExperiment}},
+      {"experiments/delete", {{"POST"}, ExperimentLifecycle(track::kDeleted)}},
+      {"experiments/restore", {{"POST"}, ExperimentLifecycle(track::kActive)}},
+      {"experiments/set-experiment-tag", {{"POST"}, SetExperimentTag}},
+      {"runs/create", {{"POST"}, CreateRun}},
+      {"runs/get", {{"GET"}, GetRun}},
+      {"runs/update", {{"POST"}, UpdateRun}},
+      {"runs/delete", {{"POST"}, RunLifecycle(track::kDeleted)}},
+      {"runs/restore", {{"POST"}, RunLifecycle(track::kActive)}},
+      {"runs/search", {{"GET", "POST"}, SearchRuns}},
+      {"runs/log-metric", {{"POST"}, LogMetric}},
+      {"runs/log-parameter",
+       {{"POST"}, [](auto& s, const auto& f) { return LogKeyValue(s, f, true); }}},
+      {"runs/set-tag", {{"POST"}, [](auto& s, const auto& f) { return LogKeyValue(s, f, false); }}},
+      {"runs/delete-tag", {{"POST"}, DeleteTag}},
+      {"runs/log-batch", {{"POST"}, LogBatch}},
+      {"metrics/get-history", {{"GET"}, GetMetricHistory}},
+      {"metrics/get-history-bulk-interval", {{"GET"}, GetMetricHistoryBulkInterval}},
+  };
+  return *routes;
+}
+
+HttpResponse JsonResponse(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+// An artifact path: relative, no "..", no empty components.
+bool SafeArtifactPath(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    std::string part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+HttpResponse MlflowError(const std::string& error_code, const std::string& message) {
+  static const std::map<std::string, int> kStatus = {
+      {"INVALID_PARAMETER_VALUE", 400}, {"BAD_REQUEST", 400},
+      {"RESOURCE_ALREADY_EXISTS", 400}, {"RESOURCE_DOES_NOT_EXIST", 404},
+      {"ENDPOINT_NOT_FOUND", 404},      {"PERMISSION_DENIED", 403},
+      {"UNAUTHENTICATED", 401},         {"NOT_IMPLEMENTED", 501},
+      {"INTERNAL_ERROR", 500}};
+  auto it = kStatus.find(error_code);
+  return JsonResponse(it == kStatus.end() ? 500 : it->second,
+                      {{"error_code", error_code}, {"message", message}});
+}
+
+HttpResponse MlflowError(const Status& status) {
+  switch (track::KindOf(status)) {
+    case ErrorKind::kNotFound:
+      return MlflowError("RESOURCE_DOES_NOT_EXIST", track::ErrorMessage(status));
+    case ErrorKind::kAlreadyExists:
+      return MlflowError("RESOURCE_ALREADY_EXISTS", track::ErrorMessage(status));
+    case ErrorKind::kInvalidParameter:
+      if (status.message().rfind("Malformed JSON", 0) == 0) {
+        return MlflowError("BAD_REQUEST", status.message());
+      }
+      return MlflowError("INVALID_PARAMETER_VALUE", status.message());
+    case ErrorKind::kInternal:
+      break;
+  }
+  return MlflowError("INTERNAL_ERROR", status.ToString());
+}
+
+bool MlflowApi::Serves(const std::string& path) {
+  for (const char* prefix : kApiPrefixes) {
+    if (path.rfind(prefix, 0) == 0) return true;
+  }
+  for (const char* prefix : kArtifactPrefixes) {
+    if (path.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+HttpResponse MlflowApi::Handle(const HttpRequest& request) {
+  for (const char* prefix : kArtifactPrefixes) {
+    std::string p = prefix;
+    if (request.path == p || request.path.rfind(p + "/", 0) == 0) {
+      return HandleArtifacts(request,
+                             request.path.substr(std::min(p.size() + 1, request.path.size())));
+    }
+  }
+  std::string name;
+  for (const char* prefix : kApiPrefixes) {
+    if (request.path.rfind(prefix, 0) == 0) name = request.path.substr(std::string(prefix).size());
+  }
+  auto route = Routes().find(name);
+  if (route == Routes().end()) {
+    return MlflowError("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
+  }
+  if (!route->second.methods.count(request.method)) {
+    HttpResponse r = MlflowError(
+        "BAD_REQUEST", "Method " + request.method + " is not allowed for " + request.path);
+    r.status = 405;
+    return r;
+  }
+  auto fields = RequestFields::FromRequest(request);
+  if (!fields.ok()) return MlflowError(fields.status());
+  auto result = route->second.endpoint(*store_, *fields);
+  if (!result.ok()) return MlflowError(result.status());
+  return JsonResponse(200, *result);
+}
+
+HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::string& path) {
+  if (artifacts_ == nullptr) {
+    return MlflowError("NOT_IMPLEMENTED",
+                       "This server serves no artifacts: start it with --artifacts LOCATION");
+  }
+  if (request.method == "GET" && path.empty()) {  // list
+    auto fields = RequestFields::FromRequest(request);
+    if (!fields.ok()) return MlflowError(fields.status());
+    auto dir = fields->OptionalString("path");
+    if (!dir.ok()) return MlflowError(dir.status());
+    std::string prefix = dir->value_or("");
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    if (!prefix.empty() && !SafeArtifactPath(prefix)) {
+      return MlflowError("INVALID_PARAMETER_VALUE", "Invalid path '" + prefix + "'");
+    }
+    // A directory for local storage, a string prefix for S3: keys are
+    // checked against "prefix/" either way.
+    auto keys = artifacts_->List(prefix);
+    if (!keys.ok()) return MlflowError(keys.status());
+    json files = json::array();
+    std::set<std::string> dirs;
+    size_t skip = prefix.empty() ? 0 : prefix.size() + 1;
+    for (const std::string& key : *keys) {
+      if (skip > 0 && key.compare(0, skip, prefix + "/") != 0) continue;
+      std::string rest = key.substr(skip);
+      size_t slash = rest.find('/');
+      if (slash != std::string::npos) {
+        if (dirs.insert(rest.substr(0, slash)).second) {
+          files.push_back({{"path", rest.substr(0, slash)}, {"is_dir", true}});
+        }
+        continue;
+      }
+      auto bytes = artifacts_->Get(key);
+      int64_t size = bytes.ok() && bytes->has_value() ? static_cast<int64_t>((*bytes)->size()) : 0;
+      files.push_back({{"path", rest}, {"is_dir", false}, {"file_size", size}});
+    }
+    json out = json::object();
+    if (!files.empty()) out["files"] = files;
+    return JsonResponse(200, out);
+  }
+  if (!SafeArtifactPath(path)) {
+    return MlflowError("INVALID_PARAMETER_VALUE", "Invalid artifact path '" + path + "'");
+  }
+  if (request.method == "GET") {
+    auto bytes = artifacts_->Get(path);
+    if (!bytes.ok()) return MlflowError(bytes.status());
+    if (!bytes->has_value()) {
+      return MlflowError("RESOURCE_DOES_NOT_EXIST", "Artifact '" + path + "' does not exist");
+    }
+    HttpResponse r;
+    r.content_type = "application/octet-stream";
+    r.body = std::move(**bytes);
+    return r;
+  }
+  if (request.method == "PUT") {
+    Status s = artifacts_->Put(path, request.body);
+    if (!s.ok()) return MlflowError(s);
+    return JsonResponse(200, json::object());
+  }
+  if (request.method == "DELETE") {
+    return MlflowError("NOT_IMPLEMENTED", "Deleting artifacts is not supported by this server");
+  }
+  HttpResponse r = MlflowError("BAD_REQUEST",
+                               "Method " + request.method + " is not allowed for " + request.path);
+  r.status = 405;
+  return r;
+}
+
+}  // namespace cohort::server

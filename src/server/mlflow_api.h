@@ -1,0 +1,44 @@
+// MlflowApi: MLflow's REST API 2.0 over a TrackingStore, served under
+// /api/2.0/mlflow/ and /ajax-api/2.0/mlflow/, plus the artifact proxy
+// (/api/2.0/mlflow-artifacts/artifacts) over a dataset Storage. Requests and
+// answers use MLflow's field names; errors are MLflow's
+// {"error_code": ..., "message": ...} with MLflow's HTTP statuses.
+// docs/tracking.md lists the supported subset.
+#ifndef COHORT_SERVER_MLFLOW_API_H_
+#define COHORT_SERVER_MLFLOW_API_H_
+
+#include <memory>
+#include <string>
+
+#include "data/storage.h"
+#include "server/http_server.h"
+#include "track/store.h"
+
+namespace cohort::server {
+
+class MlflowApi {
+ public:
+  // `artifacts` may be null: the artifact endpoints then answer
+  // NOT_IMPLEMENTED (the server was started without --artifacts).
+  MlflowApi(track::TrackingStore* store, data::Storage* artifacts)
+      : store_(store), artifacts_(artifacts) {}
+
+  // True when `path` is one of this API's (the server sends others elsewhere).
+  static bool Serves(const std::string& path);
+  HttpResponse Handle(const HttpRequest& request);
+
+ private:
+  HttpResponse HandleArtifacts(const HttpRequest& request, const std::string& rest);
+
+  track::TrackingStore* store_;
+  data::Storage* artifacts_;
+};
+
+// {"error_code": code, "message": message} with MLflow's status for `code`.
+HttpResponse MlflowError(const std::string& error_code, const std::string& message);
+// A Status from the store or a request as MLflow's error.
+HttpResponse MlflowError(const Status& status);
+
+}  // namespace cohort::server
+
+#endif  // COHORT_SERVER_MLFLOW_API_H_

@@ -1,0 +1,61 @@
+// RequestFields: the fields of one MLflow API request, whether they came as a
+// JSON body (POST, PATCH, DELETE) or as query parameters (GET), read with
+// proto3 JSON's leniency (an int64 may be a string) and errors that name the
+// field in MLflow's words.
+#ifndef COHORT_SERVER_REQUEST_FIELDS_H_
+#define COHORT_SERVER_REQUEST_FIELDS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/status.h"
+#include "server/http_server.h"
+
+namespace cohort::server {
+
+class RequestFields {
+ public:
+  // A malformed body fails with a message starting "Malformed JSON".
+  static Result<RequestFields> FromRequest(const HttpRequest& request);
+  explicit RequestFields(nlohmann::json fields)
+      : root_(std::make_shared<const nlohmann::json>(std::move(fields))), fields_(root_.get()) {}
+
+  bool Has(const std::string& name) const;
+  Result<std::string> RequiredString(const std::string& name) const;
+  Result<std::optional<std::string>> OptionalString(const std::string& name) const;
+  Result<std::optional<int64_t>> OptionalInt(const std::string& name) const;
+  Result<int64_t> RequiredInt(const std::string& name) const;
+  // Numbers, or "NaN", "Infinity", "-Infinity" as proto3 JSON writes them.
+  Result<double> RequiredDouble(const std::string& name) const;
+  // A list of strings (one string is a list of one: repeated query keys).
+  Result<std::vector<std::string>> StringList(const std::string& name) const;
+  // A list of objects, each a RequestFields; `name` labels errors ("metrics[2].key").
+  Result<std::vector<RequestFields>> ObjectList(const std::string& name) const;
+  const nlohmann::json& json() const { return *fields_; }
+
+  // The field's name as errors show it: "metrics[2]." + name.
+  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+
+ private:
+  std::string Name(const std::string& name) const { return prefix_ + name; }
+  Status Missing(const std::string& name) const;
+  Status Invalid(const std::string& name, const nlohmann::json& value,
+                 const std::string& expected) const;
+
+  // Items of a list share the request's JSON: no copies of big batches.
+  RequestFields(std::shared_ptr<const nlohmann::json> root, const nlohmann::json* fields)
+      : root_(std::move(root)), fields_(fields) {}
+
+  std::shared_ptr<const nlohmann::json> root_;
+  const nlohmann::json* fields_;
+  std::string prefix_;
+};
+
+}  // namespace cohort::server
+
+#endif  // COHORT_SERVER_REQUEST_FIELDS_H_

@@ -1,0 +1,102 @@
+// TrackingStore: where experiments, runs and their metrics live. One
+// interface for every backend (SQLite, PostgreSQL) so the REST server and the
+// embedded client use them alike. Every call validates its input and fails
+// with a Status naming the field; a batch is written in one transaction, so a
+// reader sees all of it or none.
+#ifndef COHORT_TRACK_STORE_H_
+#define COHORT_TRACK_STORE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+#include "track/types.h"
+
+namespace cohort::track {
+
+// MLflow's limits on one log-batch request.
+inline constexpr size_t kMaxBatchItems = 1000;
+inline constexpr size_t kMaxBatchMetrics = 1000;
+inline constexpr size_t kMaxBatchParams = 100;
+inline constexpr size_t kMaxBatchTags = 100;
+// MLflow's limits on names and values (bytes).
+inline constexpr size_t kMaxKeyLength = 250;
+inline constexpr size_t kMaxParamValueLength = 6000;
+inline constexpr size_t kMaxTagValueLength = 8000;
+
+struct Batch {
+  std::vector<Metric> metrics;
+  std::vector<Param> params;
+  std::vector<Tag> tags;
+  // A client-chosen id; a batch whose id the store has applied is skipped,
+  // so a client replaying its spool never doubles a point. "" = no id.
+  std::string batch_id;
+};
+
+class TrackingStore {
+ public:
+  virtual ~TrackingStore() = default;
+
+  virtual Result<std::string> CreateExperiment(const std::string& name,
+                                               const std::string& artifact_location,
+                                               const std::vector<Tag>& tags) = 0;
+  virtual Result<Experiment> GetExperiment(const std::string& experiment_id) = 0;
+  virtual Result<Experiment> GetExperimentByName(const std::string& name) = 0;
+  virtual Result<Page<Experiment>> SearchExperiments(const ExperimentSearch& search) = 0;
+  virtual Status RenameExperiment(const std::string& experiment_id, const std::string& name) = 0;
+  virtual Status SetExperimentLifecycle(const std::string& experiment_id,
+                                        const std::string& stage) = 0;
+  virtual Status SetExperimentTag(const std::string& experiment_id, const Tag& tag) = 0;
+
+  virtual Result<Run> CreateRun(const std::string& experiment_id, const std::string& user_id,
+                                int64_t start_time, const std::string& run_name,
+                                const std::vector<Tag>& tags) = 0;
+  virtual Result<Run> GetRun(const std::string& run_id) = 0;
+  // Changes what is given; an absent field keeps its value.
+  virtual Result<RunInfo> UpdateRun(const std::string& run_id,
+                                    const std::optional<std::string>& status,
+                                    const std::optional<int64_t>& end_time,
+                                    const std::optional<std::string>& run_name) = 0;
+  virtual Status SetRunLifecycle(const std::string& run_id, const std::string& stage) = 0;
+  virtual Result<Page<Run>> SearchRuns(const RunSearch& search) = 0;
+
+  // Metrics, params and tags of one run in one transaction. A param already
+  // logged with a different value fails the whole batch (params are immutable).
+  virtual Status LogBatch(const std::string& run_id, const Batch& batch) = 0;
+  virtual Status DeleteTag(const std::string& run_id, const std::string& key) = 0;
+  virtual Result<std::vector<Metric>> GetMetricHistory(const std::string& run_id,
+                                                       const std::string& key) = 0;
+  // At most `max_results` points per run, chosen server-side: the first and
+  // last point and each bucket's min and max, so spikes stay visible.
+  virtual Result<std::vector<HistoryPoint>> GetMetricHistoryBulkInterval(
+      const std::vector<std::string>& run_ids, const std::string& key, int max_results,
+      std::optional<int64_t> start_step, std::optional<int64_t> end_step) = 0;
+
+  // Users and their API tokens (`cohort server --auth`). A token is shown
+  // once, when created; the store keeps only its SHA-256.
+  virtual Status AddUser(const std::string& name) = 0;
+  virtual Result<std::string> CreateToken(const std::string& user) = 0;
+  // The user a token belongs to; NotFound for an unknown token.
+  virtual Result<std::string> UserForToken(const std::string& token) = 0;
+  // Per-experiment access of a user: "READ" or "EDIT" (which includes
+  // reading); Permission is "" when the user has none.
+  virtual Status Grant(const std::string& experiment_id, const std::string& user,
+                       const std::string& level) = 0;
+  virtual Result<std::string> Permission(const std::string& experiment_id,
+                                         const std::string& user) = 0;
+  // The experiment a run belongs to (NotFound for an unknown run).
+  virtual Result<std::string> ExperimentOfRun(const std::string& run_id) = 0;
+};
+
+// Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or
+// "postgresql://...". Fails naming the URI when the scheme is unknown.
+Result<std::unique_ptr<TrackingStore>> OpenStore(const std::string& uri);
+
+// The default store, "sqlite:~/.cohort/tracking.db".
+std::string DefaultStoreUri();
+
+}  // namespace cohort::track
+
+#endif  // COHORT_TRACK_STORE_H_

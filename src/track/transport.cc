@@ -1,0 +1,162 @@
+// HTTP and embedded transports.
+#include "track/transport.h"
+
+#include <filesystem>
+
+#include "data/http_client.h"
+#include "data/sigv4.h"
+#include "data/storage.h"
+#include "server/mlflow_api.h"
+#include "track/store.h"
+
+namespace cohort::track {
+namespace {
+
+using nlohmann::json;
+
+std::string QueryString(const json& body) {
+  std::string out;
+  for (const auto& [key, value] : body.items()) {
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    out += out.empty() ? '?' : '&';
+    out += data::UriEncode(key, true);
+    out += '=';
+    out += data::UriEncode(text, true);
+  }
+  return out;
+}
+
+// The answer of an MLflow endpoint, as Call reports it.
+Result<json> Interpret(int status, const std::string& body, const std::string& what) {
+  if (status == 200) {
+    auto parsed = json::parse(body, nullptr, false);
+    if (parsed.is_discarded()) return Status::PeerFailure(what + ": answer is not JSON");
+    return parsed;
+  }
+  if (status >= 500 || status == 0 || status == 429 || status == 408) {
+    return Status::PeerFailure(what + ": HTTP " + std::to_string(status));
+  }
+  auto parsed = json::parse(body, nullptr, false);
+  std::string message = body.substr(0, 500);
+  if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("message")) {
+    message = parsed.value("error_code", "") + ": " + parsed.value("message", "");
+  }
+  return Status::InvalidArgument(what + ": " + message);
+}
+
+class RestTransport : public Transport {
+ public:
+  RestTransport(std::string base, std::string token)
+      : base_(std::move(base)), client_(Policy(), /*max_in_flight=*/1) {
+    if (!token.empty()) auth_header_ = "Authorization: Bearer " + token;
+  }
+
+  Result<json> Call(const std::string& method, const std::string& endpoint,
+                    const json& body) override {
+    data::HttpRequest request;
+    request.method = method;
+    request.url = base_ + "/api/2.0/mlflow/" + endpoint;
+    if (method == "GET") {
+      request.url += QueryString(body);
+    } else {
+      request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+      request.headers.push_back("Content-Type: application/json");
+    }
+    if (!auth_header_.empty()) request.headers.push_back(auth_header_);
+    auto response = client_.Perform(request);
+    if (!response.ok()) return Status::PeerFailure(response.status().message());
+    return Interpret(static_cast<int>(response->status), response->body, method + " " + endpoint);
+  }
+
+  Status PutArtifact(const std::string& path, const std::string& bytes) override {
+    data::HttpRequest request;
+    request.method = "PUT";
+    request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + data::UriEncode(path, false);
+    request.body = bytes;
+    if (!auth_header_.empty()) request.headers.push_back(auth_header_);
+    auto response = client_.Perform(request);
+    if (!response.ok()) return Status::PeerFailure(response.status().message());
+    return Interpret(static_cast<int>(response->status), response->body, "PUT " + path).status();
+  }
+
+  bool remote() const override { return true; }
+
+ private:
+  // Short: a server that is down is found out fast and the batch spooled.
+  static data::RetryPolicy Policy() {
+    data::RetryPolicy p;
+    p.max_attempts = 2;
+    p.initial_backoff_s = 0.05;
+    p.max_backoff_s = 0.2;
+    p.request_timeout_s = 30;
+    p.connect_timeout_s = 2;
+    return p;
+  }
+
+  std::string base_;
+  std::string auth_header_;  // "" without a token
+  data::HttpClient client_;
+};
+
+class EmbeddedTransport : public Transport {
+ public:
+  EmbeddedTransport(std::unique_ptr<TrackingStore> store, std::unique_ptr<data::Storage> artifacts)
+      : store_(std::move(store)),
+        artifacts_(std::move(artifacts)),
+        api_(store_.get(), artifacts_.get()) {}
+
+  Result<json> Call(const std::string& method, const std::string& endpoint,
+                    const json& body) override {
+    server::HttpRequest request;
+    request.method = method;
+    request.path = "/api/2.0/mlflow/" + endpoint;
+    if (method == "GET") {
+      request.query = QueryString(body).substr(std::min<size_t>(1, QueryString(body).size()));
+    } else {
+      request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    server::HttpResponse response = api_.Handle(request);
+    return Interpret(response.status, response.body, method + " " + endpoint);
+  }
+
+  Status PutArtifact(const std::string& path, const std::string& bytes) override {
+    server::HttpRequest request;
+    request.method = "PUT";
+    request.path = "/api/2.0/mlflow-artifacts/artifacts/" + path;
+    request.body = bytes;
+    server::HttpResponse response = api_.Handle(request);
+    return Interpret(response.status, response.body, "PUT " + path).status();
+  }
+
+  bool remote() const override { return false; }
+
+ private:
+  std::unique_ptr<TrackingStore> store_;
+  std::unique_ptr<data::Storage> artifacts_;
+  server::MlflowApi api_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
+  if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) {
+    std::string base = uri;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    // The token of a `cohort server --auth` (MLflow's variable works too).
+    const char* token = std::getenv("COHORT_TRACKING_TOKEN");
+    if (token == nullptr || *token == '\0') token = std::getenv("MLFLOW_TRACKING_TOKEN");
+    return std::unique_ptr<Transport>(new RestTransport(base, token ? token : ""));
+  }
+  auto store = OpenStore(uri);
+  if (!store.ok()) return store.status();
+  std::string path = uri.substr(uri.find(':') + 1);
+  if (path.rfind("~/", 0) == 0)
+    path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + path.substr(1);
+  std::filesystem::path dir = std::filesystem::path(path).parent_path() / "artifacts";
+  auto artifacts = data::OpenStorage(dir.string(), /*create=*/true);
+  if (!artifacts.ok()) return artifacts.status();
+  return std::unique_ptr<Transport>(
+      new EmbeddedTransport(std::move(*store), std::move(*artifacts)));
+}
+
+}  // namespace cohort::track

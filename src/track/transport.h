@@ -1,0 +1,37 @@
+// Transport: where a TrackingRun's MLflow requests go. Over HTTP to a
+// server (one libcurl handle pool, so the connection stays open), or
+// in-process to an embedded store through the same MlflowApi the server
+// runs, so both paths validate and answer alike.
+#ifndef COHORT_TRACK_TRANSPORT_H_
+#define COHORT_TRACK_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/status.h"
+
+namespace cohort::track {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Calls an MLflow endpoint ("runs/log-batch"); GET sends `body`'s fields
+  // as the query. The answer's JSON on 200. A server that cannot be reached
+  // (connection refused, timeout, 5xx) is kPeerFailure: try again later. A
+  // refusal (4xx) is kInvalidArgument with the server's error_code and message.
+  virtual Result<nlohmann::json> Call(const std::string& method, const std::string& endpoint,
+                                      const nlohmann::json& body) = 0;
+  // Uploads to the artifact proxy at `path` ("<experiment>/<run>/artifacts/x").
+  virtual Status PutArtifact(const std::string& path, const std::string& bytes) = 0;
+  virtual bool remote() const = 0;
+};
+
+// "http(s)://..." or "sqlite:PATH" (artifacts then go beside PATH, in
+// PATH's directory under artifacts/).
+Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri);
+
+}  // namespace cohort::track
+
+#endif  // COHORT_TRACK_TRANSPORT_H_

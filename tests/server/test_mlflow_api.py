@@ -1,0 +1,460 @@
+"""Contract tests of `cohort server`'s MLflow REST API 2.0: each endpoint as
+MLflow's client sends it (field names and types from MLflow's service.proto
+and mlflow_artifacts.proto), success and error answers, plus HTTP-level
+faults. The real MLflow client cannot be installed here."""
+import http.client
+import socket
+import time
+
+import pytest
+
+from tracking_server_fixture import TrackingServer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = TrackingServer(tmp_path_factory.mktemp("track"))
+    yield s
+    s.stop()
+
+
+def error(answer):
+    status, body = answer
+    return status, body["error_code"], body["message"]
+
+
+def new_run(server, experiment_id="0", **fields):
+    status, body = server.post("runs/create", {"experiment_id": experiment_id,
+                                               "start_time": int(time.time() * 1000), **fields})
+    assert status == 200, body
+    return body["run"]["info"]["run_id"]
+
+
+def test_experiments_lifecycle(server):
+    status, body = server.post("experiments/create",
+                               {"name": "exp-a", "tags": [{"key": "team", "value": "vision"}]})
+    assert status == 200
+    eid = body["experiment_id"]
+    assert isinstance(eid, str)
+    status, body = server.get("experiments/get", experiment_id=eid)
+    assert status == 200
+    e = body["experiment"]
+    assert (e["name"], e["lifecycle_stage"], e["artifact_location"]) == \
+        ("exp-a", "active", f"mlflow-artifacts:/{eid}")
+    assert e["tags"] == [{"key": "team", "value": "vision"}]
+    assert isinstance(e["creation_time"], int) and isinstance(e["last_update_time"], int)
+    assert server.get("experiments/get-by-name", experiment_name="exp-a")[1]["experiment"]["experiment_id"] == eid
+
+    assert error(server.post("experiments/create", {"name": "exp-a"})) == \
+        (400, "RESOURCE_ALREADY_EXISTS", "Experiment(name=exp-a) already exists.")
+    assert error(server.get("experiments/get", experiment_id="9999")) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "No Experiment with id=9999 exists")
+    assert error(server.get("experiments/get-by-name", experiment_name="nope")) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "Could not find experiment with name 'nope'")
+
+    assert server.post("experiments/update", {"experiment_id": eid, "new_name": "exp-b"}) == (200, {})
+    assert server.post("experiments/set-experiment-tag",
+                       {"experiment_id": eid, "key": "k", "value": "v"}) == (200, {})
+    status, body = server.post("experiments/search", {"filter": "name = 'exp-b'"})
+    assert [x["name"] for x in body["experiments"]] == ["exp-b"]
+    status, body = server.post("experiments/search", {"filter": "tags.k = 'v'"})
+    assert [x["experiment_id"] for x in body["experiments"]] == [eid]
+
+    assert server.post("experiments/delete", {"experiment_id": eid}) == (200, {})
+    assert server.get("experiments/get", experiment_id=eid)[1]["experiment"]["lifecycle_stage"] == "deleted"
+    status, body = server.post("experiments/search", {"view_type": "DELETED_ONLY"})
+    assert [x["experiment_id"] for x in body["experiments"]] == [eid]
+    assert error(server.post("runs/create", {"experiment_id": eid}))[:2] == (400, "INVALID_PARAMETER_VALUE")
+    assert server.post("experiments/restore", {"experiment_id": eid}) == (200, {})
+
+
+def test_experiment_search_pages(server):
+    for i in range(5):
+        assert server.post("experiments/create", {"name": f"page-{i}"})[0] == 200
+    names, token = [], None
+    while True:
+        body = {"max_results": 2, "filter": "name LIKE 'page-%'", "order_by": ["name ASC"]}
+        if token:
+            body["page_token"] = token
+        status, page = server.post("experiments/search", body)
+        assert status == 200
+        names += [e["name"] for e in page["experiments"]]
+        token = page.get("next_page_token")
+        if not token:
+            break
+    assert names == [f"page-{i}" for i in range(5)]
+    # GET form with repeated query keys, as the client sends it.
+    status, page = server.get("experiments/search", max_results="3", filter="name LIKE 'page-%'")
+    assert status == 200 and len(page["experiments"]) == 3
+
+
+def test_run_logging_and_get(server):
+    rid = new_run(server, run_name="train-1", user_id="alice",
+                  tags=[{"key": "mlflow.source.name", "value": "train.py"}])
+    assert server.post("runs/log-metric", {"run_id": rid, "key": "loss", "value": 0.5,
+                                           "timestamp": 1000, "step": 1}) == (200, {})
+    # proto3 JSON: int64 as a string, NaN as a string.
+    assert server.post("runs/log-metric", {"run_id": rid, "key": "loss", "value": "0.25",
+                                           "timestamp": "1001", "step": "2"}) == (200, {})
+    assert server.post("runs/log-metric", {"run_uuid": rid, "key": "nan", "value": "NaN",
+                                           "timestamp": 5}) == (200, {})
+    assert server.post("runs/log-parameter", {"run_id": rid, "key": "lr", "value": "0.1"}) == (200, {})
+    assert server.post("runs/set-tag", {"run_id": rid, "key": "phase", "value": "x"}) == (200, {})
+    assert server.post("runs/log-batch", {
+        "run_id": rid,
+        "metrics": [{"key": "acc", "value": v / 10, "timestamp": 2000 + v, "step": v} for v in range(5)],
+        "params": [{"key": "batch", "value": "32"}],
+        "tags": [{"key": "phase", "value": "eval"}]}) == (200, {})
+    status, body = server.get("runs/get", run_id=rid)
+    assert status == 200
+    info, data = body["run"]["info"], body["run"]["data"]
+    assert (info["run_id"], info["run_uuid"], info["run_name"], info["user_id"], info["status"],
+            info["experiment_id"], info["lifecycle_stage"]) == \
+        (rid, rid, "train-1", "alice", "RUNNING", "0", "active")
+    assert info["artifact_uri"] == f"mlflow-artifacts:/0/{rid}/artifacts"
+    metrics = {m["key"]: m for m in data["metrics"]}
+    assert metrics["loss"] == {"key": "loss", "value": 0.25, "timestamp": 1001, "step": 2}
+    assert metrics["acc"]["value"] == 0.4 and metrics["acc"]["step"] == 4
+    assert metrics["nan"]["value"] == "NaN"
+    assert {p["key"]: p["value"] for p in data["params"]} == {"lr": "0.1", "batch": "32"}
+    tags = {t["key"]: t["value"] for t in data["tags"]}
+    assert tags["phase"] == "eval" and tags["mlflow.runName"] == "train-1"
+
+    status, body = server.get("metrics/get-history", run_id=rid, metric_key="acc")
+    assert [m["step"] for m in body["metrics"]] == [0, 1, 2, 3, 4]
+    assert body["metrics"][2] == {"key": "acc", "value": 0.2, "timestamp": 2002, "step": 2}
+
+    assert server.post("runs/delete-tag", {"run_id": rid, "key": "phase"}) == (200, {})
+    assert error(server.post("runs/delete-tag", {"run_id": rid, "key": "phase"}))[:2] == \
+        (404, "RESOURCE_DOES_NOT_EXIST")
+    status, body = server.post("runs/update", {"run_id": rid, "status": "FINISHED",
+                                               "end_time": 5000, "run_name": "renamed"})
+    assert status == 200
+    assert (body["run_info"]["status"], body["run_info"]["end_time"], body["run_info"]["run_name"]) == \
+        ("FINISHED", 5000, "renamed")
+    assert server.post("runs/delete", {"run_id": rid}) == (200, {})
+    assert server.get("runs/get", run_id=rid)[1]["run"]["info"]["lifecycle_stage"] == "deleted"
+    assert error(server.post("runs/log-metric", {"run_id": rid, "key": "x", "value": 1,
+                                                 "timestamp": 1})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         f"The run {rid} must be in the 'active' state. Current state is deleted.")
+    assert server.post("runs/restore", {"run_id": rid}) == (200, {})
+
+
+def test_search_runs_filter_order_pages(server):
+    status, body = server.post("experiments/create", {"name": "search-runs"})
+    eid = body["experiment_id"]
+    for i in range(6):
+        rid = new_run(server, eid, run_name=f"s{i}")
+        server.post("runs/log-batch", {"run_id": rid,
+                                       "metrics": [{"key": "loss", "value": 10 - i, "timestamp": 1}],
+                                       "params": [{"key": "opt", "value": "adam" if i % 2 else "sgd"}]})
+    status, body = server.post("runs/search", {
+        "experiment_ids": [eid], "filter": "params.opt = 'adam' and metrics.loss <= 7",
+        "order_by": ["metrics.loss DESC"]})
+    assert status == 200
+    assert [r["info"]["run_name"] for r in body["runs"]] == ["s3", "s5"]
+    names, token = [], ""
+    while True:
+        status, body = server.post("runs/search", {"experiment_ids": [eid], "max_results": 4,
+                                                   "order_by": ["attributes.run_name"],
+                                                   "page_token": token})
+        names += [r["info"]["run_name"] for r in body.get("runs", [])]
+        token = body.get("next_page_token")
+        if not token:
+            break
+    assert names == [f"s{i}" for i in range(6)]
+    assert server.post("runs/search", {"experiment_ids": [eid], "filter": "metrics.loss > 100"}) == (200, {})
+    assert error(server.post("runs/search", {"experiment_ids": [eid], "filter": "metrics.loss ~ 1"}))[:2] == \
+        (400, "INVALID_PARAMETER_VALUE")
+    assert error(server.post("runs/search", {"experiment_ids": [eid], "order_by": ["bogus.x"]})) == \
+        (400, "INVALID_PARAMETER_VALUE", "Invalid order_by clause 'bogus.x'")
+    assert error(server.post("runs/search", {"max_results": 50001}))[2] == \
+        "Invalid value 50001 for parameter 'max_results' supplied: it must be between 1 and 50000"
+
+
+def test_bad_input_is_4xx_naming_the_field(server):
+    rid = new_run(server)
+    assert error(server.request("POST", "/api/2.0/mlflow/runs/log-metric", raw=b"{not json")) [:2] == \
+        (400, "BAD_REQUEST")
+    assert error(server.request("POST", "/api/2.0/mlflow/runs/log-metric", raw=b"[1, 2]")) == \
+        (400, "BAD_REQUEST", "Malformed JSON request body: expected an object, got array")
+    assert error(server.post("runs/log-metric", {"run_id": rid, "key": "k", "value": "abc",
+                                                 "timestamp": 1})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         "Invalid value \"abc\" for parameter 'value' supplied: expected a number")
+    assert error(server.post("runs/log-metric", {"run_id": rid, "key": "k", "value": 1})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         "Missing value for required parameter 'timestamp'. See the API docs for more "
+         "information about request parameters.")
+    assert error(server.post("runs/log-metric", {"run_id": 12, "key": "k", "value": 1,
+                                                 "timestamp": 1}))[2] == \
+        "Invalid value 12 for parameter 'run_id' supplied: expected a string"
+    assert error(server.post("runs/log-batch", {"run_id": rid, "metrics": [
+        {"key": "ok", "value": 1, "timestamp": 1}, {"key": "k", "value": [], "timestamp": 1}]}))[2] == \
+        "Invalid value [] for parameter 'metrics[1].value' supplied: expected a number"
+    assert error(server.post("runs/log-batch", {"run_id": rid, "metrics": [
+        {"key": "m", "value": 1, "timestamp": 1}] * 1001})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         "A batch logging request can contain at most 1000 metrics. Got 1001 metrics. "
+         "Please split up metrics across multiple requests and try again.")
+    assert error(server.post("runs/log-batch", {"run_id": rid, "params": [
+        {"key": f"p{i}", "value": "v"} for i in range(101)]}))[2].startswith(
+        "A batch logging request can contain at most 100 params.")
+    assert error(server.post("runs/log-parameter", {"run_id": "no-such-run", "key": "a", "value": "b"})) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "Run with id=no-such-run not found")
+    big = "k" * (10 << 20)
+    status, code, message = error(server.post("runs/log-metric", {"run_id": rid, "key": big,
+                                                                  "value": 1, "timestamp": 1}))
+    assert (status, code) == (400, "INVALID_PARAMETER_VALUE")
+    assert "for parameter 'metrics[0].key' supplied: length 10485760 exceeds the limit of 250" in message
+    assert server.post("runs/log-parameter", {"run_id": rid, "key": "p", "value": "1"}) == (200, {})
+    assert error(server.post("runs/log-parameter", {"run_id": rid, "key": "p", "value": "2"}))[2] == \
+        ("Changing param values is not allowed. Params were already logged='[{key: 'p', "
+         f"old_value: '1', new_value: '2'}}]' for run ID='{rid}'.")
+    assert error(server.get("no/such-endpoint")) == \
+        (404, "ENDPOINT_NOT_FOUND", "No API endpoint at /api/2.0/mlflow/no/such-endpoint")
+    assert error(server.request("GET", "/api/2.0/mlflow/runs/log-metric")) == \
+        (405, "BAD_REQUEST", "Method GET is not allowed for /api/2.0/mlflow/runs/log-metric")
+    assert error(server.post("runs/update", {"run_id": rid, "status": "DONE"}))[2] == \
+        ("Invalid value 'DONE' for parameter 'status' supplied: expected RUNNING, SCHEDULED, "
+         "FINISHED, FAILED or KILLED")
+
+
+def test_sql_metacharacters_are_data(server):
+    evil = "x'); DROP TABLE runs; --\"`%_\\"
+    status, body = server.post("experiments/create", {"name": evil})
+    assert status == 200
+    eid = body["experiment_id"]
+    assert server.get("experiments/get-by-name", experiment_name=evil)[1]["experiment"]["name"] == evil
+    rid = new_run(server, eid, run_name=evil, user_id=evil, tags=[{"key": "t", "value": evil}])
+    assert server.post("runs/log-batch", {"run_id": rid,
+                                          "metrics": [{"key": "m'--", "value": 1, "timestamp": 1}],
+                                          "params": [{"key": "p;", "value": evil}],
+                                          "tags": [{"key": "k\"", "value": evil}]}) == (200, {})
+    run = server.get("runs/get", run_id=rid)[1]["run"]
+    assert run["info"]["run_name"] == evil and run["info"]["user_id"] == evil
+    assert {p["key"]: p["value"] for p in run["data"]["params"]} == {"p;": evil}
+    status, body = server.post("runs/search", {"experiment_ids": [eid],
+                                               "filter": "params.`p;` = 'x''); DROP'"})
+    assert status in (200, 400)  # a filter string is parsed, never pasted into SQL
+    status, body = server.post("runs/search", {"experiment_ids": [eid], "filter": f"tags.t = \"{evil.replace(chr(34), '')}\""})
+    assert status == 200
+    assert server.get("runs/get", run_id=evil)[0] == 404
+    assert server.get("runs/get", run_id=rid)[0] == 200  # the runs table is still there
+
+
+def test_bulk_interval_downsamples(server):
+    rid = new_run(server)
+    for chunk in range(5):
+        server.post("runs/log-batch", {"run_id": rid, "metrics": [
+            {"key": "loss", "value": 99.0 if s == 2345 else 1.0, "timestamp": s, "step": s}
+            for s in range(chunk * 1000, chunk * 1000 + 1000)]})
+    status, body = server.get("metrics/get-history-bulk-interval", run_ids=[rid],
+                              metric_key="loss", max_results="100")
+    assert status == 200
+    points = body["metrics"]
+    assert len(points) <= 100
+    assert points[0]["step"] == 0 and points[-1]["step"] == 4999
+    assert all(p["run_id"] == rid for p in points)
+    assert any(p["step"] == 2345 and p["value"] == 99.0 for p in points)
+    status, body = server.get("metrics/get-history-bulk-interval", run_ids=[rid],
+                              metric_key="loss", start_step="10", end_step="14")
+    assert [p["step"] for p in body["metrics"]] == [10, 11, 12, 13, 14]
+    assert error(server.get("metrics/get-history-bulk-interval", run_ids=[rid],
+                            metric_key="loss", start_step="10"))[2] == \
+        "If either start step or end step are specified, both must be specified."
+    assert error(server.get("metrics/get-history-bulk-interval", run_ids=["r"] * 101,
+                            metric_key="loss"))[2] == \
+        "GetMetricHistoryBulkInterval request must specify at most 100 run_ids. Received 101 run_ids."
+
+
+def test_ajax_prefix(server):
+    status, body = server.get("experiments/get", prefix="/ajax-api/2.0/mlflow/", experiment_id="0")
+    assert status == 200 and body["experiment"]["name"] == "Default"
+
+
+def test_artifacts_proxy(server):
+    base = "/api/2.0/mlflow-artifacts/artifacts"
+    assert server.request("PUT", base + "/0/run1/artifacts/model/weights.bin", raw=b"\x00\x01abc") == (200, {})
+    assert server.request("PUT", base + "/0/run1/artifacts/notes.txt", raw=b"hello") == (200, {})
+    assert server.request("GET", base + "/0/run1/artifacts/model/weights.bin") == (200, b"\x00\x01abc")
+    status, body = server.request("GET", base, query={"path": "0/run1/artifacts"})
+    assert status == 200
+    assert body["files"] == [{"path": "model", "is_dir": True},
+                             {"path": "notes.txt", "is_dir": False, "file_size": 5}]
+    assert error(server.request("GET", base + "/0/run1/artifacts/missing"))[:2] == (404, "RESOURCE_DOES_NOT_EXIST")
+    assert error(server.request("PUT", base + "/0/../../etc/passwd", raw=b"x")) == \
+        (400, "INVALID_PARAMETER_VALUE", "Invalid artifact path '0/../../etc/passwd'")
+    assert error(server.request("GET", base, query={"path": "../x"}))[:2] == (400, "INVALID_PARAMETER_VALUE")
+
+
+def raw_exchange(port, payload):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            c = s.recv(65536)
+            if not c:
+                return b"".join(chunks)
+            chunks.append(c)
+
+
+def test_http_garbage_and_keep_alive(server):
+    assert raw_exchange(server.port, b"\x00\xff garbage\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert raw_exchange(server.port, b"GET / HTTP/9.9\r\n\r\n").startswith(b"HTTP/1.1 505")
+    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" +
+                        b"X: " + b"a" * (100 << 10) + b"\r\n\r\n").startswith(b"HTTP/1.1 431")
+    assert raw_exchange(server.port, b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\n"
+                        b"Content-Length: 999999999999\r\n\r\n").startswith(b"HTTP/1.1 413")
+    assert raw_exchange(server.port, b"POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nContent-Length: 10\r\n\r\nab") == b""
+    # Chunked bodies, as some clients send them.
+    answer = raw_exchange(server.port, b"POST /api/2.0/mlflow/experiments/create HTTP/1.1\r\n"
+                          b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                          b"5\r\n{\"nam\r\n10\r\ne\": \"chunked-x\"}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200") and b"experiment_id" in answer
+    # Keep-alive: several requests on one connection.
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    for _ in range(3):
+        conn.request("GET", "/health")
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (200, b"OK")
+    conn.close()
+    assert server.request("GET", "/health") == (200, b"OK")
+    assert server.proc.poll() is None
+
+
+def test_static_files_and_404(tmp_path):
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "index.html").write_text("<html>dash</html>")
+    (tmp_path / "secret.txt").write_text("no")
+    s = TrackingServer(tmp_path, ["--web-dir", str(web)])
+    try:
+        assert s.request("GET", "/") == (200, b"<html>dash</html>")
+        assert s.request("GET", "/../secret.txt")[0] == 404
+        assert s.request("GET", "/%2e%2e/secret.txt")[0] == 404
+        assert s.request("GET", "/missing.js") == (404, b"404 not found: /missing.js\n")
+    finally:
+        s.stop()
+
+
+def test_second_server_on_one_store_is_refused(server, tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    db = server.store[len("sqlite:"):]
+    proc = subprocess.run([COHORT, "server", "--store", server.store, "--port", "0"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"cohort server: tracking store {db} "
+                           f"is open in another process (lock {db}.lock is held); use that "
+                           "server, or another --store\n")
+
+
+def test_batch_id_makes_log_batch_idempotent(server):
+    rid = new_run(server)
+    batch = {"run_id": rid, "cohort_batch_id": "client-x:0",
+             "metrics": [{"key": "m", "value": 1, "timestamp": 1, "step": s} for s in range(3)]}
+    assert server.post("runs/log-batch", batch) == (200, {})
+    batch["metrics"].append({"key": "m", "value": 1, "timestamp": 1, "step": 3})
+    assert server.post("runs/log-batch", batch) == (200, {})  # a replay: skipped whole
+    status, body = server.get("metrics/get-history", run_id=rid, metric_key="m")
+    assert [m["step"] for m in body["metrics"]] == [0, 1, 2]
+
+
+def test_auth_requires_a_users_token(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+
+    def cli(*args):
+        p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
+                           timeout=30)
+        return p.returncode, p.stdout, p.stderr
+
+    assert cli("user", "add", "alice") == (0, "added user alice\n", "")
+    assert cli("user", "add", "alice") == (1, "", "cohort user: User 'alice' already exists.\n")
+    assert cli("token", "create", "bob") == (1, "", "cohort token: User 'bob' does not exist.\n")
+    rc, token, _ = cli("token", "create", "alice")
+    token = token.strip()
+    assert rc == 0 and token.startswith("cohort_") and len(token) == 7 + 64
+
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        assert error(s.get("experiments/get", experiment_id="0")) == \
+            (401, "UNAUTHENTICATED", "This server requires a token: send 'Authorization: Bearer "
+             "TOKEN' (tokens come from `cohort token create USER`)")
+        assert error(s.request("GET", "/api/2.0/mlflow/experiments/get", query={"experiment_id": "0"},
+                               headers={"Authorization": "Bearer cohort_wrong"})) == \
+            (401, "UNAUTHENTICATED", "Invalid token")
+        assert error(s.request("PUT", "/api/2.0/mlflow-artifacts/artifacts/x", raw=b"x"))[:2] == \
+            (401, "UNAUTHENTICATED")
+        auth = {"Authorization": "Bearer " + token}
+        assert error(s.request("GET", "/api/2.0/mlflow/experiments/get",
+                               query={"experiment_id": "0"}, headers=auth)) == \
+            (403, "PERMISSION_DENIED", "User 'alice' may not read experiment 0")
+        status, body = s.request("POST", "/api/2.0/mlflow/experiments/create",
+                                 body={"name": "mine"}, headers=auth)
+        assert status == 200  # its creator may edit it
+        status, body = s.request("GET", "/api/2.0/mlflow/experiments/get",
+                                 query={"experiment_id": body["experiment_id"]}, headers=auth)
+        assert status == 200 and body["experiment"]["name"] == "mine"
+        assert s.request("GET", "/health") == (200, b"OK")
+    finally:
+        s.stop()
+
+
+def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+
+    def cli(*args):
+        p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    tokens = {}
+    for user in ("alice", "bob"):
+        cli("user", "add", user)
+        tokens[user] = cli("token", "create", user).strip()
+
+    def as_user(server, user, method, endpoint, body=None, query=None):
+        return server.request(method, "/api/2.0/mlflow/" + endpoint, body=body, query=query,
+                              headers={"Authorization": "Bearer " + tokens[user]})
+
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        status, body = as_user(s, "alice", "POST", "experiments/create", {"name": "alice-exp"})
+        assert status == 200
+        eid = body["experiment_id"]
+        status, body = as_user(s, "alice", "POST", "runs/create", {"experiment_id": eid})
+        assert status == 200
+        rid = body["run"]["info"]["run_id"]
+        assert error(as_user(s, "bob", "GET", "experiments/get", query={"experiment_id": eid})) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not read experiment {eid}")
+        assert error(as_user(s, "bob", "GET", "runs/get", query={"run_id": rid}))[:2] == \
+            (403, "PERMISSION_DENIED")
+        assert error(as_user(s, "bob", "POST", "runs/search", {"experiment_ids": [eid]}))[:2] == \
+            (403, "PERMISSION_DENIED")
+        assert error(as_user(s, "bob", "POST", "runs/create", {}))[:2] == (403, "PERMISSION_DENIED")
+        status, body = as_user(s, "bob", "POST", "experiments/search", {})
+        assert status == 200 and body["experiments"] == []
+        status, body = as_user(s, "alice", "POST", "experiments/search", {})
+        assert [e["name"] for e in body["experiments"]] == ["alice-exp"]
+    finally:
+        s.stop()
+    assert cli("user", "grant", "bob", "alice-exp", "read") == "bob may read experiment alice-exp\n"
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        assert as_user(s, "bob", "GET", "runs/get", query={"run_id": rid})[0] == 200
+        assert error(as_user(s, "bob", "POST", "runs/log-metric",
+                             {"run_id": rid, "key": "m", "value": 1, "timestamp": 1})) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not edit experiment {eid}")
+        assert as_user(s, "alice", "POST", "runs/log-metric",
+                       {"run_id": rid, "key": "m", "value": 1, "timestamp": 1}) == (200, {})
+    finally:
+        s.stop()

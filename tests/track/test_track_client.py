@@ -1,0 +1,273 @@
+"""cohort.track: the Python client over the C++ TrackingRun. Embedded SQLite
+and HTTP; a server killed with SIGKILL while the client logs loses nothing
+it acknowledged, the spool replays the rest after restart, nothing doubles."""
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+from tracking_server_fixture import TrackingServer  # noqa: E402
+
+import cohort.track  # noqa: E402
+
+
+def history(server, run_id, key):
+    status, body = server.get("metrics/get-history", run_id=run_id, metric_key=key)
+    assert status == 200, body
+    return body.get("metrics", [])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_embedded_sqlite_run(tmp_path):
+    db = tmp_path / "t.db"
+    (tmp_path / "model.txt").write_text("weights")
+    run = cohort.track.init(project="digits", name="emb", config={"lr": 0.1, "layers": 3},
+                            uri=f"sqlite:{db}", spool_dir=str(tmp_path / "spool"))
+    for step in range(3000):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    run.log({"acc": 0.5})  # step defaults to one past the last
+    run.log_artifact(tmp_path / "model.txt")
+    run.finish()
+    run_id = run.id
+    with pytest.raises(ValueError, match="log_artifact: the run has finished"):
+        run.log_artifact(tmp_path / "model.txt")
+    # The store is free again: a server opens it and sees everything.
+    server = TrackingServer(tmp_path, ["--store", f"sqlite:{db}"])
+    try:
+        points = history(server, run_id, "loss")
+        assert [p["step"] for p in points] == list(range(3000))
+        assert history(server, run_id, "acc") == [
+            {"key": "acc", "value": 0.5, "timestamp": history(server, run_id, "acc")[0]["timestamp"],
+             "step": 3000}]
+        info = server.get("runs/get", run_id=run_id)[1]["run"]
+        assert info["info"]["status"] == "FINISHED" and info["info"]["run_name"] == "emb"
+        assert {p["key"]: p["value"] for p in info["data"]["params"]} == {"lr": "0.1", "layers": "3"}
+        tags = {t["key"]: t["value"] for t in info["data"]["tags"]}
+        assert tags["cohort.command"].startswith(sys.executable)
+        assert tags["cohort.world_size"] == "1"
+        assert tags["cohort.python"].count(".") == 2
+    finally:
+        server.stop()
+    artifact = tmp_path / "artifacts" / info["info"]["experiment_id"] / run_id / "artifacts" / "model.txt"
+    assert artifact.read_text() == "weights"
+
+
+def test_http_run_and_bad_input(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        with cohort.track.init(project="http", name="h", uri=server.url,
+                               spool_dir=str(tmp_path / "spool")) as run:
+            for step in range(2500):
+                run.log({"loss": float(step), "lr": 0.1}, step=step)
+            run.flush()
+            assert len(history(server, run.id, "loss")) == 2500
+            with pytest.raises(TypeError, match="log: values must be a dict"):
+                run.log([1, 2])
+            with pytest.raises(TypeError, match="log: the value of 'x' must be a number, got <class 'str'>"):
+                run.log({"x": "abc"})
+            run.log({"../bad": 1.0})
+            with pytest.raises(ValueError, match="metric key"):
+                run.flush()
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+    finally:
+        server.stop()
+
+
+def test_other_ranks_do_not_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("COHORT_RANK", "1")
+    run = cohort.track.init(uri=f"sqlite:{tmp_path}/x.db")
+    run.log({"loss": 1.0})
+    run.finish()
+    assert run.id is None and not (tmp_path / "x.db").exists()
+
+
+def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
+    port = free_port()
+    args = ["--port", str(port)]
+    server = TrackingServer(tmp_path, args)
+    spool = tmp_path / "spool"
+    run = cohort.track.init(project="kill", uri=f"http://127.0.0.1:{port}", spool_dir=str(spool),
+                            flush_interval_ms=20)
+    for step in range(0, 1000):
+        run.log({"loss": float(step)}, step=step)
+    run.flush()  # acknowledged: must survive the kill
+    server.stop(signal.SIGKILL)
+    for step in range(1000, 3000):
+        run.log({"loss": float(step)}, step=step)
+    run.flush()
+    assert run.spooled_batches() > 0
+    assert len(list(spool.glob("*.jsonl"))) == 1
+
+    server = TrackingServer(tmp_path, args)  # the same store and port
+    try:
+        assert len(history(server, run.id, "loss")) == 1000
+        run.finish()  # replays the spool, then ends the run
+        assert run.spooled_batches() == 0
+        steps = [p["step"] for p in history(server, run.id, "loss")]
+        assert steps == list(range(3000))
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+        assert list(spool.glob("*.jsonl")) == []
+    finally:
+        server.stop()
+
+
+def test_spool_left_by_a_finished_run_is_replayed_by_the_next(tmp_path):
+    port = free_port()
+    spool = tmp_path / "spool"
+    server = TrackingServer(tmp_path, ["--port", str(port)])
+    uri = f"http://127.0.0.1:{port}"
+    run = cohort.track.init(project="orphan", uri=uri, spool_dir=str(spool))
+    server.stop(signal.SIGKILL)
+    for step in range(500):
+        run.log({"m": 1.0}, step=step)
+    run.finish()  # the server is down: the points stay spooled
+    assert len(list(spool.glob("*.jsonl"))) == 1
+    server = TrackingServer(tmp_path, ["--port", str(port)])
+    try:
+        nxt = cohort.track.init(project="orphan", uri=uri, spool_dir=str(spool))
+        nxt.finish()
+        assert len(history(server, run.id, "m")) == 500
+        assert server.get("runs/get", run_id=run.id)[1]["run"]["info"]["status"] == "FINISHED"
+        assert list(spool.glob("*.jsonl")) == []
+    finally:
+        server.stop()
+
+
+def test_rerun_prints_and_runs_the_recorded_command(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    db = f"sqlite:{tmp_path}/t.db"
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import sys, cohort.track\n"
+        f"run = cohort.track.init(project='rerun', uri={db!r}, spool_dir={str(tmp_path / 'spool')!r})\n"
+        "open('marker', 'a').write(sys.argv[1] + '\\n')\n"
+        "run.finish()\n"
+        "print(run.id)\n")
+    env = dict(os.environ)
+    first = subprocess.run([sys.executable, str(job), "it's"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    run_id = first.stdout.strip()
+    shown = subprocess.run([COHORT, "rerun", run_id, "--uri", db], capture_output=True,
+                           text=True, timeout=60, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"cd '{tmp_path}' && {sys.executable} {job} 'it'\"'\"'s'\n"
+    again = subprocess.run([COHORT, "rerun", run_id, "--uri", db, "--exec"], capture_output=True,
+                           text=True, timeout=60, env=env)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "marker").read_text() == "it's\nit's\n"
+    missing = subprocess.run([COHORT, "rerun", "nope", "--uri", db], capture_output=True,
+                             text=True, timeout=60, env=env)
+    assert (missing.returncode, missing.stderr) == \
+        (1, "cohort rerun: GET runs/get: RESOURCE_DOES_NOT_EXIST: Run with id=nope not found\n")
+
+
+def test_system_metrics_from_proc(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        run = cohort.track.init(project="sys", uri=server.url, spool_dir=str(tmp_path / "spool"),
+                                system_metrics_s=0.05, flush_interval_ms=10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(history(server, run.id, "system/cpu_percent")) < 3:
+            run.flush()
+        run.finish()
+        cpu = history(server, run.id, "system/cpu_percent")
+        assert len(cpu) >= 3 and [p["step"] for p in cpu[:3]] == [0, 1, 2]
+        assert all(0.0 <= p["value"] <= 100.0 for p in cpu)
+        memory = history(server, run.id, "system/memory_used_bytes")
+        assert memory and all(p["value"] > 0 for p in memory)
+        assert history(server, run.id, "system/network_receive_bytes_per_s")
+    finally:
+        server.stop()
+
+
+def test_digits_job_records_itself_with_engine_figures(tmp_path):
+    """The README's main job records itself (rank 0 of 2) and prints the
+    command that serves its dashboard; cohort.torch logs each step's figures."""
+    import subprocess
+    from tracking_server_fixture import BUILD, COHORT
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    store = f"sqlite:{tmp_path}/t.db"
+    env = dict(os.environ, COHORT_TRACKING_URI=store, COHORT_BUILD_DIR=BUILD)
+    job = subprocess.run([COHORT, "run", "-np", "2", "--", sys.executable,
+                          os.path.join(root, "examples", "pytorch_digits.py"), "--epochs", "1",
+                          "--min-accuracy", "0"], capture_output=True, text=True, env=env,
+                         timeout=150, cwd=tmp_path)
+    assert job.returncode == 0, job.stderr
+    line = [x for x in job.stdout.splitlines() if "tracked as run" in x]
+    assert len(line) == 1, job.stdout
+    run_id = line[0].split("tracked as run ")[1].split(";")[0]
+    assert line[0].endswith(f"dashboard: cohort server --store {store}  (then open "
+                            "http://127.0.0.1:5000)")
+    server = TrackingServer(tmp_path, ["--store", store])
+    try:
+        run = server.get("runs/get", run_id=run_id)[1]["run"]
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        assert tags["cohort.world_size"] == "2" and "cohort.torch" in tags
+        assert {p["key"]: p["value"] for p in run["data"]["params"]}["epochs"] == "1"
+        # 1437 training images, global batch 64: 22 steps.
+        assert [p["step"] for p in history(server, run_id, "train_loss")] == list(range(22))
+        assert len(history(server, run_id, "engine/allreduce_wait_s")) == 22
+        # DigitsCNN's 38,282 float32 parameters are reduced every step.
+        assert {p["value"] for p in history(server, run_id, "engine/bytes_reduced")} == {153128.0}
+        assert len(history(server, run_id, "engine/step_time_s")) == 21
+        assert len(history(server, run_id, "test_accuracy")) == 1
+    finally:
+        server.stop()
+
+
+def test_client_sends_its_token(tmp_path, monkeypatch):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    store = f"sqlite:{tmp_path}/tracking.db"
+    subprocess.run([COHORT, "user", "add", "ci", "--store", store], check=True, timeout=30,
+                   capture_output=True)
+    token = subprocess.run([COHORT, "token", "create", "ci", "--store", store], check=True,
+                           timeout=30, capture_output=True, text=True).stdout.strip()
+    server = TrackingServer(tmp_path, ["--auth"])
+    try:
+        with pytest.raises(ValueError, match="UNAUTHENTICATED: This server requires a token"):
+            cohort.track.init(uri=server.url, spool_dir=str(tmp_path / "spool"))
+        monkeypatch.setenv("COHORT_TRACKING_TOKEN", token)
+        run = cohort.track.init(project="ci-project", uri=server.url,
+                                spool_dir=str(tmp_path / "spool"))
+        run.log({"x": 1.0}, step=0)
+        run.finish()
+        headers = {"Authorization": "Bearer " + token}
+        status, body = server.request("GET", "/api/2.0/mlflow/metrics/get-history",
+                                      query={"run_id": run.id, "metric_key": "x"}, headers=headers)
+        assert status == 200 and len(body["metrics"]) == 1
+    finally:
+        server.stop()
+
+
+def test_datasets_a_loader_opens_are_in_the_provenance(tmp_path):
+    import numpy as np
+    from cohort.data import DataLoader, Writer
+    data = str(tmp_path / "toy")
+    w = Writer.create(data, [("x", "array", "float32"), ("label", "label")])
+    for i in range(4):
+        w.append({"x": np.full((2,), i, np.float32), "label": i})
+    commit = w.commit("four samples")
+    db = f"sqlite:{tmp_path}/t.db"
+    run = cohort.track.init(project="data", uri=db, spool_dir=str(tmp_path / "spool"))
+    for _ in range(2):  # the same dataset twice: noted once
+        assert sum(len(b["label"]) for b in DataLoader(data, batch_size=2, rank=0, world_size=1)) == 4
+    run.finish()
+    server = TrackingServer(tmp_path, ["--store", db])
+    try:
+        tags = {t["key"]: t["value"] for t in server.get("runs/get", run_id=run.id)[1]["run"]["data"]["tags"]}
+        assert tags["cohort.dataset.0"] == f"{data}@{commit}"
+        assert "cohort.dataset.1" not in tags
+    finally:
+        server.stop()
