@@ -1,7 +1,7 @@
 // Charts: uPlot line charts for metric curves, and two hand-drawn canvas
 // charts (parallel coordinates, scatter) for comparing runs.
 import uPlot from "uplot";
-import { seriesColor, formatNumber } from "./format";
+import { seriesColor, formatNumber, shortNumber } from "./format";
 
 export interface Curve { label: string; xs: number[]; ys: number[]; }
 
@@ -24,11 +24,11 @@ export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLa
   const opts: uPlot.Options = {
     title, width, height: 220,
     scales: { x: { time: xLabel === "time" } },
-    axes: [{ label: xLabel === "time" ? "" : xLabel }, { size: 60 }],
+    axes: [{ label: xLabel === "time" ? "" : xLabel }, { size: 56, values: (_u, ticks) => ticks.map(shortNumber) }],
     series: [{ label: xLabel }, ...curves.map((c, i) => ({
       label: c.label, stroke: seriesColor(i), width: 1.5, spanGaps: true, points: { show: false },
     }))],
-    legend: { live: true },
+    legend: { show: curves.length > 1 },
   };
   return new uPlot(opts, alignCurves(curves), host);
 }

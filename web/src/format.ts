@@ -30,6 +30,15 @@ export function formatNumber(v: number | undefined): string {
   return String(Math.round(v * 1e4) / 1e4);
 }
 
+// Axis ticks: 1.2k, 3.4M, 5.6G; keeps large values inside a narrow axis.
+export function shortNumber(v: number): string {
+  const a = Math.abs(v);
+  for (const [limit, suffix] of [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]] as [number, string][]) {
+    if (a >= limit) return `${Math.round((v / limit) * 100) / 100}${suffix}`;
+  }
+  return String(Math.round(v * 1e6) / 1e6);
+}
+
 // Distinct colours for many series (golden-angle hues).
 export function seriesColor(i: number): string {
   return `hsl(${(i * 137.508) % 360}, 65%, 45%)`;

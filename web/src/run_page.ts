@@ -1,7 +1,7 @@
 // One run: overview, params, tags, provenance, metric and system charts that
 // follow the run while it is RUNNING, artifacts and the engine's timeline.
 import uPlot from "uplot";
-import { artifactRoot, artifactUrl, getRun, history, listArtifacts, Run } from "./api";
+import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run } from "./api";
 import { lineChart } from "./charts";
 import { el, formatDuration, formatTime, table } from "./format";
 import { timelineView } from "./timeline";
@@ -18,12 +18,13 @@ export class RunPage {
   async mount(): Promise<void> {
     const run = await getRun(this.runId);
     const info = run.info;
+    const project = (await get<{ experiment: Experiment }>("experiments/get", { experiment_id: info.experiment_id })).experiment;
     const tags = run.data.tags || [];
     const title = el("h1", {}, info.run_name || info.run_id, " ",
                      el("span", { class: `badge status-${info.status}`, id: "run-status" }, info.status));
     const overview = table([
       ["Run id", info.run_id],
-      ["Project", el("a", { href: `#/p/${info.experiment_id}` }, info.experiment_id)],
+      ["Project", el("a", { href: `#/p/${info.experiment_id}` }, project.name)],
       ["Started", formatTime(info.start_time)], ["Ended", formatTime(info.end_time)],
       ["Duration", formatDuration(info.start_time, info.end_time)],
     ], "");
@@ -100,7 +101,7 @@ export class RunPage {
       el("p", {}, el("a", { href: artifactUrl(trace.path), download: "" }, "Download the trace"),
          " (opens in Perfetto or chrome://tracing)."), view);
     const text = await (await fetch(artifactUrl(trace.path))).text();
-    try { timelineView(view, text, Math.min(1100, this.root.clientWidth)); } catch (e) {
+    try { timelineView(view, text, Math.min(1240, this.root.clientWidth)); } catch (e) {
       view.append(el("p", { class: "error" }, `Cannot read the timeline: ${(e as Error).message}`));
     }
   }
