@@ -2,7 +2,8 @@
 // URL EXPERIMENT_ID RUNS REPEATS. Per repeat, a fresh page load of the
 // project's table; prints one JSON line per repeat: ms until the first rows
 // are drawn, ms until every run is loaded and counted, and ms until the last
-// row is drawn after scrolling to the bottom.
+// row is drawn after scrolling to the bottom, and the time inside runs/search
+// requests.
 import { launch } from "../../tests/web/browser.mjs";
 
 const [url, experiment, runs, repeats] = process.argv.slice(2);
@@ -27,7 +28,10 @@ try {
     }, Number(runs));
     const lastRow = Date.now() - start;
     const domRows = await page.$$eval(".run-row", (rows) => rows.length);
-    console.log(JSON.stringify({ firstRows, allLoaded, lastRow, domRows }));
+    // Time spent in runs/search requests (server + transfer), the rest is the page's.
+    const searchMs = await page.evaluate(() => performance.getEntriesByType("resource")
+      .filter((e) => e.name.includes("runs/search")).reduce((s, e) => s + e.duration, 0));
+    console.log(JSON.stringify({ firstRows, allLoaded, lastRow, domRows, searchMs: Math.round(searchMs) }));
   }
 } finally {
   await browser.close();

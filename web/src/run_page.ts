@@ -46,12 +46,17 @@ export class RunPage {
 
   unmount(): void { window.clearInterval(this.timer); }
 
+  // A failed poll (the server restarting) is skipped; the next one tries again.
   private async tick(): Promise<void> {
-    const run = await getRun(this.runId);
-    const badge = document.getElementById("run-status");
-    if (badge) { badge.textContent = run.info.status; badge.className = `badge status-${run.info.status}`; }
-    await this.refreshCharts(run);
-    if (run.info.status !== "RUNNING") this.unmount();
+    try {
+      const run = await getRun(this.runId);
+      const badge = document.getElementById("run-status");
+      if (badge) { badge.textContent = run.info.status; badge.className = `badge status-${run.info.status}`; }
+      await this.refreshCharts(run);
+      if (run.info.status !== "RUNNING") this.unmount();
+    } catch {
+      return;
+    }
   }
 
   private async refreshCharts(run: Run): Promise<void> {
