@@ -20,14 +20,20 @@ export async function launch(width = 1280, height = 800) {
   return { browser, page, errors };
 }
 
-// Counts the canvas pixels inside `selector` that are not blank (transparent or white).
-export async function inkedPixels(page, selector) {
-  return page.$$eval(`${selector} canvas`, (canvases) => canvases.reduce((sum, c) => {
+// Canvas pixels inside `selector` that are not blank (transparent or white).
+function countInked(selector) {
+  let n = 0;
+  for (const c of document.querySelectorAll(`${selector} canvas`)) {
     const data = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
     for (let i = 0; i < data.length; i += 4) {
       if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) n++;
     }
-    return sum + n;
-  }, 0));
+  }
+  return n;
+}
+
+// Waits (page's default timeout) until the canvases in `selector` have at
+// least `min` inked pixels; charts may draw on the next animation frame.
+export async function waitInked(page, selector, min) {
+  await page.waitForFunction(`(${countInked})(${JSON.stringify(selector)}) >= ${min}`);
 }

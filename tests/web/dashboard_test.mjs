@@ -2,7 +2,7 @@
 // tests/web/test_dashboard.py filled: node dashboard_test.mjs (settings in
 // DASH_* env variables). Prints "ok NAME" per check; exits 1 on the first failure.
 import assert from "node:assert/strict";
-import { inkedPixels, launch } from "./browser.mjs";
+import { launch, waitInked } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
 const experiment = process.env.DASH_EXPERIMENT_ID;
@@ -91,11 +91,11 @@ try {
     await page.goto(`${url}/#/run/${compareRuns[0]}`);
     await page.waitForSelector('.chart[data-metric="loss"] canvas');
     await page.waitForFunction(() => document.querySelector("#artifacts li"));
-    assert.ok(await inkedPixels(page, '.chart[data-metric="loss"]') > 500);
+    await waitInked(page, '.chart[data-metric="loss"]', 500);
     const provenance = await page.textContent(".cards");
     assert.ok(provenance.includes("cohort.command"), "provenance shows the command");
     await page.waitForSelector("#timeline-canvas");
-    assert.ok(await inkedPixels(page, "#timeline") > 100);
+    await waitInked(page, "#timeline", 100);
   });
 
   await check("live run chart grows", async () => {
@@ -108,7 +108,7 @@ try {
     // The client keeps logging; the page polls every 2 s and redraws.
     await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel).dataset.points) >= n + 5,
                                [chart, first]);
-    assert.ok(await inkedPixels(page, chart) > 200);
+    await waitInked(page, chart, 200);
   });
 
   await check("compare view shows every selected run", async () => {
@@ -121,12 +121,13 @@ try {
     assert.deepEqual(legend.sort(), [...compareRuns].sort());
     const series = await page.$$eval("#compare-curves .u-legend .u-series", (s) => s.length);
     assert.equal(series, compareRuns.length + 1);  // x plus one per run
-    assert.ok(await inkedPixels(page, "#compare-curves") > 500);
-    assert.ok(await inkedPixels(page, "#compare-parallel") > 500);
-    assert.ok(await inkedPixels(page, "#compare-scatter") > 100);
+    await waitInked(page, "#compare-curves", 500);
+    await waitInked(page, "#compare-parallel", 500);
+    await waitInked(page, "#compare-scatter", 100);
     await page.selectOption("#compare-x", "time");
     await page.fill("#compare-smoothing", "0.9");
-    assert.ok(await inkedPixels(page, "#compare-curves") > 500);
+    await page.waitForSelector('#compare-curves[data-x="time"][data-smoothing="0.9"] canvas');
+    await waitInked(page, "#compare-curves", 500);
   });
 
   assert.deepEqual(errors, [], "no uncaught errors in the page");

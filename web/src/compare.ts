@@ -69,10 +69,10 @@ export class ComparePage {
     }
     const curves: Curve[] = this.runs.map((r) => {
       const points = this.histories.get(r.info.run_id) || [];
-      const t0 = r.info.start_time || (points[0]?.timestamp ?? 0);
       return {
         label: r.info.run_name || r.info.run_id,
-        xs: points.map((p) => (this.xAxis === "step" ? p.step : (p.timestamp - t0) / 1000 + (r.info.start_time || 0) / 1000)),
+        // uPlot's time scale takes seconds since the epoch.
+        xs: points.map((p) => (this.xAxis === "step" ? p.step : p.timestamp / 1000)),
         ys: smooth(points.map((p) => p.value), this.smoothing),
       };
     });
@@ -82,6 +82,8 @@ export class ComparePage {
       c.xs = order.map((i) => c.xs[i]); c.ys = order.map((i) => c.ys[i]);
     }
     this.curvesHost.replaceChildren();
+    this.curvesHost.dataset.x = this.xAxis;
+    this.curvesHost.dataset.smoothing = String(this.smoothing);
     lineChart(this.curvesHost, this.metric, curves, this.xAxis, Math.min(1100, this.root.clientWidth - 20));
     const axes = [...this.paramKeys().map((k) => ({ name: k, values: this.runs.map((r) => (r.data.params || []).find((p) => p.key === k)?.value) })),
                   { name: this.metric, values: this.runs.map((r) => this.lastValue(r, this.metric)) }];
