@@ -130,6 +130,12 @@ try {
     await waitInked(page, "#compare-curves", 500);
   });
 
+  await check("unknown run shows the server's error", async () => {
+    await page.goto(`${url}/#/run/0123456789abcdef`);
+    await page.waitForSelector("#page-error");
+    assert.equal(await page.textContent("#page-error"), "Run with id=0123456789abcdef not found");
+  });
+
   assert.deepEqual(errors, [], "no uncaught errors in the page");
 } finally {
   await browser.close();

@@ -83,7 +83,7 @@ def test_dashboard_in_chromium(tmp_path):
                                 capture_output=True, text=True, timeout=120)
         print(result.stdout)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert result.stdout.count("ok ") == 9
+        assert result.stdout.count("ok ") == 10
         stop.set()
         logger.join()
         live.finish()
