@@ -22,6 +22,7 @@ PACKAGES=(
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
   libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
+  chromium                                       # the dashboard's browser tests and benchmark (headless)
 )
 
 missing=()
@@ -46,6 +47,15 @@ if [[ ! -f build-tools/s3rver/node_modules/s3rver/package.json ]]; then
   echo "setup: installing s3rver into build-tools/s3rver"
   mkdir -p build-tools/s3rver
   npm install --prefix build-tools/s3rver --no-audit --no-fund s3rver@3.7.1
+fi
+# The dashboard (web/): esbuild bundles it, uPlot draws its charts, typescript
+# checks it (ctest WebDashboardTypes), playwright-core drives chromium in its
+# browser tests. Before the build: CMake looks for them when configuring.
+if [[ ! -f build-tools/web/node_modules/playwright-core/package.json ]]; then
+  echo "setup: installing the dashboard's build and test tools into build-tools/web"
+  mkdir -p build-tools/web
+  npm install --prefix build-tools/web --no-audit --no-fund \
+    esbuild@0.23.1 uplot@1.6.30 typescript@5.5.4 playwright-core@1.47.2
 fi
 
 jobs=$(nproc)

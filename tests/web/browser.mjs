@@ -1,0 +1,39 @@
+// Shared by the browser tests and the dashboard benchmark: headless Debian
+// chromium driven by npm's playwright-core (installed by tools/setup.sh into
+// build-tools/web), and waiting on page conditions with a deadline.
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const require = createRequire(path.join(root, "build-tools/web/node_modules/"));
+const { chromium } = require("playwright-core");
+
+export async function launch(width = 1280, height = 800) {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  const page = await browser.newPage({ viewport: { width, height } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  return { browser, page, errors };
+}
+
+// Canvas pixels inside `selector` that are not blank (transparent or white).
+function countInked(selector) {
+  let n = 0;
+  for (const c of document.querySelectorAll(`${selector} canvas`)) {
+    const data = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) n++;
+    }
+  }
+  return n;
+}
+
+// Waits (page's default timeout) until the canvases in `selector` have at
+// least `min` inked pixels; charts may draw on the next animation frame.
+export async function waitInked(page, selector, min) {
+  await page.waitForFunction(`(${countInked})(${JSON.stringify(selector)}) >= ${min}`);
+}

@@ -1,0 +1,142 @@
+// Browser tests of the dashboard against a live `cohort server` that
+// tests/web/test_dashboard.py filled: node dashboard_test.mjs (settings in
+// DASH_* env variables). Prints "ok NAME" per check; exits 1 on the first failure.
+import assert from "node:assert/strict";
+import { launch, waitInked } from "./browser.mjs";
+
+const url = process.env.DASH_URL;
+const experiment = process.env.DASH_EXPERIMENT_ID;
+const runCount = Number(process.env.DASH_RUN_COUNT);
+const liveRun = process.env.DASH_LIVE_RUN_ID;
+const compareRuns = process.env.DASH_COMPARE_RUN_IDS.split(",");
+const TIMEOUT = 15000;
+
+const { browser, page, errors } = await launch();
+page.setDefaultTimeout(TIMEOUT);
+
+async function check(name, body) {
+  await body();
+  console.log(`ok ${name}`);
+}
+
+const rowNames = () => page.$$eval(".run-row .c-name", (cells) => cells.map((c) => c.textContent));
+const columnValues = (col) => page.$$eval(".run-row", (rows, col) => rows.map((r) =>
+  r.querySelectorAll(".c-value")[col].textContent), col);
+
+try {
+  await check("projects list", async () => {
+    await page.goto(`${url}/`);
+    await page.waitForSelector(`#projects tr[data-experiment-id="${experiment}"]`);
+    assert.equal(await page.textContent(`#projects tr[data-experiment-id="${experiment}"] a`), "dash-test");
+  });
+
+  await check("table rows", async () => {
+    await page.click(`#projects tr[data-experiment-id="${experiment}"] a`);
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, runCount);
+    const names = await rowNames();
+    assert.equal(names.length, runCount);  // all fit in the viewport
+    for (let i = 0; i < 12; i++) assert.ok(names.includes(`trial-${i}`), `trial-${i} in ${names}`);
+    const header = await page.$$eval("#runs-header .c-value", (cells) => cells.map((c) => c.dataset.col));
+    assert.deepEqual(header, ["metrics.accuracy", "metrics.live_loss", "metrics.loss", "params.batch", "params.lr"]);
+  });
+
+  await check("sorting", async () => {
+    await page.click('#runs-header [data-col="metrics.loss"]');  // first click: descending
+    await page.waitForSelector('#runs-header [data-col="metrics.loss"]:has-text("▼")');
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent?.endsWith("runs"));
+    const desc = (await columnValues(2)).filter((v) => v !== "").map(Number);
+    assert.ok(desc.length >= 12);
+    assert.deepEqual(desc, [...desc].sort((a, b) => b - a));
+    await page.click('#runs-header [data-col="metrics.loss"]');
+    await page.waitForSelector('#runs-header [data-col="metrics.loss"]:has-text("▲")');
+    await page.waitForFunction(() => !document.querySelector("#run-count")?.textContent?.includes("loading"));
+    const asc = (await columnValues(2)).filter((v) => v !== "").map(Number);
+    assert.deepEqual(asc, [...asc].sort((a, b) => a - b));
+    assert.equal((await rowNames())[0], "trial-11");  // the lowest final loss
+  });
+
+  await check("filtering", async () => {
+    await page.fill("#runs-filter", "params.lr = '0.1'");
+    await page.press("#runs-filter", "Enter");
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "4 runs");
+    assert.deepEqual((await rowNames()).sort(), ["trial-0", "trial-3", "trial-6", "trial-9"]);
+    await page.fill("#runs-filter", "metrics.nonsense <");
+    await page.press("#runs-filter", "Enter");
+    await page.waitForFunction(() => document.querySelector("#runs-error")?.textContent?.startsWith("Search failed:"));
+    await page.fill("#runs-filter", "");
+    await page.press("#runs-filter", "Enter");
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, runCount);
+  });
+
+  await check("group by", async () => {
+    await page.selectOption("#group-by", "params.lr");
+    await page.waitForFunction(() => document.querySelectorAll(".group-row").length === 4);
+    const groups = await page.$$eval(".group-row", (rows) => rows.map((r) => r.textContent));
+    assert.deepEqual(groups, ["lr = 0.001  (4 runs)", "lr = 0.01  (4 runs)", "lr = 0.1  (4 runs)",
+                              "lr = (none)  (1 run)"]);
+    await page.selectOption("#group-by", "");
+    await page.waitForFunction(() => document.querySelectorAll(".group-row").length === 0);
+  });
+
+  await check("column picker", async () => {
+    await page.click("#column-picker summary");
+    await page.uncheck('#column-picker input[data-col="params.batch"]');
+    await page.check('#column-picker input[data-col="tags.purpose"]');
+    const header = await page.$$eval("#runs-header .c-value", (cells) => cells.map((c) => c.dataset.col));
+    assert.deepEqual(header, ["metrics.accuracy", "metrics.live_loss", "metrics.loss", "params.lr", "tags.purpose"]);
+    await page.click("#column-picker summary");
+  });
+
+  await check("run page charts draw", async () => {
+    await page.goto(`${url}/#/run/${compareRuns[0]}`);
+    await page.waitForSelector('.chart[data-metric="loss"] canvas');
+    await page.waitForFunction(() => document.querySelector("#artifacts li"));
+    await waitInked(page, '.chart[data-metric="loss"]', 500);
+    const provenance = await page.textContent(".cards");
+    assert.ok(provenance.includes("cohort.command"), "provenance shows the command");
+    await page.waitForSelector("#timeline-canvas");
+    await waitInked(page, "#timeline", 100);
+  });
+
+  await check("live run chart grows", async () => {
+    await page.goto(`${url}/#/run/${liveRun}`);
+    const chart = '.chart[data-metric="live_loss"]';
+    await page.waitForSelector(`${chart} canvas`);
+    assert.equal(await page.textContent("#run-status"), "RUNNING");
+    const first = Number(await page.getAttribute(chart, "data-points"));
+    assert.ok(first >= 1);
+    // The client keeps logging; the page polls every 2 s and redraws.
+    await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel).dataset.points) >= n + 5,
+                               [chart, first]);
+    await waitInked(page, chart, 200);
+  });
+
+  await check("compare view shows every selected run", async () => {
+    await page.goto(`${url}/#/p/${experiment}`);
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, runCount);
+    for (const id of compareRuns) await page.check(`.run-row input[data-run-id="${id}"]`);
+    await page.click("#compare-selected");
+    await page.waitForSelector("#compare-legend li");
+    const legend = await page.$$eval("#compare-legend li", (items) => items.map((li) => li.dataset.runId));
+    assert.deepEqual(legend.sort(), [...compareRuns].sort());
+    const series = await page.$$eval("#compare-curves .u-legend .u-series", (s) => s.length);
+    assert.equal(series, compareRuns.length + 1);  // x plus one per run
+    await waitInked(page, "#compare-curves", 500);
+    await waitInked(page, "#compare-parallel", 500);
+    await waitInked(page, "#compare-scatter", 100);
+    await page.selectOption("#compare-x", "time");
+    await page.fill("#compare-smoothing", "0.9");
+    await page.waitForSelector('#compare-curves[data-x="time"][data-smoothing="0.9"] canvas');
+    await waitInked(page, "#compare-curves", 500);
+  });
+
+  await check("unknown run shows the server's error", async () => {
+    await page.goto(`${url}/#/run/0123456789abcdef`);
+    await page.waitForSelector("#page-error");
+    assert.equal(await page.textContent("#page-error"), "Run with id=0123456789abcdef not found");
+  });
+
+  assert.deepEqual(errors, [], "no uncaught errors in the page");
+} finally {
+  await browser.close();
+}

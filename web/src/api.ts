@@ -1,0 +1,79 @@
+// The dashboard's only way to the server: MLflow's REST API under /ajax-api/2.0.
+
+export interface KeyValue { key: string; value: string; }
+export interface Metric { key: string; value: number; timestamp: number; step: number; run_id?: string; }
+export interface RunInfo {
+  run_id: string; run_name?: string; experiment_id: string; status: string;
+  start_time?: number; end_time?: number; artifact_uri?: string; lifecycle_stage?: string;
+}
+export interface Run {
+  info: RunInfo;
+  data: { metrics?: Metric[]; params?: KeyValue[]; tags?: KeyValue[] };
+}
+export interface Experiment {
+  experiment_id: string; name: string; lifecycle_stage: string;
+  creation_time?: number; last_update_time?: number; tags?: KeyValue[];
+}
+export interface ArtifactFile { path: string; is_dir?: boolean; file_size?: number; }
+
+export class ApiError extends Error {}
+
+type Query = Record<string, string | number | string[] | undefined>;
+
+function queryString(query: Query): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined) continue;
+    for (const one of Array.isArray(v) ? v : [v]) {
+      parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(String(one)));
+    }
+  }
+  return parts.join("&");
+}
+
+async function parse<T>(response: Response): Promise<T> {
+  const text = await response.text();
+  let body: any = {};
+  try { body = text ? JSON.parse(text) : {}; } catch { body = { message: text }; }
+  if (!response.ok) throw new ApiError(body.message || `HTTP ${response.status}`);
+  return body as T;
+}
+
+export async function get<T>(endpoint: string, query: Query = {}): Promise<T> {
+  return parse<T>(await fetch(`/ajax-api/2.0/mlflow/${endpoint}?${queryString(query)}`));
+}
+
+export async function post<T>(endpoint: string, body: object): Promise<T> {
+  return parse<T>(await fetch(`/ajax-api/2.0/mlflow/${endpoint}`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  }));
+}
+
+export async function listArtifacts(dir: string): Promise<ArtifactFile[]> {
+  const r = await parse<{ files?: ArtifactFile[] }>(
+    await fetch(`/ajax-api/2.0/mlflow-artifacts/artifacts?${queryString({ path: dir })}`));
+  return r.files || [];
+}
+
+export function artifactUrl(path: string): string {
+  return "/ajax-api/2.0/mlflow-artifacts/artifacts/" + path.split("/").map(encodeURIComponent).join("/");
+}
+
+// Where a run's artifacts live in the proxy: "<experiment>/<run>/artifacts".
+export function artifactRoot(run: RunInfo): string {
+  const uri = run.artifact_uri || "";
+  const prefix = "mlflow-artifacts:/";
+  return uri.startsWith(prefix) ? uri.slice(prefix.length).replace(/^\/+/, "")
+                                : `${run.experiment_id}/${run.run_id}/artifacts`;
+}
+
+// Downsampled history (min/max buckets on the server): at most maxResults points per run.
+export async function history(runIds: string[], key: string, maxResults = 1000): Promise<Metric[]> {
+  const r = await get<{ metrics?: Metric[] }>("metrics/get-history-bulk-interval",
+                                               { run_ids: runIds, metric_key: key, max_results: maxResults });
+  return r.metrics || [];
+}
+
+export async function getRun(runId: string): Promise<Run> {
+  return (await get<{ run: Run }>("runs/get", { run_id: runId })).run;
+}

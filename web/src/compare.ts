@@ -1,0 +1,111 @@
+// Compare view: overlaid curves of the selected runs (smoothing, x by step or
+// time), parallel coordinates of params against a metric, and a scatter.
+import { getRun, history, Run } from "./api";
+import { Curve, lineChart, parallelCoordinates, scatter, smooth } from "./charts";
+import { el, seriesColor } from "./format";
+
+export class ComparePage {
+  private runs: Run[] = [];
+  private metric = "";
+  private xAxis: "step" | "time" = "step";
+  private smoothing = 0;
+  private scatterX = "";
+  private curvesHost = el("div", { class: "chart", id: "compare-curves" });
+  private parallelHost = el("div", { id: "compare-parallel" });
+  private scatterHost = el("div", { id: "compare-scatter" });
+  private histories = new Map<string, { step: number; timestamp: number; value: number }[]>();
+
+  constructor(private root: HTMLElement, private runIds: string[]) {}
+
+  async mount(): Promise<void> {
+    if (!this.runIds.length) {
+      this.root.append(el("p", { class: "muted" }, "Select runs in a project's table, then Compare selected."));
+      return;
+    }
+    this.runs = await Promise.all(this.runIds.map(getRun));
+    const metrics = [...new Set(this.runs.flatMap((r) => (r.data.metrics || []).map((m) => m.key)))].sort();
+    const params = this.paramKeys();
+    this.metric = metrics.find((m) => !m.startsWith("system/")) || metrics[0] || "";
+    this.scatterX = params[0] ? `params.${params[0]}` : "";
+    const metricSelect = select("compare-metric", metrics, this.metric, (v) => { this.metric = v; void this.draw(true); });
+    const xSelect = select("compare-x", ["step", "time"], "step", (v) => { this.xAxis = v as "step" | "time"; void this.draw(false); });
+    const slider = el("input", { id: "compare-smoothing", type: "range", min: "0", max: "0.99", step: "0.01", value: "0" });
+    const sliderValue = el("span", {}, "0");
+    slider.addEventListener("input", () => { this.smoothing = Number(slider.value); sliderValue.textContent = slider.value; void this.draw(false); });
+    const scatterChoices = [...params.map((p) => `params.${p}`), ...metrics.map((m) => `metrics.${m}`)];
+    const scatterSelect = select("scatter-x", scatterChoices, this.scatterX, (v) => { this.scatterX = v; this.drawScatter(); });
+    const legend = el("ul", { class: "run-legend", id: "compare-legend" }, ...this.runs.map((r, i) =>
+      el("li", { "data-run-id": r.info.run_id, style: `--c:${seriesColor(i)}` },
+         el("a", { href: `#/run/${r.info.run_id}` }, r.info.run_name || r.info.run_id))));
+    this.root.append(el("h1", {}, `Compare ${this.runs.length} runs`), legend,
+      el("div", { class: "toolbar" }, el("label", {}, "Metric ", metricSelect), el("label", {}, "x ", xSelect),
+         el("label", {}, "Smoothing ", slider, sliderValue)),
+      this.curvesHost,
+      el("h2", {}, "Parameters against the metric"), this.parallelHost,
+      el("h2", {}, "Scatter"), el("div", { class: "toolbar" }, el("label", {}, "x ", scatterSelect), " against the metric (last value)"),
+      this.scatterHost);
+    await this.draw(true);
+  }
+
+  private paramKeys(): string[] {
+    return [...new Set(this.runs.flatMap((r) => (r.data.params || []).map((p) => p.key)))].sort();
+  }
+
+  private lastValue(run: Run, metric: string): number | undefined {
+    return (run.data.metrics || []).find((m) => m.key === metric)?.value;
+  }
+
+  private async draw(fetch: boolean): Promise<void> {
+    if (!this.metric) return;
+    if (fetch) {
+      this.histories.clear();
+      // The bulk endpoint takes up to 100 runs per call.
+      for (let i = 0; i < this.runIds.length; i += 100) {
+        for (const p of await history(this.runIds.slice(i, i + 100), this.metric, 1000)) {
+          const list = this.histories.get(p.run_id!) || this.histories.set(p.run_id!, []).get(p.run_id!)!;
+          list.push(p);
+        }
+      }
+    }
+    const curves: Curve[] = this.runs.map((r) => {
+      const points = this.histories.get(r.info.run_id) || [];
+      return {
+        label: r.info.run_name || r.info.run_id,
+        // uPlot's time scale takes seconds since the epoch.
+        xs: points.map((p) => (this.xAxis === "step" ? p.step : p.timestamp / 1000)),
+        ys: smooth(points.map((p) => p.value), this.smoothing),
+      };
+    });
+    // uPlot needs increasing x; time can tie or repeat across steps, so sort each curve.
+    for (const c of curves) {
+      const order = c.xs.map((_, i) => i).sort((a, b) => c.xs[a] - c.xs[b]);
+      c.xs = order.map((i) => c.xs[i]); c.ys = order.map((i) => c.ys[i]);
+    }
+    this.curvesHost.replaceChildren();
+    this.curvesHost.dataset.x = this.xAxis;
+    this.curvesHost.dataset.smoothing = String(this.smoothing);
+    lineChart(this.curvesHost, this.metric, curves, this.xAxis, Math.min(1100, this.root.clientWidth - 20));
+    const axes = [...this.paramKeys().map((k) => ({ name: k, values: this.runs.map((r) => (r.data.params || []).find((p) => p.key === k)?.value) })),
+                  { name: this.metric, values: this.runs.map((r) => this.lastValue(r, this.metric)) }];
+    this.parallelHost.replaceChildren();
+    parallelCoordinates(this.parallelHost, axes, Math.min(1100, this.root.clientWidth - 20));
+    this.drawScatter();
+  }
+
+  private drawScatter(): void {
+    this.scatterHost.replaceChildren();
+    if (!this.scatterX) return;
+    const [kind, ...rest] = this.scatterX.split(".");
+    const key = rest.join(".");
+    const xs = this.runs.map((r) => kind === "params" ? (r.data.params || []).find((p) => p.key === key)?.value
+                                                      : this.lastValue(r, key));
+    scatter(this.scatterHost, xs, this.runs.map((r) => this.lastValue(r, this.metric)), key, this.metric, 560);
+  }
+}
+
+function select(id: string, options: string[], value: string, onChange: (v: string) => void): HTMLSelectElement {
+  const s = el("select", { id }, ...options.map((o) => el("option", { value: o }, o)));
+  s.value = value;
+  s.addEventListener("change", () => onChange(s.value));
+  return s;
+}

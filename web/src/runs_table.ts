@@ -1,0 +1,237 @@
+// The runs table of one project: server-side sort, filter and grouping
+// (runs/search), pages loaded in the background, only the rows and columns
+// in view built (virtualized), a column picker, selection for compare view.
+import { get, Run } from "./api";
+import { el, formatDuration, formatNumber, formatTime } from "./format";
+
+const ROW_HEIGHT = 28;
+// A small first page draws rows at once; the rest comes in pages as big as
+// the server allows: fewer queries, each of which sorts the whole filtered set.
+const FIRST_PAGE = 300;
+const PAGE_SIZE = 50000;
+
+interface Row { run: Run; values: Map<string, string | number>; }
+type Item = { group: string; count: number } | Row;
+
+// "metrics.loss" → metrics.`loss` (MLflow's quoting for keys with dots or spaces).
+export function searchIdentifier(column: string): string {
+  const dot = column.indexOf(".");
+  const kind = column.slice(0, dot), key = column.slice(dot + 1);
+  if (kind === "attributes") return `attributes.${key}`;
+  return `${kind}.\`${key.replace(/`/g, "")}\``;
+}
+
+function rowOf(run: Run): Row {
+  const values = new Map<string, string | number>();
+  for (const m of run.data.metrics || []) values.set("metrics." + m.key, m.value);
+  for (const p of run.data.params || []) values.set("params." + p.key, p.value);
+  for (const t of run.data.tags || []) values.set("tags." + t.key, t.value);
+  return { run, values };
+}
+
+function columnLabel(c: string): string {
+  return c.replace(/^metrics\./, "").replace(/^params\./, "").replace(/^tags\./, "#").replace(/^attributes\./, "");
+}
+
+export class RunsTable {
+  private rows: Row[] = [];
+  private items: Item[] = [];
+  private columns = new Set<string>();  // every key seen in loaded runs
+  private visible: string[] = [];
+  private userPickedColumns = false;
+  private orderColumn = "attributes.start_time";
+  private descending = true;
+  private groupColumn = "";
+  private filter = "";
+  private generation = 0;
+  private done = false;
+  private selected = new Set<string>();
+  private viewport = el("div", { class: "viewport", id: "runs-viewport" });
+  private spacer = el("div", { class: "spacer" });
+  private header = el("div", { class: "row header", id: "runs-header" });
+  private status = el("span", { id: "run-count", class: "muted" });
+  private error = el("div", { class: "error", id: "runs-error" });
+  private picker = el("div", { class: "picker-list" });
+  private groupSelect = el("select", { id: "group-by" });
+  private compareButton = el("button", { id: "compare-selected", disabled: "" }, "Compare selected");
+
+  constructor(private root: HTMLElement, private experimentId: string) {}
+
+  async mount(): Promise<void> {
+    const filterInput = el("input", {
+      id: "runs-filter", type: "search", size: "60",
+      placeholder: "filter, e.g. metrics.loss < 0.5 AND params.lr = '0.01'  (Enter)",
+    });
+    filterInput.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { this.filter = filterInput.value.trim(); void this.reload(); }
+    });
+    this.groupSelect.addEventListener("change", () => { this.groupColumn = this.groupSelect.value; void this.reload(); });
+    this.compareButton.addEventListener("click", () => {
+      location.hash = `#/compare?runs=${[...this.selected].join(",")}`;
+    });
+    const picker = el("details", { class: "picker", id: "column-picker" }, el("summary", {}, "Columns"), this.picker);
+    this.root.append(
+      el("div", { class: "toolbar" }, filterInput, el("label", {}, "Group by ", this.groupSelect), picker,
+         this.compareButton, this.status),
+      this.error, this.viewport);
+    this.viewport.append(this.header, this.spacer);
+    this.viewport.addEventListener("scroll", () => this.renderRows());
+    this.spacer.addEventListener("change", (e) => this.onSelect(e));
+    await this.reload();
+  }
+
+  private orderBy(): string[] {
+    const order = [`${searchIdentifier(this.orderColumn)} ${this.descending ? "DESC" : "ASC"}`];
+    if (this.groupColumn) order.unshift(`${searchIdentifier(this.groupColumn)} ASC`);
+    return order;
+  }
+
+  // Loads every page of the current query; a newer reload abandons an older one.
+  async reload(): Promise<void> {
+    const generation = ++this.generation;
+    this.rows = []; this.done = false; this.error.textContent = "";
+    this.rebuild();
+    let token: string | undefined;
+    try {
+      do {
+        const page = await get<{ runs?: Run[]; next_page_token?: string }>("runs/search", {
+          experiment_ids: [this.experimentId], filter: this.filter || undefined,
+          order_by: this.orderBy(), max_results: token ? PAGE_SIZE : FIRST_PAGE, page_token: token,
+        });
+        if (generation !== this.generation) return;
+        for (const run of page.runs || []) this.rows.push(rowOf(run));
+        token = page.next_page_token || undefined;
+        this.done = !token;
+        this.rebuild();
+      } while (token);
+    } catch (e) {
+      if (generation !== this.generation) return;
+      this.error.textContent = `Search failed: ${(e as Error).message}`;
+      this.done = true;
+      this.rebuild();
+    }
+  }
+
+  private rebuild(): void {
+    const before = this.columns.size;
+    for (const r of this.rows) for (const k of r.values.keys()) this.columns.add(k);
+    if (this.columns.size !== before) this.refreshColumnChoices();
+    this.items = this.groupColumn ? this.grouped() : this.rows;
+    this.status.textContent = `${this.rows.length.toLocaleString("en-US")} runs${this.done ? "" : " (loading…)"}`;
+    this.spacer.style.height = `${this.items.length * ROW_HEIGHT}px`;
+    this.renderHeader();
+    this.renderRows();
+  }
+
+  private grouped(): Item[] {
+    const counts = new Map<string, number>();
+    const valueOf = (r: Row) => String(r.values.get(this.groupColumn) ?? "(none)");
+    for (const r of this.rows) counts.set(valueOf(r), (counts.get(valueOf(r)) || 0) + 1);
+    const items: Item[] = [];
+    let last: string | undefined;
+    for (const r of this.rows) {
+      const v = valueOf(r);
+      if (v !== last) items.push({ group: `${columnLabel(this.groupColumn)} = ${v}`, count: counts.get(v)! });
+      last = v;
+      items.push(r);
+    }
+    return items;
+  }
+
+  private refreshColumnChoices(): void {
+    const all = [...this.columns].sort();
+    if (!this.userPickedColumns) {
+      const metrics = all.filter((c) => c.startsWith("metrics.") && !c.startsWith("metrics.system/"));
+      const params = all.filter((c) => c.startsWith("params."));
+      this.visible = [...metrics.slice(0, 6), ...params.slice(0, 6)];
+    }
+    this.picker.replaceChildren(...all.map((c) => {
+      const box = el("input", { type: "checkbox", "data-col": c });
+      box.checked = this.visible.includes(c);
+      box.addEventListener("change", () => {
+        this.userPickedColumns = true;
+        this.visible = box.checked ? [...this.visible, c] : this.visible.filter((v) => v !== c);
+        this.renderHeader(); this.renderRows();
+      });
+      return el("label", {}, box, " " + c);
+    }));
+    const current = this.groupSelect.value;
+    this.groupSelect.replaceChildren(el("option", { value: "" }, "(none)"),
+      ...all.filter((c) => !c.startsWith("tags.mlflow.") && c !== "tags.cohort.command")
+        .map((c) => el("option", { value: c }, c)));
+    this.groupSelect.value = current;
+  }
+
+  private renderHeader(): void {
+    const cells: HTMLElement[] = [el("span", { class: "c-select" })];
+    const sortable: [string, string, string][] = [
+      ["attributes.run_name", "Name", "c-name"], ["attributes.status", "Status", "c-status"],
+      ["attributes.start_time", "Started", "c-start"], ["attributes.end_time", "Duration", "c-duration"],
+      ...this.visible.map((c): [string, string, string] => [c, columnLabel(c), "c-value"])];
+    for (const [col, label, cls] of sortable) {
+      const arrow = col === this.orderColumn ? (this.descending ? " ▼" : " ▲") : "";
+      const cell = el("span", { class: `${cls} sortable`, "data-col": col, title: col }, label + arrow);
+      cell.addEventListener("click", () => {
+        this.descending = col === this.orderColumn ? !this.descending : true;
+        this.orderColumn = col;
+        void this.reload();
+      });
+      cells.push(cell);
+    }
+    this.header.replaceChildren(...cells);
+    this.header.style.minWidth = this.spacer.style.minWidth = `${rowWidth(this.visible.length)}px`;
+  }
+
+  // Only the rows in view (plus a margin) exist in the DOM.
+  private renderRows(): void {
+    const top = this.viewport.scrollTop;
+    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - 10);
+    const last = Math.min(this.items.length, Math.ceil((top + this.viewport.clientHeight) / ROW_HEIGHT) + 10);
+    const rows: HTMLElement[] = [];
+    for (let i = first; i < last; i++) {
+      const item = this.items[i];
+      const row = "group" in item ? this.groupRow(item) : this.runRow(item);
+      row.style.transform = `translateY(${i * ROW_HEIGHT}px)`;
+      rows.push(row);
+    }
+    this.spacer.replaceChildren(...rows);
+  }
+
+  private groupRow(item: { group: string; count: number }): HTMLElement {
+    return el("div", { class: "row group-row" }, `${item.group}  (${item.count} run${item.count === 1 ? "" : "s"})`);
+  }
+
+  private runRow(r: Row): HTMLElement {
+    const info = r.run.info;
+    const box = el("input", { type: "checkbox", "data-run-id": info.run_id });
+    box.checked = this.selected.has(info.run_id);
+    const cells: (HTMLElement)[] = [
+      el("span", { class: "c-select" }, box),
+      el("span", { class: "c-name" }, el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
+      el("span", { class: `c-status status-${info.status}` }, info.status),
+      el("span", { class: "c-start" }, formatTime(info.start_time)),
+      el("span", { class: "c-duration" }, formatDuration(info.start_time, info.end_time)),
+    ];
+    for (const c of this.visible) {
+      const v = r.values.get(c);
+      cells.push(el("span", { class: "c-value" }, typeof v === "number" ? formatNumber(v) : v ?? ""));
+    }
+    const row = el("div", { class: "row run-row", "data-run-id": info.run_id });
+    row.append(...cells);
+    return row;
+  }
+
+  private onSelect(e: Event): void {
+    const box = e.target as HTMLInputElement;
+    const id = box.getAttribute("data-run-id");
+    if (!id) return;
+    if (box.checked) this.selected.add(id); else this.selected.delete(id);
+    this.compareButton.textContent = `Compare selected (${this.selected.size})`;
+    this.compareButton.toggleAttribute("disabled", this.selected.size === 0);
+  }
+}
+
+function rowWidth(valueColumns: number): number {
+  return 30 + 240 + 90 + 170 + 100 + valueColumns * 120;
+}
+
