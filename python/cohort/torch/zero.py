@@ -94,13 +94,16 @@ def _partition_group(params, sizes, bucket_numel):
     """Buckets of one parameter group (backward order) and each parameter's
     owner; `sizes` (elements owned per rank) carries across groups."""
     world_size = len(sizes)
-    buckets, owners, run, run_numel = [], {}, [], 0
+    buckets, owners, run, run_numel, largest = [], {}, [], 0, 0
     for p in reversed(params):
         run.append(p)
         run_numel += p.numel()
-        if run_numel >= bucket_numel:
+        largest = max(largest, p.numel())
+        # At least size x the largest member: room for the others' segments
+        # to fill up to the largest, so padding stays a small part.
+        if run_numel >= max(bucket_numel, world_size * largest):
             buckets.append(run)
-            run, run_numel = [], 0
+            run, run_numel, largest = [], 0, 0
     if run:
         buckets.append(run)
     result = []
