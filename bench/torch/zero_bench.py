@@ -7,7 +7,9 @@ workers, one torch thread each, for each of:
   dist    cohort.torch DistributedOptimizer (plain data parallel)
   zero1   cohort.torch.ZeroRedundancyOptimizer(stage=1)
   zero2   cohort.torch.ZeroRedundancyOptimizer(stage=2)
-  fsdp    cohort.torch.FullyShardedDataParallel (stage 3), a unit per block
+  fsdp    cohort.torch.FullyShardedDataParallel (stage 3): a unit per block,
+          embedding and the head, no prefetch
+  fsdp_pf the same with prefetch (the next unit's allgather during this one)
   torch   torch's ZeroRedundancyOptimizer under DistributedDataParallel, gloo
 
 Memory per worker: peak RSS (VmHWM) and tensor accounting after a step:
@@ -29,7 +31,7 @@ import time
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-MODES = ["dist", "zero1", "zero2", "fsdp", "torch"]
+MODES = ["dist", "zero1", "zero2", "fsdp", "fsdp_pf", "torch"]
 
 
 # ---- the model ----
@@ -96,6 +98,8 @@ def setup(mode, args):
     """(model, optimizer, rank, size, the optimizer holding the state)."""
     import torch
     model, block_class = build_model(args)
+    args.numel = sum(p.numel() for p in model.parameters())  # before any sharding
+    args.layer_bytes = sum(p.numel() * p.element_size() for p in model.blocks[0].parameters())
     adam = dict(lr=1e-4)
     if mode == "torch":
         import torch.distributed as dist
@@ -106,8 +110,10 @@ def setup(mode, args):
         return ddp, opt, dist.get_rank(), dist.get_world_size(), opt.optim
     import cohort.torch as hvd
     hvd.init()
-    if mode == "fsdp":
-        model = hvd.FullyShardedDataParallel(model, wrap=lambda m: isinstance(m, block_class))
+    if mode.startswith("fsdp"):
+        # A unit per block, embedding and the head: the root keeps one LayerNorm.
+        units = lambda m: isinstance(m, (block_class, torch.nn.Embedding)) or m is model.head
+        model = hvd.FullyShardedDataParallel(model, wrap=units, prefetch=mode == "fsdp_pf")
         opt = torch.optim.Adam(model.parameters(), **adam)
         return model, opt, hvd.rank(), hvd.size(), opt
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -141,9 +147,8 @@ def worker(mode, args):
                   rss=peak_rss_bytes(), params=tensor_bytes(params),
                   grads=tensor_bytes(p.grad for p in params),
                   state=tensor_bytes(state_tensors(holder)),
-                  numel=sum(p.numel() for p in build_model(args)[0].parameters()),
-                  gathered=getattr(model, "peak_gathered_numel", 0) * 4,
-                  layer=sum(p.numel() for p in build_model(args)[0].blocks[0].parameters()) * 4)
+                  numel=args.numel, layer=args.layer_bytes,
+                  gathered=getattr(model, "peak_gathered_numel", 0) * 4)
     print("result: " + json.dumps(result), flush=True)
     if mode == "torch":
         import torch.distributed as dist
@@ -209,11 +214,11 @@ def report(summary, args):
           "vocab %d), batch %d x %d tokens, Adam; medians of %d repetitions" %
           (args.np, summary["dist"]["numel"] / 1e6, args.layers, args.d_model, args.vocab,
            args.batch, args.seq, args.reps))
-    print("%-6s %9s %9s %9s %9s %9s %10s" % ("mode", "step_s", "rss_MB", "params_MB",
+    print("%-7s %9s %9s %9s %9s %9s %10s" % ("mode", "step_s", "rss_MB", "params_MB",
                                               "grads_MB", "optim_MB", "gather_MB"))
     for mode in [m for m in MODES if m in summary]:
         s = summary[mode]
-        print("%-6s %9.3f %9.0f %9.0f %9.0f %9.0f %10.0f" % (
+        print("%-7s %9.3f %9.0f %9.0f %9.0f %9.0f %10.0f" % (
             mode, s["step_s"], s["rss"] / mb, s["params"] / mb, s["grads"] / mb,
             s["state"] / mb, s["gathered"] / mb))
     full = summary["dist"]
@@ -230,12 +235,14 @@ def report(summary, args):
                 vs = summary[mode]["step_s"] / summary["torch"]["step_s"]
                 print("target %s step time %.3f x torch ZeRO (gloo) < 1: %s" % (
                     mode, vs, "met" if vs < 1 else "MISSED"))
-    if "fsdp" in summary:
-        s = summary["fsdp"]
+    for mode in ("fsdp", "fsdp_pf"):
+        if mode not in summary:
+            continue
+        s = summary[mode]
         limit = full["params"] / args.np + s["layer"]
         held = s["params"] + s["gathered"]
-        print("target fsdp parameters (shards %.0f MB + most gathered %.0f MB) = %.0f MB <= "
-              "1/N + one layer = %.0f MB: %s" % (s["params"] / mb, s["gathered"] / mb,
+        print("target %s parameters (shards %.0f MB + most gathered %.0f MB) = %.0f MB <= "
+              "1/N + one layer = %.0f MB: %s" % (mode, s["params"] / mb, s["gathered"] / mb,
                                                  held / mb, limit / mb,
                                                  "met" if held <= limit else "MISSED"))
 
@@ -249,10 +256,10 @@ def main():
     p.add_argument("--d-model", type=int, default=1024)
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--vocab", type=int, default=8192)
-    p.add_argument("--seq", type=int, default=32)
+    p.add_argument("--seq", type=int, default=8)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--steps", type=int, default=4)
-    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--timeout", type=float, default=900, help="seconds per run")
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     p.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
@@ -266,7 +273,7 @@ def main():
             results = run_mode(mode, args, build)
             runs.setdefault(mode, []).append(results)
             r0 = next(r for r in results if r["rank"] == 0)
-            print("rep %d %-5s step %.3f s, peak rss %.0f MB (load %s)" % (
+            print("rep %d %-7s step %.3f s, peak rss %.0f MB (load %s)" % (
                 rep + 1, mode, r0["step_s"], max(r["rss"] for r in results) / 2.0**20,
                 open("/proc/loadavg").read().split()[0]), file=sys.stderr, flush=True)
     report(summarize(runs), args)

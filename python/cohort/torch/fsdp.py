@@ -24,10 +24,9 @@ from collections import OrderedDict
 import torch
 from torch.autograd import Variable
 
-from .. import _cohort
-from ..process_sets import global_process_set, set_id, set_size
+from ..process_sets import global_process_set
 from .mpi_ops import Average, allgather_async, broadcast_, reducescatter_async, synchronize
-from .zero import _op_prefix
+from .zero import _op_prefix, _place_in
 
 
 class _Unit:
@@ -90,10 +89,7 @@ class FullyShardedDataParallel(torch.nn.Module):
         self.module = module
         self.prefetch = prefetch
         self.process_set = process_set
-        self.world_size = set_size(process_set)
-        self.rank = _cohort.process_set_rank(set_id(process_set))
-        if self.rank < 0:
-            raise ValueError("FullyShardedDataParallel: this rank is not in the process set")
+        self.world_size, self.rank = _place_in(process_set, "FullyShardedDataParallel")
         self._param_names = [name for name, _ in module.named_parameters()]
         self._name = _op_prefix("fsdp", process_set, [(n, p.shape) for n, p in
                                                       module.named_parameters()])

@@ -48,6 +48,14 @@ def _op_prefix(kind, process_set, signature):
     return "%s.%d.%08x" % (kind, set_id(process_set), digest)
 
 
+def _place_in(process_set, what):
+    """(size of the set, this rank's position in it); raises for a non-member."""
+    rank = _cohort.process_set_rank(set_id(process_set))
+    if rank < 0:
+        raise ValueError("%s: this rank is not in the process set" % what)
+    return set_size(process_set), rank
+
+
 class _Bucket:
     """Parameters reduced and gathered together, one padded segment per rank."""
 
@@ -154,10 +162,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self.stage = stage
         self.parameters_as_bucket_view = parameters_as_bucket_view
         self.process_set = process_set
-        self.world_size = set_size(process_set)
-        self.rank = _cohort.process_set_rank(set_id(process_set))
-        if self.rank < 0:
-            raise ValueError("ZeroRedundancyOptimizer: this rank is not in the process set")
+        self.world_size, self.rank = _place_in(process_set, "ZeroRedundancyOptimizer")
         self._bucket_numel = max(1, int(bucket_cap_mb * 2**20) //
                                  self._all_params[0].element_size())
         self._name = _op_prefix("zero", process_set, [(n, p.shape) for n, p in
