@@ -129,6 +129,14 @@ def test_stage3_keeps_a_slice_of_each_unit(hvd):
     assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
 
 
+def test_stage3_forward_without_grad(hvd):
+    x, _ = local_data(0, hvd.rank(), hvd.size())
+    model = hvd.FullyShardedDataParallel(make_model(0))
+    with torch.no_grad():
+        assert torch.allclose(model(x), make_model(0)(x), atol=1e-6)
+    assert model.gathered_numel == 0
+
+
 def test_stage3_needs_no_prefetch(hvd):
     want = data_parallel(hvd, "adam", 2)
     cls, kwargs = OPTIMIZERS["adam"]
@@ -239,6 +247,11 @@ def test_bad_arguments(hvd):
         opt.consolidate_state_dict(to=5)
     with pytest.raises(ValueError, match="not a submodule of the wrapped module"):
         hvd.FullyShardedDataParallel(make_model(0), wrap=[torch.nn.Linear(2, 2)])
+    half_frozen = make_model(0)
+    half_frozen.inp.bias.requires_grad_(False)
+    with pytest.raises(ValueError, match=r"mixes trainable and frozen parameters \(frozen: "
+                       r"inp.bias\)"):
+        hvd.FullyShardedDataParallel(half_frozen)
     fsdp = hvd.FullyShardedDataParallel(make_model(0))
     with pytest.raises(RuntimeError, match=r"inp.weight has shape \(2, 2\), expected \(7, 5\)"):
         sd = fsdp.state_dict()

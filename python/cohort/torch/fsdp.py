@@ -138,11 +138,14 @@ class FullyShardedDataParallel(torch.nn.Module):
                     entries.append((qual, sub, attr, tuple(p.shape), p))
             units.append((m, entries))
         by_position = {name: i for i, (name, _) in enumerate(self.module.named_parameters())}
-        result = []
-        for index, (m, entries) in enumerate(units):
+        for _, entries in units:  # checked before anything is sharded
             entries.sort(key=lambda e: by_position[e[0]])
-            result.append(self._shard_unit(index, m, entries))
-        return result
+            frozen = [e[0] for e in entries if not e[4].requires_grad]
+            if frozen and len(frozen) < len(entries):  # one shard: trained as a whole
+                raise ValueError("FullyShardedDataParallel: a unit mixes trainable and frozen "
+                                 "parameters (frozen: %s); wrap them in separate units" %
+                                 ", ".join(frozen))
+        return [self._shard_unit(index, m, entries) for index, (m, entries) in enumerate(units)]
 
     def _shard_unit(self, index, module, entries):
         unit = _Unit(index, module, [e[:4] for e in entries], self.world_size, self.rank,
