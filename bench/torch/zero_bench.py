@@ -175,7 +175,11 @@ def worker_flags(args):
 
 def run_mode(mode, args, build):
     cmd = [sys.executable, HERE, "--worker", mode] + worker_flags(args)
-    env = dict(os.environ, COHORT_BUILD_DIR=build, PYTHONPATH=os.path.join(ROOT, "python"))
+    # A fixed mmap threshold: freed tensors go back to the system at once, so
+    # peak RSS follows the tensors alive (glibc's adaptive threshold would
+    # keep freed gradient buffers in the heap). The same for every mode.
+    env = dict(os.environ, COHORT_BUILD_DIR=build, PYTHONPATH=os.path.join(ROOT, "python"),
+               MALLOC_MMAP_THRESHOLD_="131072")
     if mode != "torch":
         out = subprocess.run([os.path.join(build, "cohort"), "run", "-np", str(args.np), "--"]
                              + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

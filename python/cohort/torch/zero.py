@@ -176,7 +176,8 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self.optim = optimizer_class(self._partition[self.rank], **defaults)
         self._sync_param_groups(self.optim.param_groups, self.param_groups)
         self._all_state_dicts = []
-        self._pending = {}  # bucket index -> handle of its reduction
+        self._pending = {}  # bucket index -> handle of its reduction in flight
+        self._reduced = set()  # buckets whose reduction started since the last step
         self._fired = {}  # bucket index -> parameters whose gradient is ready
         self._grad_accs = {}
         self._register_hooks()
@@ -274,7 +275,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p, index):
         def hook(*ignore):
-            if index in self._pending:
+            if index in self._reduced:
                 raise RuntimeError("ZeroRedundancyOptimizer: a gradient was computed twice "
                                    "before step(); accumulate gradients with one backward "
                                    "per step")
@@ -287,6 +288,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
     def _reduce(self, index):
         """Starts bucket `index`'s gradient reduction."""
         self._fired.pop(index, None)
+        self._reduced.add(index)
         bucket = self._buckets[index]
         name = "%s.grad.%d" % (self._name, index)
         if self.stage == 1:
@@ -302,22 +304,29 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
             p.grad = None
         self._pending[index] = reducescatter_async(flat, name=name, op=Average,
                                                    process_set=self.process_set)
+        for done in [i for i, h in self._pending.items() if h.poll()]:
+            self._collect(done)  # frees its flat buffer now, not at step()
+
+    def _collect(self, index):
+        """Waits for bucket `index`'s reduction; stage 2: this rank's
+        gradients become views of its segment."""
+        out = synchronize(self._pending.pop(index))
+        if self.stage == 2:
+            bucket = self._buckets[index]
+            for p in bucket.owned(self.rank):
+                if p.requires_grad:
+                    start = bucket.offset[p]
+                    p.grad = out[start:start + p.numel()].view_as(p)
 
     def _finish_reductions(self):
         """Reduces the buckets whose hooks did not all fire, waits for every
         bucket, and (stage 2) sets this rank's gradients from its segments."""
         for index, bucket in enumerate(self._buckets):
-            if index not in self._pending and any(p.requires_grad for p in bucket.params):
+            if index not in self._reduced and any(p.requires_grad for p in bucket.params):
                 self._reduce(index)
-        for index, handle in sorted(self._pending.items()):
-            out = synchronize(handle)
-            if self.stage == 2:
-                bucket = self._buckets[index]
-                for p in bucket.owned(self.rank):
-                    if p.requires_grad:
-                        start = bucket.offset[p]
-                        p.grad = out[start:start + p.numel()].view_as(p)
-        self._pending.clear()
+        for index in sorted(self._pending):
+            self._collect(index)
+        self._reduced.clear()
 
     def _sync_params(self):
         """Allgathers every bucket's updated parameters from their owners."""
@@ -350,7 +359,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         return loss
 
     def zero_grad(self, set_to_none=False):
-        if self._pending:
+        if self._reduced:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step(). This is prohibited as it can cause a "
                                  "race condition.")
