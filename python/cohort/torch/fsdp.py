@@ -45,6 +45,7 @@ class _Unit:
         self.full = None  # the gathered flat buffer while it is alive
         self.gathering = None  # handle of an allgather in flight
         self.reductions = []  # handles of gradient reduce-scatters in flight
+        self.reduced = 0  # reductions collected in this backward (for names)
         self.gathers = 0  # for unique names within a step
 
     def views(self, flat):
@@ -96,7 +97,8 @@ class FullyShardedDataParallel(torch.nn.Module):
         self._units = self._make_units(self._unit_modules(wrap))
         self.shards = torch.nn.ParameterList([u.shard for u in self._units])
         self._by_storage = {}  # storage address of a gathered buffer -> unit
-        self._order = []  # units in the order the last forward ran them
+        self._order = []  # units in the order this (or the last) forward ran them
+        self._last_order = []  # the previous forward's, for prefetching in forward
         self._callback_queued = False
         self.gathered_numel = 0  # elements of gathered buffers alive now
         self.peak_gathered_numel = 0  # the most alive at once since the last reset
@@ -159,6 +161,7 @@ class FullyShardedDataParallel(torch.nn.Module):
         unit.shard = torch.nn.Parameter(self._slice(unit, flat), requires_grad=requires_grad)
         for _, sub, attr, _, _ in entries:
             del sub._parameters[attr]  # the full tensor is freed once the caller drops it
+        self._detach(unit)
         return unit
 
     def _slice(self, unit, flat):
@@ -170,21 +173,22 @@ class FullyShardedDataParallel(torch.nn.Module):
     # ---- gathering ----
 
     def _start_gather(self, unit):
+        """Starts the unit's allgather; its buffer counts from now (the engine
+        holds it until the gather is waited on)."""
         if unit.full is None and unit.gathering is None:
             unit.gathers += 1
             unit.gathering = allgather_async(unit.shard.detach(), name="%s.ag.%d" % (
                 unit.name, unit.gathers), process_set=self.process_set)
+            self.gathered_numel += unit.shard_numel * self.world_size
+            self.peak_gathered_numel = max(self.peak_gathered_numel, self.gathered_numel)
 
     def _gathered(self, unit):
         """The unit's gathered flat buffer (allgathering it unless alive)."""
         if unit.full is None:
             self._start_gather(unit)
-            full = synchronize(unit.gathering)
+            unit.full = synchronize(unit.gathering)
             unit.gathering = None
-            unit.full = full
-            self._by_storage[full.storage().data_ptr()] = unit
-            self.gathered_numel += full.numel()
-            self.peak_gathered_numel = max(self.peak_gathered_numel, self.gathered_numel)
+            self._by_storage[unit.full.storage().data_ptr()] = unit
         return unit.full
 
     def _release(self, unit):
@@ -194,11 +198,14 @@ class FullyShardedDataParallel(torch.nn.Module):
             unit.full = None
 
     def _prefetch_after(self, unit, backward):
-        if not self.prefetch or unit not in self._order:
+        """Starts gathering the unit that ran after `unit` in the last forward
+        (before it, in backward)."""
+        order = self._order if backward else self._last_order
+        if not self.prefetch or unit not in order:
             return
-        position = self._order.index(unit) + (-1 if backward else 1)
-        if 0 <= position < len(self._order):
-            self._start_gather(self._order[position])
+        position = order.index(unit) + (-1 if backward else 1)
+        if 0 <= position < len(order):
+            self._start_gather(order[position])
 
     def _attach(self, unit):
         """Makes the unit's parameters attributes of their modules (views of
@@ -211,8 +218,11 @@ class FullyShardedDataParallel(torch.nn.Module):
             sub.__dict__[attr] = view
 
     def _detach(self, unit):
+        """Outside its forward a parameter is an empty placeholder (as in
+        torch's FSDP), so the module still prints and the mistake of using
+        it there fails on its shape."""
         for _, sub, attr, _ in unit.entries:
-            sub.__dict__.pop(attr, None)
+            sub.__dict__[attr] = torch.empty(0, dtype=unit.shard.dtype)
         self._release(unit)
 
     def _pre_forward_hook(self, unit):
@@ -264,22 +274,36 @@ class FullyShardedDataParallel(torch.nn.Module):
             return
         flat = grad.detach().contiguous().reshape(-1)
         unit.reductions.append(reducescatter_async(flat, name="%s.rs.%d" % (
-            unit.name, len(unit.reductions)), op=Average, process_set=self.process_set))
+            unit.name, unit.reduced + len(unit.reductions)), op=Average,
+            process_set=self.process_set))
+        for other in self._units:  # frees finished reductions' gradients now
+            self._collect(other, only_done=True)
+
+    def _collect(self, unit, only_done):
+        """Adds the unit's finished (or all) gradient reductions to its .grad."""
+        waiting = []
+        for handle in unit.reductions:
+            if only_done and not isinstance(handle, torch.Tensor) and not handle.poll():
+                waiting.append(handle)
+                continue
+            part = handle if isinstance(handle, torch.Tensor) else synchronize(handle)
+            unit.reduced += 1
+            if unit.shard.grad is None:
+                unit.shard.grad = part
+            else:
+                unit.shard.grad.add_(part)
+        unit.reductions = waiting
 
     def _finish_backward(self):
         """End of backward: the averaged gradient shards into .grad."""
         self._callback_queued = False
         for unit in self._units:
-            for handle in unit.reductions:
-                part = handle if isinstance(handle, torch.Tensor) else synchronize(handle)
-                if unit.shard.grad is None:
-                    unit.shard.grad = part
-                else:
-                    unit.shard.grad.add_(part)
-            unit.reductions = []
+            self._collect(unit, only_done=False)
+            unit.reduced = 0
             if unit.gathering is not None:  # a prefetch nobody used
                 synchronize(unit.gathering)
                 unit.gathering = None
+                self.gathered_numel -= unit.shard_numel * self.world_size
             self._release(unit)
             unit.gathers = 0
 
@@ -287,7 +311,7 @@ class FullyShardedDataParallel(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         root = self._units[-1]
-        self._order = []
+        self._last_order, self._order = self._order or self._last_order, []
         for unit in self._units:
             unit.gathers = 0 if unit.gathering is None else unit.gathers
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
