@@ -75,7 +75,7 @@ def sharded(hvd, stage, opt_name, seed=0):
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     # A small bucket: the model spreads over several buckets.
     return model, hvd.ZeroRedundancyOptimizer(model.parameters(), cls, stage=stage,
-                                              bucket_cap_mb=1e-3, **kwargs)
+                                              bucket_cap_mb=1e-4, **kwargs)
 
 
 def assert_same(got, want):
@@ -103,6 +103,16 @@ def test_optimizer_state_is_sharded(hvd):
     counted = sorted(i for ranks in owners for i in ranks)
     assert counted == list(range(len(list(model.parameters()))))  # each owned exactly once
     assert all(ranks for ranks in owners)  # 7 parameters: every rank owns some
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_reductions_start_during_backward(hvd, stage):
+    model, opt = sharded(hvd, stage, "sgd_momentum")
+    assert len(opt._buckets) >= (2 if hvd.size() == 2 else 1)  # buckets >= size x largest
+    x, y = local_data(0, hvd.rank(), hvd.size())
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    assert opt._reduced == set(range(len(opt._buckets)))  # every bucket, before step()
+    opt.step()
 
 
 def test_stage2_keeps_only_owned_gradients(hvd):
@@ -209,7 +219,7 @@ def resumed_state_and_compare(hvd, stage, state, optim_state, subset, m):
     else:
         model.load_state_dict(state)
         opt = hvd.ZeroRedundancyOptimizer(model.parameters(), cls, stage=stage,
-                                          bucket_cap_mb=1e-3, process_set=subset, **kwargs)
+                                          bucket_cap_mb=1e-4, process_set=subset, **kwargs)
         opt.load_state_dict(optim_state)
         plain_optim_state = optim_state
     train(model, opt, 2, subset.rank(), m, first=2)
