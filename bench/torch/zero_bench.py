@@ -267,15 +267,26 @@ def main():
     p.add_argument("--timeout", type=float, default=900, help="seconds per run")
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     p.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
+    p.add_argument("--report", help="print the table from the `run:` lines of an earlier "
+                   "invocation's output (FILE), without running anything")
     args = p.parse_args()
     if args.worker:
         return worker(args.worker, args)
-    build = os.path.abspath(args.build_dir)
     runs = {}
+    if args.report:
+        with open(args.report) as f:
+            for line in f:
+                if line.startswith("run: "):
+                    results = json.loads(line[5:])
+                    runs.setdefault(results[0]["mode"], []).append(results)
+        args.reps = max(len(r) for r in runs.values())
+        return report(summarize(runs), args)
+    build = os.path.abspath(args.build_dir)
     for rep in range(args.reps):
         for mode in args.modes.split(","):
             results = run_mode(mode, args, build)
             runs.setdefault(mode, []).append(results)
+            print("run: " + json.dumps(results), flush=True)  # kept if a later run fails
             r0 = next(r for r in results if r["rank"] == 0)
             print("rep %d %-7s step %.3f s, peak rss %.0f MB (load %s)" % (
                 rep + 1, mode, r0["step_s"], max(r["rss"] for r in results) / 2.0**20,

@@ -58,17 +58,23 @@ class _Unit:
 
 
 class _Unshard(torch.autograd.Function):
-    """The gathered flat parameters of a unit; its backward starts the
-    reduce-scatter of their gradient and hands it to the unit."""
+    """A unit's parameters, as views of its gathered buffer; backward packs
+    their gradients into one flat buffer (once: views of one flat output
+    would each get a full-size gradient) and starts its reduce-scatter."""
 
     @staticmethod
     def forward(ctx, shard, fsdp, unit):
         ctx.fsdp, ctx.unit = fsdp, unit
-        return fsdp._gathered(unit)
+        return tuple(unit.views(fsdp._gathered(unit)))
 
     @staticmethod
-    def backward(ctx, grad):
-        ctx.fsdp._reduce_grad(ctx.unit, grad)
+    def backward(ctx, *grads):
+        unit = ctx.unit
+        flat = torch.zeros(unit.shard_numel * ctx.fsdp.world_size, dtype=unit.shard.dtype)
+        for view, grad in zip(unit.views(flat), grads):
+            if grad is not None:
+                view.copy_(grad)
+        ctx.fsdp._reduce_grad(unit, flat)
         return None, None, None
 
 
@@ -211,10 +217,10 @@ class FullyShardedDataParallel(torch.nn.Module):
         """Makes the unit's parameters attributes of their modules (views of
         the gathered buffer, tracked by autograd through _Unshard)."""
         if torch.is_grad_enabled() and unit.shard.requires_grad:
-            flat = _Unshard.apply(unit.shard, self, unit)
+            views = _Unshard.apply(unit.shard, self, unit)
         else:
-            flat = self._gathered(unit)
-        for (_, sub, attr, _), view in zip(unit.entries, unit.views(flat)):
+            views = unit.views(self._gathered(unit))
+        for (_, sub, attr, _), view in zip(unit.entries, views):
             sub.__dict__[attr] = view
 
     def _detach(self, unit):
@@ -270,10 +276,9 @@ class FullyShardedDataParallel(torch.nn.Module):
         self._queue_final_callback()
         self._release(unit)
         if self.world_size == 1:
-            unit.reductions.append(grad.detach().reshape(-1)[:unit.shard_numel].clone())
+            unit.reductions.append(grad)
             return
-        flat = grad.detach().contiguous().reshape(-1)
-        unit.reductions.append(reducescatter_async(flat, name="%s.rs.%d" % (
+        unit.reductions.append(reducescatter_async(grad, name="%s.rs.%d" % (
             unit.name, unit.reduced + len(unit.reductions)), op=Average,
             process_set=self.process_set))
         for other in self._units:  # frees finished reductions' gradients now
