@@ -154,6 +154,28 @@ def test_stage3_forward_without_grad(hvd):
     assert model.gathered_numel == 0
 
 
+def test_stage3_root_without_parameters(hvd):
+    """Every parameter in a unit: the root gathers nothing; each rank's
+    gradient slices are those of the plain model on the global batch."""
+    def net():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    model, plain = hvd.FullyShardedDataParallel(net(), prefetch=False), net()
+    x, y = global_data(0)
+    torch.nn.functional.mse_loss(plain(x), y).backward()
+    x, y = local_data(0, hvd.rank(), hvd.size())
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    assert model._units[-1].entries == []
+    assert model.peak_gathered_numel == hvd.size() * max(s.numel() for s in model.shards[:-1])
+    grads = dict((name, p.grad) for name, p in plain.named_parameters())
+    for unit in model._units[:-1]:
+        want = torch.cat([grads[e[0]].reshape(-1) for e in unit.entries] +
+                         [torch.zeros(unit.shard.numel() * hvd.size())])
+        start = hvd.rank() * unit.shard.numel()
+        assert torch.allclose(unit.shard.grad, want[start:start + unit.shard.numel()],
+                              atol=1e-6)
+
+
 def test_stage3_needs_no_prefetch(hvd):
     want = data_parallel(hvd, "adam", 2)
     cls, kwargs = OPTIMIZERS["adam"]

@@ -320,6 +320,8 @@ class FullyShardedDataParallel(torch.nn.Module):
         for unit in self._units:
             unit.gathers = 0 if unit.gathering is None else unit.gathers
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+            if not root.entries:  # every parameter is in a unit of its own
+                return self.module(*args, **kwargs)
             self._attach(root)
             try:
                 return self.module(*args, **kwargs)
