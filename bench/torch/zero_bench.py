@@ -218,7 +218,7 @@ def report(summary, args):
     mb = 2.0**20
     print("# %d workers, 1 torch thread each; model %.1fM parameters (%d layers, d_model %d, "
           "vocab %d), batch %d x %d tokens, Adam; medians of %d repetitions" %
-          (args.np, summary["dist"]["numel"] / 1e6, args.layers, args.d_model, args.vocab,
+          (args.np, next(iter(summary.values()))["numel"] / 1e6, args.layers, args.d_model, args.vocab,
            args.batch, args.seq, args.reps))
     print("%-7s %9s %9s %9s %9s %9s %10s" % ("mode", "step_s", "rss_MB", "params_MB",
                                               "grads_MB", "optim_MB", "gather_MB"))
@@ -227,6 +227,8 @@ def report(summary, args):
         print("%-7s %9.3f %9.0f %9.0f %9.0f %9.0f %10.0f" % (
             mode, s["step_s"], s["rss"] / mb, s["params"] / mb, s["grads"] / mb,
             s["state"] / mb, s["gathered"] / mb))
+    if "dist" not in summary:
+        return  # the targets are relative to plain data parallel
     full = summary["dist"]
     for mode in ("zero1", "zero2"):
         if mode in summary:
