@@ -26,3 +26,5 @@ from ..capabilities import (mpi_built, mpi_enabled, mpi_threads_supported,  # no
                             cuda_built, rocm_built, is_homogeneous)
 
 HorovodInternalError = CohortError
+from .zero import ZeroRedundancyOptimizer  # noqa: F401,E402
+from .fsdp import FullyShardedDataParallel  # noqa: F401,E402
