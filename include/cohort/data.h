@@ -78,6 +78,10 @@ struct WriterOptions {
   uint64_t chunk_bytes = 16ull << 20;  // target uncompressed chunk size
   Compression compression = Compression::kNone;
   int compression_level = 0;  // 0: the codec's default
+  // Writer::Create only: write nothing to the location until the first
+  // Commit(), which then writes the empty creation commit and the new one.
+  // A writer dropped before committing (a failed ingest) leaves no dataset.
+  bool create_at_commit = false;
   // Called at each step of Commit() with the step's name ("chunk-written",
   // "commit-written", "ref-locked", "ref-replaced"). Tests use it to kill a
   // writer at a chosen point; it may also drive a progress display.

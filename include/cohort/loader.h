@@ -11,7 +11,7 @@
 //     if (!*b) break;                          // end of the epoch; Next() starts the next one
 //     float* x = (*b)->column("image").data<float>();   // [256, 3, 224, 224]
 //   }
-//   checkpoint((*loader)->state());            // {seed, epoch, consumed}
+//   checkpoint((*loader)->state());            // {seed, epoch, consumed, commit, ...}
 //
 // An epoch has one global sample order that depends only on (seed, epoch):
 // chunks are permuted, then the samples of each window of `window_chunks`
@@ -19,7 +19,9 @@
 // positions [consumed + t*R*B, consumed + (t+1)*R*B) out, B to each of the R
 // ranks in rank order, so every rank gets the same number of batches and a
 // state saved at any step resumes exactly, with the same or another number
-// of ranks. Memory is bounded: a rank holds at most the chunks of the
+// of ranks. The order also depends on the commit (its chunks) and the
+// shuffle settings, so a saved state names them and a resumed loader reads
+// that commit (see LoaderState). Memory is bounded: a rank holds at most the chunks of the
 // windows its batches in flight touch, plus one window fetched ahead.
 #ifndef COHORT_LOADER_H_
 #define COHORT_LOADER_H_
@@ -37,10 +39,18 @@
 namespace cohort::data {
 
 // Where an epoch's sample stream stands; identical on every rank between steps.
+// A state a loader returns also names what fixes the epoch's order: the
+// commit read and the shuffle settings. Resuming from it (LoaderOptions::start)
+// reads that commit (unless allow_commit_change) and needs the same shuffle
+// settings. The batch size, rank count and drop_last may change on resume:
+// `consumed` counts samples, not steps, and they do not change the order.
 struct LoaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   uint64_t consumed = 0;  // samples of this epoch consumed by all ranks together
+  std::string commit;     // commit id read; empty in a fresh start (then ref decides)
+  uint64_t window_chunks = 0;  // the shuffle window of the order (0 in a fresh start)
+  bool shuffle = true;         // checked only when `commit` is set
   bool operator==(const LoaderState&) const = default;
 };
 
@@ -72,13 +82,19 @@ struct LoaderOptions {
   bool shuffle = true;
   uint64_t window_chunks = 8;  // chunks whose samples are mixed together (COHORT_SHUFFLE_WINDOW)
   LoaderState start;           // seed, epoch and where to start (resume from a saved state)
-  int threads = 2;             // decode and batch assembly threads (COHORT_LOADER_THREADS)
-  int prefetch_batches = 4;    // batches built ahead of Next() (COHORT_LOADER_PREFETCH)
+  // Resume `start` on the commit `ref` names although the state was saved on
+  // another one. That commit's epoch order differs, so the rest of epoch
+  // start.epoch may repeat or skip samples (none when start.consumed is 0);
+  // later epochs are whole again.
+  bool allow_commit_change = false;
+  int threads = 2;  // decode and batch assembly threads, 1..256 (COHORT_LOADER_THREADS)
+  int prefetch_batches = 4;  // batches built ahead of Next(), >= 1 (COHORT_LOADER_PREFETCH)
   ImageOptions image;
 };
 
 // Reads COHORT_LOADER_THREADS, COHORT_LOADER_PREFETCH and COHORT_SHUFFLE_WINDOW
-// over `options`; errors name the variable and the bad value.
+// over `options`; a value that is not a number fails naming the variable.
+// The bounds are checked once, by Loader::Open, whichever way a value came.
 Status ApplyLoaderEnv(LoaderOptions* options);
 
 // A contiguous, row-major array owned by shared storage (kept alive by copies).
@@ -98,7 +114,12 @@ struct Batch {
   std::vector<std::string> names;  // one per tensor, the column names
   std::vector<Tensor> tensors;     // [B, ...] each
   std::vector<uint64_t> indices;   // dataset sample index of each row
-  uint64_t padded = 0;             // trailing rows repeating earlier samples (pad mode)
+  // Trailing rows repeating earlier samples (pad mode, the epoch's last step).
+  // With R ranks the last step can leave a rank nothing new: then all its B
+  // rows are padding (padded == B). Mask them out of the loss, e.g.
+  // `loss[:B - padded]` (examples/loader_padding.py); every rank still runs
+  // the step, so collectives stay matched.
+  uint64_t padded = 0;
   uint64_t epoch = 0, step = 0;    // step counts from the epoch's start
   LoaderState state_after;         // the state to save after training on this batch
 
@@ -108,7 +129,11 @@ struct Batch {
 
 class Loader {
  public:
-  // `location` is a dataset directory (see Dataset::Open).
+  // `location` is a dataset directory (see Dataset::Open). Fails with
+  // kInvalidArgument, naming the sizes, when an epoch would have no batch (a
+  // commit without samples, or drop_last with R*B above its size), when
+  // options.start does not fit the commit (consumed beyond the epoch) or was
+  // saved on another commit or shuffle window (see allow_commit_change).
   static Result<std::unique_ptr<Loader>> Open(const std::string& location, LoaderOptions options);
   virtual ~Loader() = default;
 

@@ -8,7 +8,8 @@
             images, labels = batch["image"], batch["label"]   # torch tensors, no copy
             ...
             checkpoint["loader"] = loader.state_dict()
-    loader = DataLoader(..., state=checkpoint["loader"])    # resumes exactly, any rank count
+    loader = DataLoader(..., state=checkpoint["loader"])    # resumes exactly, any rank count,
+                                                            # on the commit the state names
 
 Batches are dicts of numpy arrays (or, with torch=True, torch tensors made by
 torch.from_numpy: they share the loader's buffers). The work (chunk reads,
@@ -32,7 +33,9 @@ text and json, int for label. Bad input raises ValueError naming the column;
 a commit that lost a race with another writer raises ConflictError (a
 RuntimeError); the writer is then unchanged and can be reopened.
 """
+import numbers
 import os
+from collections.abc import Mapping
 
 from . import _data
 
@@ -48,6 +51,58 @@ create_tag = _data.create_tag
 resolve = _data.resolve    # resolve(location, ref="HEAD") -> commit id
 
 
+# What state_dict() holds: the position in the stream and what fixes the epoch's order.
+_STATE_FIELDS = {"seed": "a non-negative int", "epoch": "a non-negative int",
+                 "consumed": "a non-negative int", "commit": "a commit id (64 hex digits)",
+                 "window_chunks": "a positive int", "shuffle": "a bool"}
+
+
+def _state_field_ok(name, value):
+    if name == "shuffle":
+        return isinstance(value, bool)
+    if name == "commit":
+        return (isinstance(value, str) and len(value) == 64
+                and all(c in "0123456789abcdef" for c in value))
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    return (1 if name == "window_chunks" else 0) <= value < 2**64
+
+
+def _check_state(state):
+    """Raises ValueError naming the field of a state that state_dict() cannot have made."""
+    if not isinstance(state, Mapping):
+        raise ValueError(f"state must be a dict from DataLoader.state_dict(), got "
+                         f"{type(state).__name__}")
+    for name in state:
+        if name not in _STATE_FIELDS:
+            raise ValueError(f"state has an unknown field {name!r} (a state has: "
+                             f"{', '.join(_STATE_FIELDS)})")
+    for name, want in _STATE_FIELDS.items():
+        if name not in state:
+            raise ValueError(f"state is missing the field {name!r} ({want}); pass the dict "
+                             f"DataLoader.state_dict() returned")
+        if not _state_field_ok(name, state[name]):
+            raise ValueError(f"state field {name!r} must be {want}, got {state[name]!r}")
+
+
+def _resume_options(state, seed, options):
+    """The loader options that resume `state`; refuses arguments that contradict it."""
+    _check_state(state)
+    if seed is not None:
+        raise ValueError(f"seed={seed} contradicts state= (whose seed is {state['seed']}): a "
+                         f"resumed loader takes its seed from the state; drop seed=")
+    for name in ("epoch", "consumed", "commit"):
+        if name in options:
+            raise ValueError(f"{name}= contradicts state=: a resumed loader takes it from the "
+                             f"state; drop {name}=")
+    options.setdefault("window_chunks", state["window_chunks"])
+    options.setdefault("shuffle", state["shuffle"])
+    options.update(seed=int(state["seed"]), epoch=int(state["epoch"]),
+                   consumed=int(state["consumed"]), commit=state["commit"],
+                   state_window_chunks=int(state["window_chunks"]),
+                   state_shuffle=state["shuffle"])
+
+
 def _env_int(name, default):
     value = os.environ.get(name, "")
     return int(value) if value else default
@@ -56,17 +111,18 @@ def _env_int(name, default):
 class DataLoader:
     """Iterator over this rank's batches of a dataset commit."""
 
-    def __init__(self, location, batch_size, *, rank=None, world_size=None, seed=0,
-                 state=None, torch=False, **options):
+    def __init__(self, location, batch_size, *, rank=None, world_size=None, seed=None,
+                 state=None, allow_commit_change=False, torch=False, **options):
         self.location = location
         self._torch = None
         if torch:
             import torch as torch_module  # only when asked: the numpy path needs no torch
             self._torch = torch_module
         if state is not None:
-            options.update(seed=state["seed"], epoch=state["epoch"], consumed=state["consumed"])
+            _resume_options(state, seed, options)
         else:
-            options.setdefault("seed", seed)
+            options["seed"] = 0 if seed is None else seed
+        options["allow_commit_change"] = allow_commit_change
         options["rank"] = _env_int("COHORT_RANK", 0) if rank is None else rank
         options["world_size"] = _env_int("COHORT_SIZE", 1) if world_size is None else world_size
         self._loader = _data.Loader(location, batch_size=batch_size, **options)
@@ -98,9 +154,13 @@ class DataLoader:
         return self._loader.dataset_size
 
     def state_dict(self):
-        """Where the stream stands after the last batch: pass as `state=` to resume."""
-        seed, epoch, consumed = self._loader.state()
-        return {"seed": seed, "epoch": epoch, "consumed": consumed}
+        """Where the stream stands after the last batch: pass as `state=` to resume.
+
+        {seed, epoch, consumed, commit, window_chunks, shuffle}: the resumed
+        loader reads the same commit (a later commit would change the epoch's
+        order) unless allow_commit_change=True, which accepts that the rest of
+        this epoch may repeat or skip samples."""
+        return self._loader.state()
 
 
 def ingest_imagefolder(directory, location, threads=0):

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "data/jpeg.h"
+#include "data/image_decode.h"
 #include "data/transforms.h"
 
 namespace cohort::data {
@@ -73,19 +73,19 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
   Image image;
   bool flip = false;
   if (image_.size > 0) {
-    Result<Box> size = JpegSize(value.bytes);
+    Result<Box> size = ImageSize(value.bytes);
     if (!size.ok()) return size.status().WithContext("column '" + column_.name + "'");
     const Box crop = image_.random_crop
                          ? RandomResizedCropBox(size->width, size->height, image_, &rng)
                          : CenterCropBox(size->width, size->height, image_.center_fraction);
     flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
     Box origin;
-    Result<Image> decoded = DecodeJpeg(value.bytes, &crop, &origin);
+    Result<Image> decoded = DecodeImage(value.bytes, &crop, &origin);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
     const Box in_decoded{crop.x - origin.x, crop.y - origin.y, crop.width, crop.height};
     image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
   } else {
-    Result<Image> decoded = DecodeJpeg(value.bytes);
+    Result<Image> decoded = DecodeImage(value.bytes);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
     image = std::move(*decoded);
   }

@@ -1,7 +1,7 @@
 // BatchBuilder: turns the values of one column, sample after sample, into
 // one contiguous tensor [B, ...]. Arrays are copied once; labels become
-// int64 [B]; JPEG images are decoded (only the crop's region), cropped,
-// resized, flipped and written as CHW float or uint8. Random choices come
+// int64 [B]; JPEG and PNG images are decoded (JPEGs only over the crop's
+// region), cropped, resized, flipped and written as CHW float or uint8. Random choices come
 // from a ShuffleRng keyed by (seed, epoch, position, column), so a sample's
 // transform is the same whichever thread builds it.
 #ifndef COHORT_DATA_LOADER_BATCH_H_

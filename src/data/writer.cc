@@ -77,7 +77,12 @@ class WriterImpl : public Writer {
     return Status::OK();
   }
 
+  // create_at_commit: the dataset is created (with its empty first commit)
+  // only now, so a writer dropped before committing leaves nothing behind.
+  void DeferCreate(std::string location) { deferred_location_ = std::move(location); }
+
   Result<std::string> Commit(const CommitRequest& request) override {
+    if (!repo_) COHORT_RETURN_IF_ERROR(CreateNow());
     CommitObject commit;
     commit.parent = base_;
     commit.time = static_cast<int64_t>(std::time(nullptr));
@@ -112,6 +117,18 @@ class WriterImpl : public Writer {
   }
 
  private:
+  Status CreateNow() {
+    Result<std::unique_ptr<Repository>> repo =
+        Repository::Create(deferred_location_, branch_);
+    if (!repo.ok()) return repo.status();
+    repo_ = std::move(*repo);
+    std::vector<Slot> appended = std::move(slots_);
+    slots_.clear();
+    Result<std::string> first = Commit({"create dataset", "", ""});
+    slots_ = std::move(appended);
+    return first.status();
+  }
+
   void Step(std::string_view step) {
     if (options_.on_commit_step) options_.on_commit_step(step);
   }
@@ -153,7 +170,8 @@ class WriterImpl : public Writer {
     return Status::Internal("writer sample count is out of step with its chunks");
   }
 
-  std::unique_ptr<Repository> repo_;
+  std::unique_ptr<Repository> repo_;  // null until Commit with create_at_commit
+  std::string deferred_location_;
   WriterOptions options_;
   std::string branch_;
   std::string base_;
@@ -177,17 +195,35 @@ Status CheckSchema(const Schema& schema) {
   return Status::OK();
 }
 
+// A deferred Create checks now, without writing, what Repository::Create
+// would refuse at the first commit: a dataset that already has refs.
+Status CheckAbsent(const std::string& location) {
+  Result<std::unique_ptr<Storage>> storage = OpenStorage(location, false);
+  if (!storage.ok()) return Status::OK();  // nothing there (a missing directory)
+  Result<std::vector<std::string>> refs = (*storage)->List("refs");
+  if (refs.ok() && !refs->empty())
+    return Status::InvalidArgument("dataset " + location + " already exists");
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Writer>> Writer::Create(const std::string& location, const Schema& schema,
                                                WriterOptions options) {
   COHORT_RETURN_IF_ERROR(CheckSchema(schema));
   if (options.branch.empty()) options.branch = "main";
-  Result<std::unique_ptr<Repository>> repo = Repository::Create(location, options.branch);
-  if (!repo.ok()) return repo.status();
+  COHORT_RETURN_IF_ERROR(CheckRefName(options.branch));
   CommitObject empty;
   empty.schema = schema;
   std::string branch = options.branch;
+  if (options.create_at_commit) {
+    COHORT_RETURN_IF_ERROR(CheckAbsent(location));
+    auto writer = std::make_unique<WriterImpl>(nullptr, std::move(options), branch, "", empty);
+    writer->DeferCreate(location);
+    return std::unique_ptr<Writer>(std::move(writer));
+  }
+  Result<std::unique_ptr<Repository>> repo = Repository::Create(location, options.branch);
+  if (!repo.ok()) return repo.status();
   auto writer =
       std::make_unique<WriterImpl>(std::move(*repo), std::move(options), branch, "", empty);
   Result<std::string> first = writer->Commit({"create dataset", "", ""});

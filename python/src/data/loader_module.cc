@@ -31,7 +31,17 @@ py::array ToNumpy(const Tensor& t) {
   return py::array(NumpyType(t.dtype), shape, t.storage.get(), keep);
 }
 
-py::tuple StateTuple(const LoaderState& s) { return py::make_tuple(s.seed, s.epoch, s.consumed); }
+// The state as cohort.data.DataLoader.state_dict() hands it out (and takes it back).
+py::dict StateDict(const LoaderState& s) {
+  py::dict d;
+  d["seed"] = s.seed;
+  d["epoch"] = s.epoch;
+  d["consumed"] = s.consumed;
+  d["commit"] = s.commit;
+  d["window_chunks"] = s.window_chunks;
+  d["shuffle"] = s.shuffle;
+  return d;
+}
 
 LoaderOptions MakeOptions(const py::dict& kw) {
   LoaderOptions o;
@@ -61,6 +71,14 @@ LoaderOptions MakeOptions(const py::dict& kw) {
       o.start.epoch = value.cast<uint64_t>();
     else if (k == "consumed")
       o.start.consumed = value.cast<uint64_t>();
+    else if (k == "commit")
+      o.start.commit = value.cast<std::string>();
+    else if (k == "state_window_chunks")
+      o.start.window_chunks = value.cast<uint64_t>();
+    else if (k == "state_shuffle")
+      o.start.shuffle = value.cast<bool>();
+    else if (k == "allow_commit_change")
+      o.allow_commit_change = value.cast<bool>();
     else if (k == "threads")
       o.threads = value.cast<int>();
     else if (k == "prefetch_batches")
@@ -94,7 +112,7 @@ class PyLoader {
   PyLoader(const std::string& location, const py::kwargs& kw)
       : loader_(Check(Loader::Open(location, MakeOptions(kw)))) {}
 
-  // {column: array, "__indices__": ..., "__padded__": n, "__state__": (seed, epoch, consumed)},
+  // {column: array, "__indices__": ..., "__padded__": n, "__state__": StateDict},
   // or None at the end of an epoch.
   py::object Next() {
     Result<std::optional<Batch>> batch = Status::OK();
@@ -109,11 +127,11 @@ class PyLoader {
     out["__indices__"] = py::array_t<uint64_t>(b->indices.size(), b->indices.data());
     out["__padded__"] = b->padded;
     out["__epoch__"] = b->epoch;
-    out["__state__"] = StateTuple(b->state_after);
+    out["__state__"] = StateDict(b->state_after);
     return out;
   }
 
-  py::tuple State() const { return StateTuple(loader_->state()); }
+  py::dict State() const { return StateDict(loader_->state()); }
   uint64_t BatchesLeft() const { return loader_->batches_left(); }
   uint64_t DatasetSize() const { return loader_->dataset_size(); }
 

@@ -1,0 +1,25 @@
+// The image formats the loader decodes, chosen by the file's signature:
+// JPEG (libjpeg-turbo, region decoding) and PNG (libpng, whole images).
+// `ingest imagefolder` accepts exactly the files ImageSize accepts.
+#ifndef COHORT_DATA_IMAGE_DECODE_H_
+#define COHORT_DATA_IMAGE_DECODE_H_
+
+#include <string_view>
+
+#include "cohort/status.h"
+#include "data/jpeg.h"
+
+namespace cohort::data {
+
+// Width and height from the header; anything but a JPEG or PNG fails with
+// "not a JPEG or PNG image: starts with 0x.. 0x.." (or the decoder's reason).
+Result<Box> ImageSize(std::string_view bytes);
+
+// RGB pixels covering at least `region` (default: all); `*origin` says where
+// the result's (0, 0) lies in the full image, as DecodeJpeg does.
+Result<Image> DecodeImage(std::string_view bytes, const Box* region = nullptr,
+                          Box* origin = nullptr);
+
+}  // namespace cohort::data
+
+#endif  // COHORT_DATA_IMAGE_DECODE_H_
