@@ -218,3 +218,29 @@ def test_padding_example_masks_the_padded_rows(tmp_path):
                          text=True, timeout=60, check=True).stdout
     assert "rank 2: batch 0 has 4 of 4 rows padding" in out
     assert "samples counted once each: 8 of 8" in out
+
+
+def test_png_in_every_mode_decodes_as_pil_converts_it(tmp_path):
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    images = {
+        "rgb": PIL.fromarray(rgb),
+        "rgba": PIL.fromarray(np.dstack([rgb, rng.integers(0, 256, (16, 16), dtype=np.uint8)])),
+        "gray": PIL.fromarray(rgb[:, :, 0]),
+        "gray_alpha": PIL.fromarray(rgb[:, :, 0]).convert("LA"),
+        "palette": PIL.fromarray(rgb).quantize(colors=37),
+        "bilevel": PIL.fromarray(rgb[:, :, 0]).convert("1"),
+    }
+    os.makedirs(tmp_path / "tree" / "all")
+    files = []
+    for name, image in sorted(images.items()):
+        path = tmp_path / "tree" / "all" / f"{name}.png"
+        image.save(path, format="PNG")
+        files.append(path)
+    ingest_imagefolder(str(tmp_path / "tree"), str(tmp_path / "ds"))
+    loader = DataLoader(str(tmp_path / "ds"), batch_size=len(files), image_size=16,
+                        random_crop=False, center_fraction=1.0, to_float=False, shuffle=False)
+    batch = next(iter(loader))["image"]
+    for row, path in enumerate(files):
+        theirs = np.asarray(PIL.open(path).convert("RGB")).transpose(2, 0, 1)
+        assert (batch[row] == theirs).all(), path.name
