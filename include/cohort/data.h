@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,7 +48,12 @@ struct Column {
   std::string name;
   ColumnKind kind = ColumnKind::kArray;
   DataType dtype = DataType::kUInt8;  // only meaningful for kArray; fixed for the other kinds
+  // kArray only: the shape every value must have, checked at Append/Update;
+  // nullopt declares the column ragged (each sample its own shape).
+  std::optional<std::vector<uint64_t>> shape = std::nullopt;
 };
+// "[4,3]" for a fixed shape, "ragged" for none: how messages and `data info` show it.
+std::string ShapeName(const std::optional<std::vector<uint64_t>>& shape);
 using Schema = std::vector<Column>;
 
 // One column's value in one sample: the element type, the shape and the

@@ -21,14 +21,15 @@ COHORT_SHUFFLE_WINDOW; rank and world_size from COHORT_RANK and COHORT_SIZE.
 Writing and reading samples one at a time:
 
     from cohort.data import Writer, Dataset
-    w = Writer.create("/data/toy", [("x", "array", "float32"), ("label", "label")])
+    w = Writer.create("/data/toy", [("x", "array", "float32", (2, 3)), ("label", "label")])
     w.append({"x": np.zeros((2, 3), np.float32), "label": 7})
     commit_id = w.commit("first sample")
     ds = Dataset.open("/data/toy")           # HEAD; or a branch, tag, commit id, REF~N
     ds[0]                                     # {"x": array(...), "label": 7}
 
 A sample is a dict column -> value: numpy arrays for array columns (the
-column's dtype exactly; bfloat16 as uint16 bits), bytes for image, str for
+column's dtype exactly, and its shape when the schema fixes one; an array
+column without a shape is ragged; bfloat16 as uint16 bits), bytes for image, str for
 text and json, int for label. Bad input raises ValueError naming the column;
 a commit that lost a race with another writer raises ConflictError (a
 RuntimeError); the writer is then unchanged and can be reopened.
@@ -169,7 +170,8 @@ def ingest_imagefolder(directory, location, threads=0):
 
 
 def _schema_entries(schema):
-    """[(name, kind) | (name, "array", dtype)] or {name: kind | ("array", dtype)} -> string lists."""
+    """[(name, kind) | (name, "array", dtype[, shape])] or {name: kind | ("array", dtype[, shape])}
+    -> string lists. An array column with a shape tuple is fixed to it; without, it is ragged."""
     items = schema.items() if isinstance(schema, dict) else schema
     entries = []
     for item in items:
@@ -183,6 +185,9 @@ def _schema_entries(schema):
                 import numpy  # numpy dtypes and scalar types: their canonical name
                 dtype = numpy.dtype(dtype).name
             entry.append(dtype)
+        if len(item) > 3 and isinstance(item[3], (tuple, list)):  # a fixed shape
+            entry.append("shape:" + ",".join(str(int(d)) for d in item[3]))
+            item = tuple(item[:3]) + tuple(item[4:])
         entry.extend(str(part) for part in item[3:])  # too many parts: the library says so
         entries.append(entry)
     return entries

@@ -34,7 +34,8 @@ void PrintUsage(FILE* out) {
                "  verify                 read every chunk of every commit and check every\n"
                "                         checksum and SHA-256; exit 1 on any problem\n"
                "  ingest numpy FILE.npy  append each row of FILE.npy as one sample and commit\n"
-               "                         (creates the dataset when it does not exist)\n"
+               "                         (creates the dataset when it does not exist, its\n"
+               "                         column fixed to the file's row shape)\n"
                "  cp SRC DST             copy a dataset (all commits, branches and tags) from\n"
                "                         SRC to the empty location DST, refs last\n"
                "  ingest imagefolder DIR [DATASET]\n"
@@ -52,6 +53,7 @@ void PrintUsage(FILE* out) {
                "  -h, --help             print this help\n"
                "ingest options:\n"
                "  --column NAME          column name (default data)\n"
+               "  --ragged               numpy, new dataset: rows may differ in shape\n"
                "  --branch NAME          branch to commit to (default: HEAD's branch, or main)\n"
                "  --chunk-size SIZE      target chunk size, e.g. 4M (default 16M)\n"
                "  --compression C        none, zstd or lz4 (default none)\n"
@@ -80,7 +82,7 @@ struct Args {
   std::vector<std::string> positional;         // the command first
 };
 
-// Options may appear anywhere; every option but -h takes a value.
+// Options may appear anywhere; every option but -h and --ragged takes a value.
 Result<Args> ParseArgs(int argc, char** argv) {
   static const std::map<std::string, std::string> kNames = {{"-d", "--dataset"},
                                                             {"--dataset", "--dataset"},
@@ -97,6 +99,10 @@ Result<Args> ParseArgs(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       args.help = true;
+      continue;
+    }
+    if (arg == "--ragged") {  // the one flag without a value
+      args.options["--ragged"] = "yes";
       continue;
     }
     if (arg.size() < 2 || arg[0] != '-') {
@@ -144,8 +150,12 @@ int Info(const Args& args) {
       static_cast<unsigned long long>(c.num_samples), static_cast<unsigned long long>(c.num_chunks),
       static_cast<unsigned long long>(c.stored_bytes));
   for (const data::Column& col : c.schema) {
-    std::printf("  %-20s %-6s %s\n", col.name.c_str(), data::ColumnKindName(col.kind),
-                col.kind == data::ColumnKind::kArray ? DataTypeName(col.dtype) : "");
+    if (col.kind == data::ColumnKind::kArray) {
+      std::printf("  %-20s %-6s %-7s %s\n", col.name.c_str(), data::ColumnKindName(col.kind),
+                  DataTypeName(col.dtype), data::ShapeName(col.shape).c_str());
+    } else {
+      std::printf("  %-20s %s\n", col.name.c_str(), data::ColumnKindName(col.kind));
+    }
   }
   return 0;
 }
@@ -239,6 +249,7 @@ int IngestImageFolderCommand(const Args& args, const std::string& command_line) 
   int code = 0;
   if (!WriterFlags(args, &options.writer, &code)) return code;
   if (!Option(args, "--column").empty()) return UsageError("imagefolder ingest has no --column");
+  if (!Option(args, "--ragged").empty()) return UsageError("imagefolder ingest has no --ragged");
   if (!Option(args, "--threads").empty()) {
     Result<uint64_t> n = ParseByteSize(Option(args, "--threads"));
     if (!n.ok() || *n == 0 || *n > 1024)
@@ -288,6 +299,7 @@ int IngestCommand(const Args& args, const std::string& command_line) {
   int code = 0;
   if (!WriterFlags(args, &options.writer, &code)) return code;
   if (!Option(args, "--column").empty()) options.column = Option(args, "--column");
+  options.ragged = !Option(args, "--ragged").empty();
   options.message = Option(args, "--message");
   options.author = Option(args, "--author");
   options.command = command_line;

@@ -11,6 +11,9 @@ namespace cohort::data {
 
 struct NumpyIngestOptions {
   std::string column = "data";  // the one array column the rows go into
+  // A new dataset's column takes the file's row shape as its fixed shape
+  // (later ingests must match it) unless declared ragged here.
+  bool ragged = false;
   WriterOptions writer;         // branch, chunk size, compression
   std::string message;          // empty: "ingest FILE"
   std::string author;

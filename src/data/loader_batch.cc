@@ -8,20 +8,6 @@
 
 namespace cohort::data {
 
-namespace {
-
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(shape[i]);
-  }
-  s += ']';
-  return s;
-}
-
-}  // namespace
-
 Status CheckBatchable(const Column& column) {
   if (column.kind == ColumnKind::kText || column.kind == ColumnKind::kJson) {
     return Status::InvalidArgument(
@@ -60,8 +46,8 @@ Status ColumnBatcher::AddArray(uint64_t row, const ValueView& value, DataType dt
   if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, value.shape));
   if (value.shape != row_shape_) {
     return Status::InvalidArgument("column '" + column_.name + "': a sample of shape " +
-                                   ShapeString(value.shape) + " cannot join a batch of shape " +
-                                   ShapeString(row_shape_) +
+                                   ShapeName(value.shape) + " cannot join a batch of shape " +
+                                   ShapeName(row_shape_) +
                                    " (arrays of different shapes are not batched)");
   }
   std::memcpy(tensor_.storage.get() + row * row_bytes_, value.bytes.data(), row_bytes_);
@@ -94,8 +80,8 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
   if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
   if (shape != row_shape_) {
     return Status::InvalidArgument("column '" + column_.name + "': an image of " +
-                                   ShapeString(shape) + " cannot join a batch of " +
-                                   ShapeString(row_shape_) +
+                                   ShapeName(shape) + " cannot join a batch of " +
+                                   ShapeName(row_shape_) +
                                    " (set the loader's image size to crop every image alike)");
   }
   uint8_t* out = tensor_.storage.get() + row * row_bytes_;

@@ -90,6 +90,7 @@ Result<IngestResult> IngestNumpy(const std::string& location, const std::string&
 
   IngestResult result;
   Column column{options.column, ColumnKind::kArray, header->dtype};
+  if (!options.ragged) column.shape = row_shape;  // for a new dataset; an old one keeps its own
   Result<std::unique_ptr<Writer>> writer =
       OpenOrCreate(location, column, options.writer, &result.created);
   if (!writer.ok()) return writer.status();
@@ -102,8 +103,9 @@ Result<IngestResult> IngestNumpy(const std::string& location, const std::string&
         ReadAt(fd, header->data_offset + row * row_bytes, n * row_bytes, &batch, file));
     if (batch.size() != n * row_bytes) return Status::IoError(file + " shrank while being read");
     for (uint64_t k = 0; k < n; ++k) {
-      COHORT_RETURN_IF_ERROR((*writer)->Append(
-          {Value::Array(header->dtype, row_shape, batch.data() + k * row_bytes)}));
+      Status s =
+          (*writer)->Append({Value::Array(header->dtype, row_shape, batch.data() + k * row_bytes)});
+      if (!s.ok()) return s.WithContext(file + ", row " + std::to_string(row + k));
     }
   }
   Result<std::string> commit =

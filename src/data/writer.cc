@@ -186,6 +186,12 @@ Status CheckSchema(const Schema& schema) {
   for (size_t i = 0; i < schema.size(); ++i) {
     if (schema[i].name.empty())
       return Status::InvalidArgument("column " + std::to_string(i) + " has no name");
+    if (schema[i].shape && schema[i].kind != ColumnKind::kArray) {
+      return Status::InvalidArgument("column '" + schema[i].name +
+                                     "': only array columns take a fixed shape");
+    }
+    if (schema[i].shape && schema[i].shape->size() > 32)
+      return Status::InvalidArgument("column '" + schema[i].name + "': more than 32 dimensions");
     for (size_t j = 0; j < i; ++j) {
       if (schema[j].name == schema[i].name) {
         return Status::InvalidArgument("column '" + schema[i].name + "' appears twice");
