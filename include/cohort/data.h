@@ -110,6 +110,7 @@ struct CommitInfo {
   uint64_t num_samples = 0;
   uint64_t num_chunks = 0;
   uint64_t stored_bytes = 0;  // sum of the referenced chunk objects' sizes
+  std::vector<uint64_t> chunk_samples;  // samples in each chunk, in dataset order
   Schema schema;
 };
 
@@ -208,6 +209,62 @@ struct CopyResult {
 // checked against its SHA-256 on the way. Fails when `destination` has refs.
 Result<CopyResult> CopyDataset(const std::string& source, const std::string& destination,
                                const CopyOptions& options = {});
+
+// --- Ingest: files into dataset commits (`cohort data ingest`) ---
+// Nothing reaches the dataset before the commit: a failed ingest leaves a
+// new dataset absent and an existing one as it was.
+
+struct NumpyIngestOptions {
+  std::string column = "data";  // the one array column the rows go into
+  // A new dataset's column takes the file's row shape as its fixed shape
+  // (later ingests must match it) unless declared ragged here.
+  bool ragged = false;
+  WriterOptions writer;  // branch, chunk size, compression
+  std::string message;   // empty: "ingest FILE"
+  std::string author;
+  std::string command;  // recorded in the commit
+};
+
+struct IngestResult {
+  uint64_t samples = 0;
+  std::string commit;
+  bool created = false;  // the dataset did not exist before
+};
+
+// Appends every row of the .npy file `file` to the dataset at `location`
+// (created with one array column when absent; otherwise its schema must be
+// exactly that column) and commits.
+Result<IngestResult> IngestNumpy(const std::string& location, const std::string& file,
+                                 NumpyIngestOptions options);
+
+// `ingest imagefolder`: a class-per-folder tree of images (torchvision's
+// ImageFolder layout, DIR/CLASS/FILE) becomes samples with an image column
+// (the encoded file bytes) and a label column (the class's index among the
+// sorted folder names). Files are read and checked by several threads while
+// the writer appends the previous block, in the same order every time.
+struct ImageFolderIngestOptions {
+  std::string image_column = "image", label_column = "label";
+  int threads = 0;       // readers; 0: one per core
+  WriterOptions writer;  // branch, chunk size, compression
+  std::string message;   // empty: "ingest imagefolder DIR" and the classes
+  std::string author;
+  std::string command;
+  // Called after each block with images appended so far and the total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct ImageFolderIngestResult {
+  IngestResult ingest;
+  std::vector<std::string> classes;  // label i is classes[i]
+  uint64_t skipped = 0;              // files that are not .jpg, .jpeg or .png
+};
+
+// Appends every image under `dir` (sorted by class, then file name) to the
+// dataset at `location` (created with the two columns when absent) and
+// commits. A file that is not a readable JPEG/PNG fails the ingest, naming it.
+Result<ImageFolderIngestResult> IngestImageFolder(const std::string& dir,
+                                                  const std::string& location,
+                                                  ImageFolderIngestOptions options);
 
 }  // namespace cohort::data
 

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/status.h"
@@ -146,6 +147,49 @@ class Loader {
   virtual uint64_t batches_left() const = 0;
   virtual uint64_t dataset_size() const = 0;
 };
+
+// --- The loader's steps one by one, for tools, tests and benchmarks ---
+
+// The global order of one epoch (dataset indices), as the loader deals it:
+// `chunk_samples` is CommitInfo::chunk_samples, the rest as in LoaderOptions.
+std::vector<uint64_t> EpochSampleOrder(const std::vector<uint64_t>& chunk_samples, uint64_t seed,
+                                       uint64_t epoch, uint64_t window_chunks, bool shuffle);
+
+// How well an order mixes, against a uniformly random permutation.
+struct ShuffleQuality {
+  // Mean |a[i+1] - a[i]| over consecutive positions divided by its value for
+  // a uniform random permutation, (n + 1) / 3: ~1 is as good as uniform.
+  double mean_jump_ratio = 0;
+  // Consecutive pairs from the same chunk (uniform: about 1 / chunks).
+  double same_chunk_fraction = 0;
+  // Mean |position - dataset index| / ((n + 1) / 3), the displacement of each sample.
+  double mean_displacement_ratio = 0;
+};
+ShuffleQuality MeasureShuffle(const std::vector<uint64_t>& order,
+                              const std::vector<uint64_t>& chunk_samples);
+
+// 8-bit interleaved pixels, row-major (height x width x channels).
+struct Image {
+  int width = 0, height = 0, channels = 3;
+  std::vector<uint8_t> pixels;
+  uint8_t* row(int y) { return pixels.data() + size_t(y) * width * channels; }
+  const uint8_t* row(int y) const { return pixels.data() + size_t(y) * width * channels; }
+};
+
+struct Box {
+  int x = 0, y = 0, width = 0, height = 0;
+  bool operator==(const Box&) const = default;
+};
+
+// Decodes a JPEG or PNG image (the formats image columns may hold) to RGB.
+// `region` (default: all) limits the work for a JPEG; the result covers at
+// least the region and `*origin` says where its (0, 0) lies in the full image.
+Result<Image> DecodeImage(std::string_view bytes, const Box* region = nullptr,
+                          Box* origin = nullptr);
+
+// PIL's Image.resize(BILINEAR) of the part `box` of `src` (the box's edges
+// act as the image's edges, as after a crop) to out_width x out_height.
+Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height);
 
 }  // namespace cohort::data
 

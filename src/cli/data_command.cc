@@ -12,8 +12,6 @@
 #include "cli/commands.h"
 #include "cohort/data.h"
 #include "common/env_config.h"
-#include "data/image_folder_ingest.h"
-#include "data/ingest.h"
 
 namespace cohort::cli {
 

@@ -154,6 +154,7 @@ CommitInfo CommitInfoOf(const std::string& id, const CommitObject& c) {
   for (const ChunkRef& ref : c.chunks) {
     info.num_samples += ref.num_samples;
     info.stored_bytes += ref.stored_size;
+    info.chunk_samples.push_back(ref.num_samples);
   }
   info.schema = c.schema;
   return info;

@@ -15,10 +15,7 @@ namespace cohort::data {
 // "not a JPEG or PNG image: starts with 0x.. 0x.." (or the decoder's reason).
 Result<Box> ImageSize(std::string_view bytes);
 
-// RGB pixels covering at least `region` (default: all); `*origin` says where
-// the result's (0, 0) lies in the full image, as DecodeJpeg does.
-Result<Image> DecodeImage(std::string_view bytes, const Box* region = nullptr,
-                          Box* origin = nullptr);
+// DecodeImage, the loader's decoder for both, is declared in include/cohort/loader.h.
 
 }  // namespace cohort::data
 

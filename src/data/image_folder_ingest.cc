@@ -1,6 +1,5 @@
-// Image folder ingest: list, read in parallel, append in order, commit.
-#include "data/image_folder_ingest.h"
-
+// Image folder ingest (IngestImageFolder in include/cohort/data.h): list,
+// read in parallel, append in order, commit.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -8,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "cohort/data.h"
 #include "data/image_decode.h"
 #include "data/storage.h"
 

@@ -10,22 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/loader.h"  // Image, Box
 #include "cohort/status.h"
 
 namespace cohort::data {
-
-// 8-bit interleaved pixels, row-major (height x width x channels).
-struct Image {
-  int width = 0, height = 0, channels = 3;
-  std::vector<uint8_t> pixels;
-  uint8_t* row(int y) { return pixels.data() + size_t(y) * width * channels; }
-  const uint8_t* row(int y) const { return pixels.data() + size_t(y) * width * channels; }
-};
-
-struct Box {
-  int x = 0, y = 0, width = 0, height = 0;
-  bool operator==(const Box&) const = default;
-};
 
 // Width and height from the JPEG header; fails on anything that is not a JPEG.
 Result<Box> JpegSize(std::string_view jpeg);

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "data/ingest.h"
+#include "cohort/data.h"
 #include "data/npy.h"
 #include "data/storage.h"
 
@@ -37,7 +37,11 @@ Result<std::unique_ptr<Writer>> OpenOrCreate(const std::string& location, const 
   Result<bool> exists = storage.ok() ? (*storage)->Exists("format") : Result<bool>(false);
   if (!exists.ok()) return exists.status();
   *created = !*exists;
-  if (*created) return Writer::Create(location, {column}, options);
+  if (*created) {  // nothing written before the commit: a failed first ingest leaves nothing
+    WriterOptions deferred = options;
+    deferred.create_at_commit = true;
+    return Writer::Create(location, {column}, deferred);
+  }
   Result<std::unique_ptr<Writer>> writer = Writer::Open(location, options);
   if (!writer.ok()) return writer;
   const Schema& schema = (*writer)->schema();

@@ -19,9 +19,7 @@ Box RandomResizedCropBox(int width, int height, const ImageOptions& options, Shu
 // The central square of side `fraction` * min(width, height).
 Box CenterCropBox(int width, int height, double fraction);
 
-// PIL's Image.resize(BILINEAR) of the part `box` of `src` (the box's edges
-// act as the image's edges, as after a crop) to out_width x out_height.
-Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height);
+// ResizeRegion (PIL's antialiased bilinear resize) is declared in include/cohort/loader.h.
 
 // Writes `image` (3 channels) as planes C x H x W, mirrored left-right with `flip`.
 void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,

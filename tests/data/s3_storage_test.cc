@@ -258,6 +258,19 @@ TEST_F(S3Storage, WrongCredentialsGiveAClearError) {
       << none.status().message();
 }
 
+TEST_F(S3Storage, AMissingBucketIsNamedNotTakenForAMissingDataset) {
+  Result<std::optional<std::string>> got = Open("s3://nobucket/ds", Options())->Get("format");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(),
+            "dataset s3://nobucket/ds: the bucket does not exist (GET " + server_->endpoint() +
+                "/nobucket/ds/format: HTTP 404 (NoSuchBucket: The specified bucket does not "
+                "exist))");
+  auto ds = Dataset::Open("s3://nobucket/ds");
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("the bucket does not exist"), std::string::npos)
+      << ds.status().message();
+}
+
 TEST_F(S3Storage, CopyLocalToS3ToLocalKeepsEveryCommit) {
   std::vector<std::string> ids = testing::WriteSmallDataset(dir_.Sub("src"));
   const std::string remote = "s3://bucket/copies/small";

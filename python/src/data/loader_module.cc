@@ -2,21 +2,17 @@
 // arrays that share the loader's buffers (the array keeps the C++ storage
 // alive through a capsule), so torch.from_numpy wraps them without a copy;
 // no torch header is needed here. Helpers for tests and benchmarks expose
-// the epoch order, JPEG decoding and resampling.
+// the epoch order, image decoding and resampling. Only the public API
+// (include/cohort/data.h, loader.h) is used.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <memory>
 
+#include "cohort/data.h"
 #include "cohort/loader.h"
 #include "convert.h"
-#include "data/commit_object.h"
-#include "data/image_folder_ingest.h"
-#include "data/jpeg.h"
-#include "data/repository.h"
-#include "data/shuffle.h"
-#include "data/transforms.h"
 
 namespace py = pybind11;
 
@@ -140,16 +136,13 @@ class PyLoader {
 };
 
 std::vector<uint64_t> ChunkSizes(const std::string& location, const std::string& ref) {
-  std::unique_ptr<Repository> repo = Check(Repository::Open(location));
-  CommitObject commit = Check(repo->LoadCommit(Check(repo->Resolve(ref))));
-  std::vector<uint64_t> sizes;
-  for (const ChunkRef& c : commit.chunks) sizes.push_back(c.num_samples);
-  return sizes;
+  return Check(Dataset::Open(location, ref))->commit().chunk_samples;
 }
 
 py::array_t<uint64_t> EpochOrderArray(const std::vector<uint64_t>& chunk_sizes, uint64_t seed,
                                       uint64_t epoch, uint64_t window_chunks, bool shuffle) {
-  std::vector<uint64_t> all = EpochOrder(chunk_sizes, {shuffle, seed, window_chunks}, epoch).All();
+  if (window_chunks == 0) throw py::value_error("window_chunks must be at least 1");
+  std::vector<uint64_t> all = EpochSampleOrder(chunk_sizes, seed, epoch, window_chunks, shuffle);
   return py::array_t<uint64_t>(all.size(), all.data());
 }
 
@@ -186,7 +179,7 @@ py::array_t<uint8_t> DecodeJpegArray(const py::bytes& jpeg,
   Box box;
   if (region) box = {(*region)[0], (*region)[1], (*region)[2], (*region)[3]};
   Box origin;
-  Image image = Check(DecodeJpeg(bytes, region ? &box : nullptr, &origin));
+  Image image = Check(DecodeImage(bytes, region ? &box : nullptr, &origin));
   if (!region) return ImageArray(image);
   // Cut the decoded area (widened to whole blocks) down to the region.
   Image cut;
@@ -240,7 +233,8 @@ PYBIND11_MODULE(_data, m) {
         py::arg("window_chunks"), py::arg("shuffle") = true);
   m.def("shuffle_quality", &ShuffleQualityDict, py::arg("order"), py::arg("chunk_sizes"));
   m.def("decode_jpeg", &DecodeJpegArray, py::arg("jpeg"), py::arg("region") = py::none(),
-        "HWC uint8 RGB pixels; region (x, y, width, height) decodes only that part");
+        "HWC uint8 RGB pixels of a JPEG or PNG; region (x, y, width, height) decodes only "
+        "that part");
   m.def(
       "resize_region",
       [](const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& a,
