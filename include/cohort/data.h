@@ -210,6 +210,28 @@ struct CopyResult {
 Result<CopyResult> CopyDataset(const std::string& source, const std::string& destination,
                                const CopyOptions& options = {});
 
+// --- Removing what no ref reaches (`cohort data gc`) ---
+// An interrupted or failed writer can leave chunk and commit objects that no
+// commit reachable from a ref (HEAD, branches, tags) names. Every Writer
+// announces itself with a lease object while it is open; gc removes an
+// unreachable object only when it is older than the oldest open writer's
+// lease and than `min_age_s` (a margin for clocks and for writers that open
+// while gc runs). Leases older than `lease_expiry_s` count as left by dead
+// writers and are removed too.
+struct GcOptions {
+  bool dry_run = false;                // report, remove nothing
+  int64_t min_age_s = 300;             // keep objects younger than this
+  int64_t lease_expiry_s = 24 * 3600;  // older leases are dead writers'
+};
+struct GcReport {
+  uint64_t reachable = 0;    // chunk and commit objects a ref reaches
+  uint64_t kept_recent = 0;  // unreachable, but too recent to remove
+  std::vector<std::string> removed;      // keys removed (or, dry run, that would be)
+  std::vector<std::string> open_leases;  // leases of writers taken to be open
+  std::vector<std::string> dead_leases;  // expired leases, removed (or would be)
+};
+Result<GcReport> CollectGarbage(const std::string& location, const GcOptions& options = {});
+
 // --- Ingest: files into dataset commits (`cohort data ingest`) ---
 // Nothing reaches the dataset before the commit: a failed ingest leaves a
 // new dataset absent and an existing one as it was.

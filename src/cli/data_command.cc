@@ -34,6 +34,9 @@ void PrintUsage(FILE* out) {
                "  ingest numpy FILE.npy  append each row of FILE.npy as one sample and commit\n"
                "                         (creates the dataset when it does not exist, its\n"
                "                         column fixed to the file's row shape)\n"
+               "  gc [--dry-run]         remove chunks and commits no ref reaches (left by an\n"
+               "                         interrupted or failed writer), older than every open\n"
+               "                         writer's lease and than --min-age SECONDS (300)\n"
                "  cp SRC DST             copy a dataset (all commits, branches and tags) from\n"
                "                         SRC to the empty location DST, refs last\n"
                "  ingest imagefolder DIR [DATASET]\n"
@@ -58,6 +61,11 @@ void PrintUsage(FILE* out) {
                "  -m, --message TEXT     commit message\n"
                "  --author NAME          commit author (default $USER)\n"
                "  --threads N            imagefolder: reader threads (default: one per core)\n"
+               "gc options:\n"
+               "  --dry-run              list what would be removed, remove nothing\n"
+               "  --min-age SECONDS      keep unreachable objects younger than this (300)\n"
+               "  --lease-expiry SECONDS writer leases older than this are dead writers' and\n"
+               "                         removed (86400)\n"
                "\n"
                "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n");
 }
@@ -80,7 +88,7 @@ struct Args {
   std::vector<std::string> positional;         // the command first
 };
 
-// Options may appear anywhere; every option but -h and --ragged takes a value.
+// Options may appear anywhere; every option but -h, --ragged and --dry-run takes a value.
 Result<Args> ParseArgs(int argc, char** argv) {
   static const std::map<std::string, std::string> kNames = {{"-d", "--dataset"},
                                                             {"--dataset", "--dataset"},
@@ -91,7 +99,9 @@ Result<Args> ParseArgs(int argc, char** argv) {
                                                             {"-m", "--message"},
                                                             {"--message", "--message"},
                                                             {"--author", "--author"},
-                                                            {"--threads", "--threads"}};
+                                                            {"--threads", "--threads"},
+                                                            {"--min-age", "--min-age"},
+                                                            {"--lease-expiry", "--lease-expiry"}};
   Args args;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -99,8 +109,8 @@ Result<Args> ParseArgs(int argc, char** argv) {
       args.help = true;
       continue;
     }
-    if (arg == "--ragged") {  // the one flag without a value
-      args.options["--ragged"] = "yes";
+    if (arg == "--ragged" || arg == "--dry-run") {  // flags without a value
+      args.options[arg] = "yes";
       continue;
     }
     if (arg.size() < 2 || arg[0] != '-') {
@@ -341,6 +351,44 @@ int CpCommand(const Args& args) {
   return 0;
 }
 
+// --min-age / --lease-expiry: whole seconds.
+bool SecondsFlag(const Args& args, const char* name, int64_t* out, int* exit_code) {
+  const std::string text = Option(args, name);
+  if (text.empty()) return true;
+  if (text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos) {
+    *exit_code = UsageError(std::string(name) + " '" + text + "' is not a number of seconds");
+    return false;
+  }
+  *out = std::stoll(text);
+  return true;
+}
+
+int GcCommand(const Args& args) {
+  if (args.positional.size() != 1) return UsageError("gc takes no arguments");
+  for (const auto& [name, value] : args.options) {
+    if (name != "--dry-run" && name != "--min-age" && name != "--lease-expiry")
+      return UsageError("gc has no " + name);
+  }
+  data::GcOptions options;
+  options.dry_run = !Option(args, "--dry-run").empty();
+  int code = 0;
+  if (!SecondsFlag(args, "--min-age", &options.min_age_s, &code) ||
+      !SecondsFlag(args, "--lease-expiry", &options.lease_expiry_s, &code)) {
+    return code;
+  }
+  Result<data::GcReport> report = data::CollectGarbage(args.dataset, options);
+  if (!report.ok()) return Failure(report.status());
+  const char* verb = options.dry_run ? "would remove" : "removed";
+  for (const std::string& key : report->removed) std::printf("%s %s\n", verb, key.c_str());
+  for (const std::string& key : report->dead_leases)
+    std::printf("%s expired writer lease %s\n", verb, key.c_str());
+  std::printf("%s %zu unreachable objects; kept %llu reachable and %llu recent ones "
+              "(%zu writers open)\n",
+              verb, report->removed.size(), static_cast<unsigned long long>(report->reachable),
+              static_cast<unsigned long long>(report->kept_recent), report->open_leases.size());
+  return 0;
+}
+
 }  // namespace
 
 int DataCommand(int argc, char** argv) {
@@ -365,6 +413,7 @@ int DataCommand(int argc, char** argv) {
   if (command == "checkout") return CheckoutCommand(*args);
   if (command == "verify") return VerifyCommand(*args);
   if (command == "cp") return CpCommand(*args);
+  if (command == "gc") return GcCommand(*args);
   if (command == "ingest") {
     std::string line = "cohort data";
     for (int i = 0; i < argc; ++i) line += std::string(" ") + argv[i];

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <optional>
 
+#include "data/lease.h"
 #include "data/repository.h"
 
 namespace cohort::data {
@@ -81,6 +82,14 @@ class WriterImpl : public Writer {
   // only now, so a writer dropped before committing leaves nothing behind.
   void DeferCreate(std::string location) { deferred_location_ = std::move(location); }
 
+  // Announces this writer to `cohort data gc` until it is destroyed (lease.h).
+  Status TakeLease() {
+    Result<std::unique_ptr<WriterLease>> lease = WriterLease::Take(&repo_->storage());
+    if (!lease.ok()) return lease.status();
+    lease_ = std::move(*lease);
+    return Status::OK();
+  }
+
   Result<std::string> Commit(const CommitRequest& request) override {
     if (!repo_) COHORT_RETURN_IF_ERROR(CreateNow());
     CommitObject commit;
@@ -122,6 +131,7 @@ class WriterImpl : public Writer {
         Repository::Create(deferred_location_, branch_);
     if (!repo.ok()) return repo.status();
     repo_ = std::move(*repo);
+    COHORT_RETURN_IF_ERROR(TakeLease());
     std::vector<Slot> appended = std::move(slots_);
     slots_.clear();
     Result<std::string> first = Commit({"create dataset", "", ""});
@@ -179,6 +189,7 @@ class WriterImpl : public Writer {
   uint64_t next_id_ = 0;
   uint64_t size_ = 0;
   std::vector<Slot> slots_;
+  std::unique_ptr<WriterLease> lease_;  // after repo_: released before the storage closes
 };
 
 Status CheckSchema(const Schema& schema) {
@@ -232,6 +243,7 @@ Result<std::unique_ptr<Writer>> Writer::Create(const std::string& location, cons
   if (!repo.ok()) return repo.status();
   auto writer =
       std::make_unique<WriterImpl>(std::move(*repo), std::move(options), branch, "", empty);
+  COHORT_RETURN_IF_ERROR(writer->TakeLease());
   Result<std::string> first = writer->Commit({"create dataset", "", ""});
   if (!first.ok()) return first.status();
   return std::unique_ptr<Writer>(std::move(writer));
@@ -259,8 +271,10 @@ Result<std::unique_ptr<Writer>> Writer::Open(const std::string& location, Writer
   Result<CommitObject> head = (*repo)->LoadCommit(**base);
   if (!head.ok()) return head.status();
   std::string branch = options.branch;
-  return std::unique_ptr<Writer>(
-      new WriterImpl(std::move(*repo), std::move(options), branch, **base, *head));
+  auto writer =
+      std::make_unique<WriterImpl>(std::move(*repo), std::move(options), branch, **base, *head);
+  COHORT_RETURN_IF_ERROR(writer->TakeLease());
+  return std::unique_ptr<Writer>(std::move(writer));
 }
 
 }  // namespace cohort::data
