@@ -66,6 +66,11 @@ struct ImageOptions {
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
   double flip_probability = 0.5;  // only with random_crop
   double center_fraction = 0.875;
+  // Decode a JPEG at 1/2, 1/4 or 1/8 of its size, in the DCT domain, when
+  // the crop still has `size` pixels per side there (PIL's draft mode; FFCV
+  // and DALI do the same): much less to decode and resize, but the pixels
+  // are not those of a full-size decode and resize. false: exact.
+  bool dct_scaling = true;
   // Output: float32 CHW normalised as (x/255 - mean) / std, or uint8 CHW.
   bool to_float = true;
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};

@@ -1,6 +1,7 @@
 // Dispatch on the signature: FF D8 is JPEG, 89 'PNG' is PNG, the rest is refused.
 #include "data/image_decode.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -27,6 +28,21 @@ Status Unknown(std::string_view bytes) {
 }
 
 }  // namespace
+
+int ReducedScale(std::string_view bytes, const Box& crop, int out_size) {
+  if (!IsJpeg(bytes) || out_size <= 0) return 1;
+  int scale = 8;
+  while (scale > 1 && (crop.width / scale < out_size || crop.height / scale < out_size)) scale /= 2;
+  return scale;
+}
+
+Box ScaleBox(const Box& box, int scale, int width, int height) {
+  const int scaled_width = (width + scale - 1) / scale, scaled_height = (height + scale - 1) / scale;
+  const int x0 = box.x / scale, y0 = box.y / scale;
+  const int x1 = std::min(scaled_width, (box.x + box.width + scale - 1) / scale);
+  const int y1 = std::min(scaled_height, (box.y + box.height + scale - 1) / scale);
+  return {x0, y0, std::max(1, x1 - x0), std::max(1, y1 - y0)};
+}
 
 Result<Box> ImageSize(std::string_view bytes) {
   if (IsPng(bytes)) return PngSize(bytes);

@@ -17,6 +17,13 @@ Result<Box> ImageSize(std::string_view bytes);
 
 // DecodeImage, the loader's decoder for both, is declared in include/cohort/loader.h.
 
+// The largest DCT scale denominator (8, 4, 2, else 1) at which a JPEG's
+// `crop` still has at least out_size pixels per side; 1 for other formats.
+int ReducedScale(std::string_view bytes, const Box& crop, int out_size);
+// `box` of a width x height image in the pixels of that image decoded at
+// 1/scale (ceil(width / scale) wide): edges rounded outwards, kept inside.
+Box ScaleBox(const Box& box, int scale, int width, int height);
+
 }  // namespace cohort::data
 
 #endif  // COHORT_DATA_IMAGE_DECODE_H_

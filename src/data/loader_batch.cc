@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "data/image_decode.h"
+#include "data/jpeg.h"
 #include "data/transforms.h"
 
 namespace cohort::data {
@@ -65,10 +66,14 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
                          ? RandomResizedCropBox(size->width, size->height, image_, &rng)
                          : CenterCropBox(size->width, size->height, image_.center_fraction);
     flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
+    // Decode at 1/2, 1/4 or 1/8 scale when the crop still covers the output there.
+    const int scale = image_.dct_scaling ? ReducedScale(value.bytes, crop, image_.size) : 1;
+    const Box region = scale == 1 ? crop : ScaleBox(crop, scale, size->width, size->height);
     Box origin;
-    Result<Image> decoded = DecodeImage(value.bytes, &crop, &origin);
+    Result<Image> decoded = scale == 1 ? DecodeImage(value.bytes, &region, &origin)
+                                       : DecodeJpeg(value.bytes, &region, &origin, scale);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
-    const Box in_decoded{crop.x - origin.x, crop.y - origin.y, crop.width, crop.height};
+    const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
     image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
   } else {
     Result<Image> decoded = DecodeImage(value.bytes);

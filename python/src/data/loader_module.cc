@@ -91,6 +91,8 @@ LoaderOptions MakeOptions(const py::dict& kw) {
       o.image.flip_probability = value.cast<double>();
     else if (k == "center_fraction")
       o.image.center_fraction = value.cast<double>();
+    else if (k == "dct_scaling")
+      o.image.dct_scaling = value.cast<bool>();
     else if (k == "to_float")
       o.image.to_float = value.cast<bool>();
     else if (k == "mean")
