@@ -13,6 +13,7 @@ PACKAGES=(
   libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
   libcurl4-openssl-dev                           # datasets over HTTP(S) and S3
   libturbojpeg0-dev libjpeg62-turbo-dev          # data loader: JPEG decoding (libjpeg-turbo)
+  libpng-dev                                     # data loader: PNG decoding (ingest imagefolder takes .png)
   openmpi-bin libopenmpi-dev                     # peer benchmark: Open MPI
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
   python3-botocore                               # storage tests: an independent SigV4 signer

@@ -99,10 +99,11 @@ def ingest_rate(cli, images, dataset, threads, count):
     return count / (time.time() - start)
 
 
-def cohort_rate(dataset, threads, batch, measure):
+def cohort_rate(dataset, threads, batch, measure, dct_scaling=True):
     from cohort.data import DataLoader
     loader = DataLoader(dataset, batch_size=batch, image_size=224, threads=threads,
-                        prefetch_batches=2 * threads, seed=int(time.time()))
+                        prefetch_batches=2 * threads, seed=int(time.time()),
+                        dct_scaling=dct_scaling)
     it = iter(loader)
     next(it)  # start-up (first chunk fetch) is not throughput
     start, seen = time.time(), 0
@@ -231,6 +232,8 @@ def main():
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     p.add_argument("--cache", default="/tmp/cohort-loader-bench")
     p.add_argument("--only", default="ingest,jpeg,raw,shuffle")
+    p.add_argument("--exact-too", action="store_true",
+                   help="also time cohort's exact JPEG path (dct_scaling=False)")
     args = p.parse_args()
     os.environ["COHORT_BUILD_DIR"] = args.build_dir
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -248,10 +251,16 @@ def main():
     if "jpeg" in only:
         warm(dataset)
         for w in (1, 2):
-            c, t = interleaved(args.runs, {
+            series = {
                 f"cohort {w} threads images/s": lambda: cohort_rate(dataset, w, args.batch, args.measure),
-                f"torch {w} workers images/s": lambda: torch_rate(images, w, args.batch, args.measure)})
+                f"torch {w} workers images/s": lambda: torch_rate(images, w, args.batch, args.measure)}
+            if args.exact_too:
+                series[f"cohort exact {w} threads images/s"] = lambda: cohort_rate(
+                    dataset, w, args.batch, args.measure, dct_scaling=False)
+            c, t, *exact = interleaved(args.runs, series)
             results.append(f"| JPEG 224 train transforms, {w} worker(s) | {c:,.0f} images/s | {t:,.0f} images/s | {c / t:.2f}x |")
+            if exact:
+                results.append(f"| the same without DCT scaling (exact pixels), {w} worker(s) | {exact[0]:,.0f} images/s | {t:,.0f} images/s | {exact[0] / t:.2f}x |")
     if "raw" in only:
         raw, flat = make_raw(args.cache, args.raw_samples)
         warm(raw)

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,7 +48,12 @@ struct Column {
   std::string name;
   ColumnKind kind = ColumnKind::kArray;
   DataType dtype = DataType::kUInt8;  // only meaningful for kArray; fixed for the other kinds
+  // kArray only: the shape every value must have, checked at Append/Update;
+  // nullopt declares the column ragged (each sample its own shape).
+  std::optional<std::vector<uint64_t>> shape = std::nullopt;
 };
+// "[4,3]" for a fixed shape, "ragged" for none: how messages and `data info` show it.
+std::string ShapeName(const std::optional<std::vector<uint64_t>>& shape);
 using Schema = std::vector<Column>;
 
 // One column's value in one sample: the element type, the shape and the
@@ -78,6 +84,10 @@ struct WriterOptions {
   uint64_t chunk_bytes = 16ull << 20;  // target uncompressed chunk size
   Compression compression = Compression::kNone;
   int compression_level = 0;  // 0: the codec's default
+  // Writer::Create only: write nothing to the location until the first
+  // Commit(), which then writes the empty creation commit and the new one.
+  // A writer dropped before committing (a failed ingest) leaves no dataset.
+  bool create_at_commit = false;
   // Called at each step of Commit() with the step's name ("chunk-written",
   // "commit-written", "ref-locked", "ref-replaced"). Tests use it to kill a
   // writer at a chosen point; it may also drive a progress display.
@@ -100,6 +110,7 @@ struct CommitInfo {
   uint64_t num_samples = 0;
   uint64_t num_chunks = 0;
   uint64_t stored_bytes = 0;  // sum of the referenced chunk objects' sizes
+  std::vector<uint64_t> chunk_samples;  // samples in each chunk, in dataset order
   Schema schema;
 };
 
@@ -198,6 +209,84 @@ struct CopyResult {
 // checked against its SHA-256 on the way. Fails when `destination` has refs.
 Result<CopyResult> CopyDataset(const std::string& source, const std::string& destination,
                                const CopyOptions& options = {});
+
+// --- Removing what no ref reaches (`cohort data gc`) ---
+// An interrupted or failed writer can leave chunk and commit objects that no
+// commit reachable from a ref (HEAD, branches, tags) names. Every Writer
+// announces itself with a lease object while it is open; gc removes an
+// unreachable object only when it is older than the oldest open writer's
+// lease and than `min_age_s` (a margin for clocks and for writers that open
+// while gc runs). Leases older than `lease_expiry_s` count as left by dead
+// writers and are removed too.
+struct GcOptions {
+  bool dry_run = false;                // report, remove nothing
+  int64_t min_age_s = 300;             // keep objects younger than this
+  int64_t lease_expiry_s = 24 * 3600;  // older leases are dead writers'
+};
+struct GcReport {
+  uint64_t reachable = 0;    // chunk and commit objects a ref reaches
+  uint64_t kept_recent = 0;  // unreachable, but too recent to remove
+  std::vector<std::string> removed;      // keys removed (or, dry run, that would be)
+  std::vector<std::string> open_leases;  // leases of writers taken to be open
+  std::vector<std::string> dead_leases;  // expired leases, removed (or would be)
+};
+Result<GcReport> CollectGarbage(const std::string& location, const GcOptions& options = {});
+
+// --- Ingest: files into dataset commits (`cohort data ingest`) ---
+// Nothing reaches the dataset before the commit: a failed ingest leaves a
+// new dataset absent and an existing one as it was.
+
+struct NumpyIngestOptions {
+  std::string column = "data";  // the one array column the rows go into
+  // A new dataset's column takes the file's row shape as its fixed shape
+  // (later ingests must match it) unless declared ragged here.
+  bool ragged = false;
+  WriterOptions writer;  // branch, chunk size, compression
+  std::string message;   // empty: "ingest FILE"
+  std::string author;
+  std::string command;  // recorded in the commit
+};
+
+struct IngestResult {
+  uint64_t samples = 0;
+  std::string commit;
+  bool created = false;  // the dataset did not exist before
+};
+
+// Appends every row of the .npy file `file` to the dataset at `location`
+// (created with one array column when absent; otherwise its schema must be
+// exactly that column) and commits.
+Result<IngestResult> IngestNumpy(const std::string& location, const std::string& file,
+                                 NumpyIngestOptions options);
+
+// `ingest imagefolder`: a class-per-folder tree of images (torchvision's
+// ImageFolder layout, DIR/CLASS/FILE) becomes samples with an image column
+// (the encoded file bytes) and a label column (the class's index among the
+// sorted folder names). Files are read and checked by several threads while
+// the writer appends the previous block, in the same order every time.
+struct ImageFolderIngestOptions {
+  std::string image_column = "image", label_column = "label";
+  int threads = 0;       // readers; 0: one per core
+  WriterOptions writer;  // branch, chunk size, compression
+  std::string message;   // empty: "ingest imagefolder DIR" and the classes
+  std::string author;
+  std::string command;
+  // Called after each block with images appended so far and the total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct ImageFolderIngestResult {
+  IngestResult ingest;
+  std::vector<std::string> classes;  // label i is classes[i]
+  uint64_t skipped = 0;              // files that are not .jpg, .jpeg or .png
+};
+
+// Appends every image under `dir` (sorted by class, then file name) to the
+// dataset at `location` (created with the two columns when absent) and
+// commits. A file that is not a readable JPEG/PNG fails the ingest, naming it.
+Result<ImageFolderIngestResult> IngestImageFolder(const std::string& dir,
+                                                  const std::string& location,
+                                                  ImageFolderIngestOptions options);
 
 }  // namespace cohort::data
 

@@ -8,7 +8,8 @@
             images, labels = batch["image"], batch["label"]   # torch tensors, no copy
             ...
             checkpoint["loader"] = loader.state_dict()
-    loader = DataLoader(..., state=checkpoint["loader"])    # resumes exactly, any rank count
+    loader = DataLoader(..., state=checkpoint["loader"])    # resumes exactly, any rank count,
+                                                            # on the commit the state names
 
 Batches are dicts of numpy arrays (or, with torch=True, torch tensors made by
 torch.from_numpy: they share the loader's buffers). The work (chunk reads,
@@ -20,20 +21,23 @@ COHORT_SHUFFLE_WINDOW; rank and world_size from COHORT_RANK and COHORT_SIZE.
 Writing and reading samples one at a time:
 
     from cohort.data import Writer, Dataset
-    w = Writer.create("/data/toy", [("x", "array", "float32"), ("label", "label")])
+    w = Writer.create("/data/toy", [("x", "array", "float32", (2, 3)), ("label", "label")])
     w.append({"x": np.zeros((2, 3), np.float32), "label": 7})
     commit_id = w.commit("first sample")
     ds = Dataset.open("/data/toy")           # HEAD; or a branch, tag, commit id, REF~N
     ds[0]                                     # {"x": array(...), "label": 7}
 
 A sample is a dict column -> value: numpy arrays for array columns (the
-column's dtype exactly; bfloat16 as uint16 bits), bytes for image, str for
+column's dtype exactly, and its shape when the schema fixes one; an array
+column without a shape is ragged; bfloat16 as uint16 bits), bytes for image, str for
 text and json, int for label. Bad input raises ValueError naming the column;
 a commit that lost a race with another writer raises ConflictError (a
 RuntimeError); the writer is then unchanged and can be reopened.
 """
+import numbers
 import os
 import sys
+from collections.abc import Mapping
 
 from . import _data
 
@@ -47,6 +51,58 @@ checkout = _data.checkout  # checkout(location, ref): HEAD follows a branch, or 
 create_branch = _data.create_branch
 create_tag = _data.create_tag
 resolve = _data.resolve    # resolve(location, ref="HEAD") -> commit id
+
+
+# What state_dict() holds: the position in the stream and what fixes the epoch's order.
+_STATE_FIELDS = {"seed": "a non-negative int", "epoch": "a non-negative int",
+                 "consumed": "a non-negative int", "commit": "a commit id (64 hex digits)",
+                 "window_chunks": "a positive int", "shuffle": "a bool"}
+
+
+def _state_field_ok(name, value):
+    if name == "shuffle":
+        return isinstance(value, bool)
+    if name == "commit":
+        return (isinstance(value, str) and len(value) == 64
+                and all(c in "0123456789abcdef" for c in value))
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    return (1 if name == "window_chunks" else 0) <= value < 2**64
+
+
+def _check_state(state):
+    """Raises ValueError naming the field of a state that state_dict() cannot have made."""
+    if not isinstance(state, Mapping):
+        raise ValueError(f"state must be a dict from DataLoader.state_dict(), got "
+                         f"{type(state).__name__}")
+    for name in state:
+        if name not in _STATE_FIELDS:
+            raise ValueError(f"state has an unknown field {name!r} (a state has: "
+                             f"{', '.join(_STATE_FIELDS)})")
+    for name, want in _STATE_FIELDS.items():
+        if name not in state:
+            raise ValueError(f"state is missing the field {name!r} ({want}); pass the dict "
+                             f"DataLoader.state_dict() returned")
+        if not _state_field_ok(name, state[name]):
+            raise ValueError(f"state field {name!r} must be {want}, got {state[name]!r}")
+
+
+def _resume_options(state, seed, options):
+    """The loader options that resume `state`; refuses arguments that contradict it."""
+    _check_state(state)
+    if seed is not None:
+        raise ValueError(f"seed={seed} contradicts state= (whose seed is {state['seed']}): a "
+                         f"resumed loader takes its seed from the state; drop seed=")
+    for name in ("epoch", "consumed", "commit"):
+        if name in options:
+            raise ValueError(f"{name}= contradicts state=: a resumed loader takes it from the "
+                             f"state; drop {name}=")
+    options.setdefault("window_chunks", state["window_chunks"])
+    options.setdefault("shuffle", state["shuffle"])
+    options.update(seed=int(state["seed"]), epoch=int(state["epoch"]),
+                   consumed=int(state["consumed"]), commit=state["commit"],
+                   state_window_chunks=int(state["window_chunks"]),
+                   state_shuffle=state["shuffle"])
 
 
 def _env_int(name, default):
@@ -66,17 +122,18 @@ def _record_in_tracking(location, ref):
 class DataLoader:
     """Iterator over this rank's batches of a dataset commit."""
 
-    def __init__(self, location, batch_size, *, rank=None, world_size=None, seed=0,
-                 state=None, torch=False, **options):
+    def __init__(self, location, batch_size, *, rank=None, world_size=None, seed=None,
+                 state=None, allow_commit_change=False, torch=False, **options):
         self.location = location
         self._torch = None
         if torch:
             import torch as torch_module  # only when asked: the numpy path needs no torch
             self._torch = torch_module
         if state is not None:
-            options.update(seed=state["seed"], epoch=state["epoch"], consumed=state["consumed"])
+            _resume_options(state, seed, options)
         else:
-            options.setdefault("seed", seed)
+            options["seed"] = 0 if seed is None else seed
+        options["allow_commit_change"] = allow_commit_change
         options["rank"] = _env_int("COHORT_RANK", 0) if rank is None else rank
         options["world_size"] = _env_int("COHORT_SIZE", 1) if world_size is None else world_size
         self._loader = _data.Loader(location, batch_size=batch_size, **options)
@@ -109,9 +166,13 @@ class DataLoader:
         return self._loader.dataset_size
 
     def state_dict(self):
-        """Where the stream stands after the last batch: pass as `state=` to resume."""
-        seed, epoch, consumed = self._loader.state()
-        return {"seed": seed, "epoch": epoch, "consumed": consumed}
+        """Where the stream stands after the last batch: pass as `state=` to resume.
+
+        {seed, epoch, consumed, commit, window_chunks, shuffle}: the resumed
+        loader reads the same commit (a later commit would change the epoch's
+        order) unless allow_commit_change=True, which accepts that the rest of
+        this epoch may repeat or skip samples."""
+        return self._loader.state()
 
 
 def ingest_imagefolder(directory, location, threads=0):
@@ -120,7 +181,8 @@ def ingest_imagefolder(directory, location, threads=0):
 
 
 def _schema_entries(schema):
-    """[(name, kind) | (name, "array", dtype)] or {name: kind | ("array", dtype)} -> string lists."""
+    """[(name, kind) | (name, "array", dtype[, shape])] or {name: kind | ("array", dtype[, shape])}
+    -> string lists. An array column with a shape tuple is fixed to it; without, it is ragged."""
     items = schema.items() if isinstance(schema, dict) else schema
     entries = []
     for item in items:
@@ -134,6 +196,9 @@ def _schema_entries(schema):
                 import numpy  # numpy dtypes and scalar types: their canonical name
                 dtype = numpy.dtype(dtype).name
             entry.append(dtype)
+        if len(item) > 3 and isinstance(item[3], (tuple, list)):  # a fixed shape
+            entry.append("shape:" + ",".join(str(int(d)) for d in item[3]))
+            item = tuple(item[:3]) + tuple(item[4:])
         entry.extend(str(part) for part in item[3:])  # too many parts: the library says so
         entries.append(entry)
     return entries

@@ -12,8 +12,6 @@
 #include "cli/commands.h"
 #include "cohort/data.h"
 #include "common/env_config.h"
-#include "data/image_folder_ingest.h"
-#include "data/ingest.h"
 
 namespace cohort::cli {
 
@@ -34,7 +32,11 @@ void PrintUsage(FILE* out) {
                "  verify                 read every chunk of every commit and check every\n"
                "                         checksum and SHA-256; exit 1 on any problem\n"
                "  ingest numpy FILE.npy  append each row of FILE.npy as one sample and commit\n"
-               "                         (creates the dataset when it does not exist)\n"
+               "                         (creates the dataset when it does not exist, its\n"
+               "                         column fixed to the file's row shape)\n"
+               "  gc [--dry-run]         remove chunks and commits no ref reaches (left by an\n"
+               "                         interrupted or failed writer), older than every open\n"
+               "                         writer's lease and than --min-age SECONDS (300)\n"
                "  cp SRC DST             copy a dataset (all commits, branches and tags) from\n"
                "                         SRC to the empty location DST, refs last\n"
                "  ingest imagefolder DIR [DATASET]\n"
@@ -52,12 +54,18 @@ void PrintUsage(FILE* out) {
                "  -h, --help             print this help\n"
                "ingest options:\n"
                "  --column NAME          column name (default data)\n"
+               "  --ragged               numpy, new dataset: rows may differ in shape\n"
                "  --branch NAME          branch to commit to (default: HEAD's branch, or main)\n"
                "  --chunk-size SIZE      target chunk size, e.g. 4M (default 16M)\n"
                "  --compression C        none, zstd or lz4 (default none)\n"
                "  -m, --message TEXT     commit message\n"
                "  --author NAME          commit author (default $USER)\n"
                "  --threads N            imagefolder: reader threads (default: one per core)\n"
+               "gc options:\n"
+               "  --dry-run              list what would be removed, remove nothing\n"
+               "  --min-age SECONDS      keep unreachable objects younger than this (300)\n"
+               "  --lease-expiry SECONDS writer leases older than this are dead writers' and\n"
+               "                         removed (86400)\n"
                "\n"
                "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n");
 }
@@ -80,7 +88,7 @@ struct Args {
   std::vector<std::string> positional;         // the command first
 };
 
-// Options may appear anywhere; every option but -h takes a value.
+// Options may appear anywhere; every option but -h, --ragged and --dry-run takes a value.
 Result<Args> ParseArgs(int argc, char** argv) {
   static const std::map<std::string, std::string> kNames = {{"-d", "--dataset"},
                                                             {"--dataset", "--dataset"},
@@ -91,12 +99,18 @@ Result<Args> ParseArgs(int argc, char** argv) {
                                                             {"-m", "--message"},
                                                             {"--message", "--message"},
                                                             {"--author", "--author"},
-                                                            {"--threads", "--threads"}};
+                                                            {"--threads", "--threads"},
+                                                            {"--min-age", "--min-age"},
+                                                            {"--lease-expiry", "--lease-expiry"}};
   Args args;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       args.help = true;
+      continue;
+    }
+    if (arg == "--ragged" || arg == "--dry-run") {  // flags without a value
+      args.options[arg] = "yes";
       continue;
     }
     if (arg.size() < 2 || arg[0] != '-') {
@@ -144,8 +158,12 @@ int Info(const Args& args) {
       static_cast<unsigned long long>(c.num_samples), static_cast<unsigned long long>(c.num_chunks),
       static_cast<unsigned long long>(c.stored_bytes));
   for (const data::Column& col : c.schema) {
-    std::printf("  %-20s %-6s %s\n", col.name.c_str(), data::ColumnKindName(col.kind),
-                col.kind == data::ColumnKind::kArray ? DataTypeName(col.dtype) : "");
+    if (col.kind == data::ColumnKind::kArray) {
+      std::printf("  %-20s %-6s %-7s %s\n", col.name.c_str(), data::ColumnKindName(col.kind),
+                  DataTypeName(col.dtype), data::ShapeName(col.shape).c_str());
+    } else {
+      std::printf("  %-20s %s\n", col.name.c_str(), data::ColumnKindName(col.kind));
+    }
   }
   return 0;
 }
@@ -239,6 +257,7 @@ int IngestImageFolderCommand(const Args& args, const std::string& command_line) 
   int code = 0;
   if (!WriterFlags(args, &options.writer, &code)) return code;
   if (!Option(args, "--column").empty()) return UsageError("imagefolder ingest has no --column");
+  if (!Option(args, "--ragged").empty()) return UsageError("imagefolder ingest has no --ragged");
   if (!Option(args, "--threads").empty()) {
     Result<uint64_t> n = ParseByteSize(Option(args, "--threads"));
     if (!n.ok() || *n == 0 || *n > 1024)
@@ -288,6 +307,7 @@ int IngestCommand(const Args& args, const std::string& command_line) {
   int code = 0;
   if (!WriterFlags(args, &options.writer, &code)) return code;
   if (!Option(args, "--column").empty()) options.column = Option(args, "--column");
+  options.ragged = !Option(args, "--ragged").empty();
   options.message = Option(args, "--message");
   options.author = Option(args, "--author");
   options.command = command_line;
@@ -331,6 +351,44 @@ int CpCommand(const Args& args) {
   return 0;
 }
 
+// --min-age / --lease-expiry: whole seconds.
+bool SecondsFlag(const Args& args, const char* name, int64_t* out, int* exit_code) {
+  const std::string text = Option(args, name);
+  if (text.empty()) return true;
+  if (text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos) {
+    *exit_code = UsageError(std::string(name) + " '" + text + "' is not a number of seconds");
+    return false;
+  }
+  *out = std::stoll(text);
+  return true;
+}
+
+int GcCommand(const Args& args) {
+  if (args.positional.size() != 1) return UsageError("gc takes no arguments");
+  for (const auto& [name, value] : args.options) {
+    if (name != "--dry-run" && name != "--min-age" && name != "--lease-expiry")
+      return UsageError("gc has no " + name);
+  }
+  data::GcOptions options;
+  options.dry_run = !Option(args, "--dry-run").empty();
+  int code = 0;
+  if (!SecondsFlag(args, "--min-age", &options.min_age_s, &code) ||
+      !SecondsFlag(args, "--lease-expiry", &options.lease_expiry_s, &code)) {
+    return code;
+  }
+  Result<data::GcReport> report = data::CollectGarbage(args.dataset, options);
+  if (!report.ok()) return Failure(report.status());
+  const char* verb = options.dry_run ? "would remove" : "removed";
+  for (const std::string& key : report->removed) std::printf("%s %s\n", verb, key.c_str());
+  for (const std::string& key : report->dead_leases)
+    std::printf("%s expired writer lease %s\n", verb, key.c_str());
+  std::printf("%s %zu unreachable objects; kept %llu reachable and %llu recent ones "
+              "(%zu writers open)\n",
+              verb, report->removed.size(), static_cast<unsigned long long>(report->reachable),
+              static_cast<unsigned long long>(report->kept_recent), report->open_leases.size());
+  return 0;
+}
+
 }  // namespace
 
 int DataCommand(int argc, char** argv) {
@@ -355,6 +413,7 @@ int DataCommand(int argc, char** argv) {
   if (command == "checkout") return CheckoutCommand(*args);
   if (command == "verify") return VerifyCommand(*args);
   if (command == "cp") return CpCommand(*args);
+  if (command == "gc") return GcCommand(*args);
   if (command == "ingest") {
     std::string line = "cohort data";
     for (int i = 0; i < argc; ++i) line += std::string(" ") + argv[i];

@@ -39,6 +39,12 @@ Status CheckValue(const Column& column, const Value& v) {
     return Status::InvalidArgument(where + "bytes value must have shape [nbytes]");
   }
   if (v.shape.size() > kMaxDims) return Status::InvalidArgument(where + "more than 32 dimensions");
+  if (column.shape && v.shape != *column.shape) {
+    return Status::InvalidArgument(where + "a value of shape " + ShapeName(v.shape) +
+                                   " does not fit the column's fixed shape " +
+                                   ShapeName(column.shape) +
+                                   " (a column declared ragged takes any shape)");
+  }
   Result<uint64_t> n = ElementCount(v.shape);
   if (!n.ok()) return n.status().WithContext(where);
   if (*n > UINT64_MAX / DataTypeSize(v.dtype) || *n * DataTypeSize(v.dtype) != v.bytes.size()) {

@@ -11,6 +11,22 @@ namespace cohort::data {
 namespace {
 
 constexpr char kCommitMagic[4] = {'C', 'M', 'T', '1'};
+constexpr uint32_t kFlagColumnShapes = 1;  // a shape declaration per column follows the columns
+
+Status GetShapes(ByteReader* r, Schema* schema) {
+  for (Column& col : *schema) {
+    uint8_t fixed = 0, ndim = 0;
+    COHORT_RETURN_IF_ERROR(r->U8(&fixed));
+    if (fixed > 1) return Status::IoError("commit object has a bad column shape flag");
+    if (fixed == 0) continue;
+    COHORT_RETURN_IF_ERROR(r->U8(&ndim));
+    if (ndim > 32 || col.kind != ColumnKind::kArray)
+      return Status::IoError("commit object has a bad shape for column '" + col.name + "'");
+    col.shape.emplace(ndim);
+    for (uint64_t& d : *col.shape) COHORT_RETURN_IF_ERROR(r->U64(&d));
+  }
+  return Status::OK();
+}
 
 void PutId(ByteWriter* w, const std::string& hex) {
   for (size_t i = 0; i < 32; ++i) {
@@ -39,7 +55,10 @@ Status GetId(ByteReader* r, std::string* hex) {
 std::string EncodeCommit(const CommitObject& c) {
   ByteWriter w;
   w.Raw(std::string_view(kCommitMagic, 4));
-  w.U32(0);
+  bool shapes = false;
+  for (const Column& col : c.schema) shapes = shapes || col.shape.has_value();
+  // Without fixed shapes the object is byte for byte what format 1 always wrote.
+  w.U32(shapes ? kFlagColumnShapes : 0);
   PutId(&w, c.parent);
   w.U64(static_cast<uint64_t>(c.time));
   w.Str(c.message);
@@ -51,6 +70,14 @@ std::string EncodeCommit(const CommitObject& c) {
     w.Str(col.name);
     w.U8(static_cast<uint8_t>(col.kind));
     w.U8(static_cast<uint8_t>(col.dtype));
+  }
+  if (shapes) {
+    for (const Column& col : c.schema) {
+      w.U8(col.shape ? 1 : 0);
+      if (!col.shape) continue;
+      w.U8(static_cast<uint8_t>(col.shape->size()));
+      for (uint64_t d : *col.shape) w.U64(d);
+    }
   }
   w.U64(c.chunks.size());
   for (const ChunkRef& ref : c.chunks) {
@@ -73,12 +100,14 @@ Result<CommitObject> DecodeCommit(std::string_view bytes) {
   ByteReader r(body, "commit object");
   CommitObject c;
   std::string_view magic;
-  uint32_t version = 0, ncols = 0;
+  uint32_t flags = 0, ncols = 0;
   uint64_t time = 0, nchunks = 0;
   COHORT_RETURN_IF_ERROR(r.Raw(4, &magic));
   if (magic != std::string_view(kCommitMagic, 4))
     return Status::IoError("not a commit (bad magic)");
-  COHORT_RETURN_IF_ERROR(r.U32(&version));
+  COHORT_RETURN_IF_ERROR(r.U32(&flags));
+  if ((flags & ~kFlagColumnShapes) != 0)
+    return Status::IoError("commit object has unknown flags " + std::to_string(flags));
   COHORT_RETURN_IF_ERROR(GetId(&r, &c.parent));
   COHORT_RETURN_IF_ERROR(r.U64(&time));
   c.time = static_cast<int64_t>(time);
@@ -100,6 +129,7 @@ Result<CommitObject> DecodeCommit(std::string_view bytes) {
     col.dtype = static_cast<DataType>(dtype);
     c.schema.push_back(std::move(col));
   }
+  if (flags & kFlagColumnShapes) COHORT_RETURN_IF_ERROR(GetShapes(&r, &c.schema));
   COHORT_RETURN_IF_ERROR(r.U64(&nchunks));
   if (nchunks > r.left() / 48) return Status::IoError("chunk count overruns the commit object");
   c.chunks.resize(nchunks);
@@ -124,6 +154,7 @@ CommitInfo CommitInfoOf(const std::string& id, const CommitObject& c) {
   for (const ChunkRef& ref : c.chunks) {
     info.num_samples += ref.num_samples;
     info.stored_bytes += ref.stored_size;
+    info.chunk_samples.push_back(ref.num_samples);
   }
   info.schema = c.schema;
   return info;

@@ -43,6 +43,8 @@ Result<CopyResult> CopyDataset(const std::string& source, const std::string& des
   if (!*is_dataset) return Status::InvalidArgument("dataset " + source + ": not a cohort dataset");
   Result<std::vector<std::string>> keys = (*src)->List("");
   if (!keys.ok()) return keys.status();
+  // A writer's lease belongs to the source's writers, not to the copy.
+  std::erase_if(*keys, [](const std::string& key) { return key.rfind("leases/", 0) == 0; });
   std::stable_sort(keys->begin(), keys->end(), [](const std::string& a, const std::string& b) {
     return CopyRank(a) < CopyRank(b);
   });

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 
 #include "common/deadline.h"
@@ -96,19 +97,42 @@ std::string HttpResponse::Header(const std::string& name) const {
   return it == headers.end() ? "" : it->second;
 }
 
+std::string Printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_chars) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+std::string XmlErrorField(const HttpResponse& response, const std::string& tag) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  const size_t at = response.body.find(open);
+  if (at == std::string::npos) return "";
+  const size_t end = response.body.find(close, at);
+  if (end == std::string::npos) return "";
+  return Printable(std::string_view(response.body).substr(at + open.size(), end - at - open.size()),
+                   200);
+}
+
 std::string DescribeAnswer(const HttpRequest& request, const HttpResponse& response) {
   std::string text =
       request.method + " " + request.url + ": HTTP " + std::to_string(response.status);
-  // S3 and most servers explain an error in the body; its start is enough.
-  const size_t code = response.body.find("<Code>");
-  if (code != std::string::npos) {
-    const size_t end = response.body.find("</Code>", code);
-    text += " (" + response.body.substr(code + 6, end - code - 6);
-    const size_t msg = response.body.find("<Message>");
-    if (msg != std::string::npos) {
-      const size_t mend = response.body.find("</Message>", msg);
-      text += ": " + response.body.substr(msg + 9, mend - msg - 9);
-    }
+  // S3 and most servers explain an error in the body: its <Code> and
+  // <Message>, escaped and cut short, since a body can be any bytes.
+  const std::string code = XmlErrorField(response, "Code");
+  if (!code.empty()) {
+    text += " (" + code;
+    const std::string message = XmlErrorField(response, "Message");
+    if (!message.empty()) text += ": " + message;
     text += ")";
   }
   return text;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/status.h"
@@ -58,8 +59,14 @@ class HttpClient {
 };
 
 // "HTTP 503 Service Unavailable"-style short text for an error message,
-// with the start of the body when it says more (an S3 error code).
+// with the body's S3-style <Code> and <Message> when it has them.
 std::string DescribeAnswer(const HttpRequest& request, const HttpResponse& response);
+// The text of the body's first <tag>...</tag> (S3 error XML), through
+// Printable; "" when the body has none.
+std::string XmlErrorField(const HttpResponse& response, const std::string& tag);
+// `text` safe to print: bytes outside printable ASCII (and '\\') as \\xNN,
+// cut after `max_chars` with "...". A server's answer may be any bytes.
+std::string Printable(std::string_view text, size_t max_chars);
 
 }  // namespace cohort::data
 

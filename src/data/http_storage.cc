@@ -42,6 +42,10 @@ Result<std::optional<std::string>> HttpStorage::Get(const std::string& path) {
   Prepare(&r);
   Result<HttpResponse> response = client_.Perform(r);
   if (!response.ok()) return Error(response.status().message());
+  if (response->status == 404 && XmlErrorField(*response, "Code") == "NoSuchBucket") {
+    // Not an absent object: nothing under this location can exist.
+    return Error("the bucket does not exist (" + DescribeAnswer(r, *response) + ")");
+  }
   if (response->status == 404) return std::optional<std::string>();
   if (response->status != 200) return Error(DescribeAnswer(r, *response));
   return std::optional<std::string>(std::move(response->body));

@@ -1,6 +1,5 @@
-// Image folder ingest: list, read in parallel, append in order, commit.
-#include "data/image_folder_ingest.h"
-
+// Image folder ingest (IngestImageFolder in include/cohort/data.h): list,
+// read in parallel, append in order, commit.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -8,7 +7,8 @@
 #include <future>
 #include <thread>
 
-#include "data/jpeg.h"
+#include "cohort/data.h"
+#include "data/image_decode.h"
 #include "data/storage.h"
 
 namespace cohort::data {
@@ -59,15 +59,13 @@ Status ListImages(const std::string& dir, ImageFolderIngestResult* result,
   return Status::OK();
 }
 
-// The file's bytes, checked to be a JPEG (header parses) or a PNG (signature).
+// The file's bytes, checked to be a JPEG or PNG the loader can decode (its header parses).
 Result<std::string> ReadImage(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IoError("cannot open " + path);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   if (in.bad()) return Status::IoError("cannot read " + path);
-  static const std::string kPng = "\x89PNG\r\n\x1a\n";
-  if (bytes.compare(0, kPng.size(), kPng) == 0) return bytes;
-  Result<Box> size = JpegSize(bytes);
+  Result<Box> size = ImageSize(bytes);
   if (!size.ok()) return size.status().WithContext(path);
   return bytes;
 }
@@ -103,7 +101,13 @@ Result<std::unique_ptr<Writer>> OpenOrCreate(const std::string& location, const 
   Result<bool> exists = storage.ok() ? (*storage)->Exists("format") : Result<bool>(false);
   if (!exists.ok()) return exists.status();
   *created = !*exists;
-  if (*created) return Writer::Create(location, schema, options);
+  if (*created) {
+    // Nothing is written until the commit, so a failed first ingest leaves
+    // no dataset; a failed later one leaves it as it was (appends stay in memory).
+    WriterOptions deferred = options;
+    deferred.create_at_commit = true;
+    return Writer::Create(location, schema, deferred);
+  }
   Result<std::unique_ptr<Writer>> writer = Writer::Open(location, options);
   if (!writer.ok()) return writer;
   const Schema& have = (*writer)->schema();

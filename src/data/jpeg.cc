@@ -38,8 +38,8 @@ bool RegionInside(const Box& r, unsigned width, unsigned height) {
 
 // The libjpeg part, kept free of C++ objects with destructors because
 // longjmp would skip them. Returns false with err->message set on failure.
-bool DecodeInto(std::string_view jpeg, const Box* region, Image* out, Box* origin,
-                ErrorManager* err) {
+bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image* out,
+                Box* origin, ErrorManager* err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err->base);
   err->base.error_exit = OnError;
@@ -52,10 +52,14 @@ bool DecodeInto(std::string_view jpeg, const Box* region, Image* out, Box* origi
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(jpeg.data()),
                static_cast<unsigned long>(jpeg.size()));
   jpeg_read_header(&cinfo, TRUE);
-  if (region != nullptr && !RegionInside(*region, cinfo.image_width, cinfo.image_height)) {
+  // DCT-domain scaling: the IDCT itself outputs 1/2, 1/4 or 1/8 size.
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = static_cast<unsigned>(scale_denom);
+  jpeg_calc_output_dimensions(&cinfo);
+  if (region != nullptr && !RegionInside(*region, cinfo.output_width, cinfo.output_height)) {
     std::snprintf(err->message, sizeof err->message,
                   "JPEG region %dx%d+%d+%d lies outside the %ux%u image", region->width,
-                  region->height, region->x, region->y, cinfo.image_width, cinfo.image_height);
+                  region->height, region->x, region->y, cinfo.output_width, cinfo.output_height);
     err->bad_region = true;
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -103,10 +107,13 @@ Result<Box> JpegSize(std::string_view jpeg) {
   return Box{0, 0, width, height};
 }
 
-Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin) {
+Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, int scale_denom) {
+  if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
+    return Status::InvalidArgument("JPEG scale 1/" + std::to_string(scale_denom) +
+                                   " is not 1/1, 1/2, 1/4 or 1/8");
   Image image;
   ErrorManager err;
-  if (!DecodeInto(jpeg, region, &image, origin, &err)) {
+  if (!DecodeInto(jpeg, region, scale_denom, &image, origin, &err)) {
     if (err.bad_region) return Status::InvalidArgument(err.message);
     return Status::InvalidArgument(std::string("cannot decode JPEG: ") + err.message);
   }

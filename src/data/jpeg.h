@@ -10,30 +10,22 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/loader.h"  // Image, Box
 #include "cohort/status.h"
 
 namespace cohort::data {
-
-// 8-bit interleaved pixels, row-major (height x width x channels).
-struct Image {
-  int width = 0, height = 0, channels = 3;
-  std::vector<uint8_t> pixels;
-  uint8_t* row(int y) { return pixels.data() + size_t(y) * width * channels; }
-  const uint8_t* row(int y) const { return pixels.data() + size_t(y) * width * channels; }
-};
-
-struct Box {
-  int x = 0, y = 0, width = 0, height = 0;
-  bool operator==(const Box&) const = default;
-};
 
 // Width and height from the JPEG header; fails on anything that is not a JPEG.
 Result<Box> JpegSize(std::string_view jpeg);
 
 // Decodes to RGB. `region` (default: all) limits the work; the result covers
 // at least the region and `*origin` says where the result's (0, 0) lies in
-// the full image (libjpeg widens a crop to whole blocks).
-Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region = nullptr, Box* origin = nullptr);
+// the full image (libjpeg widens a crop to whole blocks). With `scale_denom`
+// 2, 4 or 8 the image is decoded at that fraction of its size in the DCT
+// domain (PIL's draft mode): `region` and `*origin` are then in the scaled
+// image's pixels, of ceil(width / scale_denom) x ceil(height / scale_denom).
+Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region = nullptr, Box* origin = nullptr,
+                         int scale_denom = 1);
 
 // Encodes RGB (channels 3) or grayscale (channels 1) pixels; quality 1..100.
 Result<std::string> EncodeJpeg(const Image& image, int quality);

@@ -3,6 +3,8 @@
 // most `prefetch_batches` ahead of Next(). Batch b goes to whichever worker
 // claims it next, and everything random is keyed by the sample's position,
 // so the output does not depend on the number of threads.
+#include <algorithm>
+#include <climits>
 #include <condition_variable>
 #include <cstdlib>
 #include <map>
@@ -35,22 +37,17 @@ Status ApplyLoaderEnv(LoaderOptions* options) {
   Result<int64_t> window =
       EnvInt(env, "COHORT_SHUFFLE_WINDOW", static_cast<int64_t>(options->window_chunks));
   if (!window.ok()) return window.status();
-  if (*threads < 1 || *threads > 256)
-    return Status::InvalidArgument("COHORT_LOADER_THREADS must be 1..256, is " +
-                                   std::to_string(*threads));
-  if (*prefetch < 1)
-    return Status::InvalidArgument("COHORT_LOADER_PREFETCH must be at least 1, is " +
-                                   std::to_string(*prefetch));
-  if (*window < 1)
-    return Status::InvalidArgument("COHORT_SHUFFLE_WINDOW must be at least 1, is " +
-                                   std::to_string(*window));
-  options->threads = static_cast<int>(*threads);
-  options->prefetch_batches = static_cast<int>(*prefetch);
-  options->window_chunks = static_cast<uint64_t>(*window);
+  // Out-of-range values are kept (saturated) for CheckOptions to name.
+  auto to_int = [](int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, INT_MIN, INT_MAX)); };
+  options->threads = to_int(*threads);
+  options->prefetch_batches = to_int(*prefetch);
+  options->window_chunks = *window < 0 ? 0 : static_cast<uint64_t>(*window);
   return Status::OK();
 }
 
 namespace {
+
+constexpr int kMaxLoaderThreads = 256;
 
 Status CheckOptions(const LoaderOptions& o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
@@ -59,11 +56,22 @@ Status CheckOptions(const LoaderOptions& o) {
                                    ")");
   }
   if (o.batch_size == 0) return Status::InvalidArgument("loader batch size must be positive");
-  if (o.threads < 1) return Status::InvalidArgument("loader threads must be at least 1");
-  if (o.prefetch_batches < 1)
-    return Status::InvalidArgument("loader prefetch_batches must be at least 1");
-  if (o.window_chunks < 1)
-    return Status::InvalidArgument("loader window_chunks must be at least 1");
+  // The one check of these bounds, for arguments and COHORT_* variables alike.
+  if (o.threads < 1 || o.threads > kMaxLoaderThreads) {
+    return Status::InvalidArgument("loader threads (COHORT_LOADER_THREADS) must be 1.." +
+                                   std::to_string(kMaxLoaderThreads) + ", is " +
+                                   std::to_string(o.threads));
+  }
+  if (o.prefetch_batches < 1) {
+    return Status::InvalidArgument(
+        "loader prefetch_batches (COHORT_LOADER_PREFETCH) must be at least 1, is " +
+        std::to_string(o.prefetch_batches));
+  }
+  if (o.window_chunks < 1) {
+    return Status::InvalidArgument(
+        "loader window_chunks (COHORT_SHUFFLE_WINDOW) must be at least 1, is " +
+        std::to_string(o.window_chunks));
+  }
   if (o.image.size < 0) return Status::InvalidArgument("loader image size must not be negative");
   if (!(o.image.scale_min > 0 && o.image.scale_min <= o.image.scale_max) ||
       !(o.image.ratio_min > 0 && o.image.ratio_min <= o.image.ratio_max)) {
@@ -173,8 +181,9 @@ class EpochRun {
       batch.tensors.push_back(batchers[k].Finish());
     }
     const bool last = b + 1 == plan_.batches;
-    batch.state_after = {start_.seed, last ? start_.epoch + 1 : start_.epoch,
-                         last ? 0 : start_.consumed + (b + 1) * plan_.step_samples};
+    batch.state_after = start_;
+    batch.state_after.epoch = last ? start_.epoch + 1 : start_.epoch;
+    batch.state_after.consumed = last ? 0 : start_.consumed + (b + 1) * plan_.step_samples;
     return batch;
   }
 
@@ -217,7 +226,10 @@ class LoaderImpl : public Loader {
     if (run_->delivered() == run_->batches()) {
       // The last batch's state_after already points at the next epoch; a
       // run with no batches (started at or past the end) moves there now.
-      if (run_->batches() == 0) state_ = {state_.seed, state_.epoch + 1, 0};
+      if (run_->batches() == 0) {
+        ++state_.epoch;
+        state_.consumed = 0;
+      }
       run_.reset();
       return std::optional<Batch>();
     }
@@ -247,13 +259,64 @@ class LoaderImpl : public Loader {
   std::unique_ptr<EpochRun> run_;
 };
 
+// The commit the loader reads: options.ref, or the one a resumed state names.
+Result<std::string> ChooseCommit(Repository* repo, const std::string& location,
+                                 const LoaderOptions& o) {
+  const LoaderState& start = o.start;
+  if (start.commit.empty() || o.allow_commit_change) return repo->Resolve(o.ref);
+  if (start.window_chunks != o.window_chunks || start.shuffle != o.shuffle) {
+    return Status::InvalidArgument(
+        "the loader state was saved with window_chunks " + std::to_string(start.window_chunks) +
+        " and shuffle " + (start.shuffle ? "on" : "off") + ", the loader has window_chunks " +
+        std::to_string(o.window_chunks) + " and shuffle " + (o.shuffle ? "on" : "off") +
+        ": they fix the epoch's order, resume with the state's");
+  }
+  if (o.ref.empty()) return repo->Resolve(start.commit);
+  Result<std::string> id = repo->Resolve(o.ref);
+  if (!id.ok() || *id == start.commit) return id;
+  return Status::InvalidArgument(
+      "the loader state was saved on commit " + start.commit + " of dataset " + location +
+      ", but ref '" + o.ref + "' is commit " + *id +
+      ": a state resumes on its own commit (leave ref empty). To go on with epoch " +
+      std::to_string(start.epoch) + " on the other commit set allow_commit_change: its order " +
+      "differs, so the rest of that epoch may repeat or skip samples (nothing is lost when " +
+      "consumed is 0); the epochs after it are whole");
+}
+
+// An epoch with no batch would make every Next() end an epoch at once; a
+// start past the end of the epoch cannot come from a loader of this commit.
+Status CheckEpoch(const std::string& location, const CommitInfo& info, const LoaderOptions& o) {
+  const std::string where = "dataset " + location + ", commit " + info.id;
+  const uint64_t n = info.num_samples;
+  if (n == 0) {
+    return Status::InvalidArgument(where +
+                                   " has no samples (an ingest's first, empty commit?): every "
+                                   "epoch would be empty");
+  }
+  const uint64_t step = uint64_t(o.world_size) * o.batch_size;
+  if (o.drop_last && step > n) {
+    return Status::InvalidArgument(
+        where + " has " + std::to_string(n) + " samples, fewer than one step of " +
+        std::to_string(o.world_size) + " ranks x batch size " + std::to_string(o.batch_size) +
+        " = " + std::to_string(step) +
+        ": with drop_last every epoch would be empty; lower the batch size or keep the last "
+        "step (drop_last off)");
+  }
+  if (o.start.consumed >= n) {
+    return Status::InvalidArgument("loader state consumed " + std::to_string(o.start.consumed) +
+                                   " is beyond the epoch: " + where + " has " +
+                                   std::to_string(n) + " samples");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Loader>> Loader::Open(const std::string& location, LoaderOptions options) {
   COHORT_RETURN_IF_ERROR(CheckOptions(options));
   Result<std::unique_ptr<Repository>> repo = Repository::Open(location);
   if (!repo.ok()) return repo.status();
-  Result<std::string> id = (*repo)->Resolve(options.ref);
+  Result<std::string> id = ChooseCommit(repo->get(), location, options);
   if (!id.ok()) return id.status();
   Result<CommitObject> commit = (*repo)->LoadCommit(*id);
   if (!commit.ok()) return commit.status();
@@ -281,6 +344,11 @@ Result<std::unique_ptr<Loader>> Loader::Open(const std::string& location, Loader
     if (!s.ok()) return s.WithContext("dataset " + location);
   }
   CommitInfo info = CommitInfoOf(*id, *commit);
+  COHORT_RETURN_IF_ERROR(CheckEpoch(location, info, options));
+  // Every state this loader hands out names what fixes its order.
+  options.start.commit = info.id;
+  options.start.window_chunks = options.window_chunks;
+  options.start.shuffle = options.shuffle;
   return std::unique_ptr<Loader>(new LoaderImpl(std::move(*repo), std::move(info),
                                                 std::move(*commit), std::move(columns),
                                                 std::move(options)));

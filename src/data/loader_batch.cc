@@ -3,24 +3,11 @@
 
 #include <cstring>
 
+#include "data/image_decode.h"
 #include "data/jpeg.h"
 #include "data/transforms.h"
 
 namespace cohort::data {
-
-namespace {
-
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(shape[i]);
-  }
-  s += ']';
-  return s;
-}
-
-}  // namespace
 
 Status CheckBatchable(const Column& column) {
   if (column.kind == ColumnKind::kText || column.kind == ColumnKind::kJson) {
@@ -60,11 +47,24 @@ Status ColumnBatcher::AddArray(uint64_t row, const ValueView& value, DataType dt
   if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, value.shape));
   if (value.shape != row_shape_) {
     return Status::InvalidArgument("column '" + column_.name + "': a sample of shape " +
-                                   ShapeString(value.shape) + " cannot join a batch of shape " +
-                                   ShapeString(row_shape_) +
+                                   ShapeName(value.shape) + " cannot join a batch of shape " +
+                                   ShapeName(row_shape_) +
                                    " (arrays of different shapes are not batched)");
   }
   std::memcpy(tensor_.storage.get() + row * row_bytes_, value.bytes.data(), row_bytes_);
+  return Status::OK();
+}
+
+Status ColumnBatcher::CheckImageShape(int height, int width) {
+  const std::vector<uint64_t> shape = {3, uint64_t(height), uint64_t(width)};
+  const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
+  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
+  if (shape != row_shape_) {
+    return Status::InvalidArgument("column '" + column_.name + "': an image of " +
+                                   ShapeName(shape) + " cannot join a batch of " +
+                                   ShapeName(row_shape_) +
+                                   " (set the loader's image size to crop every image alike)");
+  }
   return Status::OK();
 }
 
@@ -73,31 +73,33 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
   Image image;
   bool flip = false;
   if (image_.size > 0) {
-    Result<Box> size = JpegSize(value.bytes);
+    Result<Box> size = ImageSize(value.bytes);
     if (!size.ok()) return size.status().WithContext("column '" + column_.name + "'");
     const Box crop = image_.random_crop
                          ? RandomResizedCropBox(size->width, size->height, image_, &rng)
                          : CenterCropBox(size->width, size->height, image_.center_fraction);
     flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
+    // Decode at 1/2, 1/4 or 1/8 scale when the crop still covers the output there.
+    const int scale = image_.dct_scaling ? ReducedScale(value.bytes, crop, image_.size) : 1;
+    const Box region = scale == 1 ? crop : ScaleBox(crop, scale, size->width, size->height);
     Box origin;
-    Result<Image> decoded = DecodeJpeg(value.bytes, &crop, &origin);
+    Result<Image> decoded = scale == 1 ? DecodeImage(value.bytes, &region, &origin)
+                                       : DecodeJpeg(value.bytes, &region, &origin, scale);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
-    const Box in_decoded{crop.x - origin.x, crop.y - origin.y, crop.width, crop.height};
+    const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
+    if (image_.to_float) {  // resize, flip and normalise in one pass into the batch
+      COHORT_RETURN_IF_ERROR(CheckImageShape(image_.size, image_.size));
+      ResizeRegionToChwFloat(*decoded, in_decoded, image_.size, flip, image_.mean, image_.std,
+                             reinterpret_cast<float*>(tensor_.storage.get() + row * row_bytes_));
+      return Status::OK();
+    }
     image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
   } else {
-    Result<Image> decoded = DecodeJpeg(value.bytes);
+    Result<Image> decoded = DecodeImage(value.bytes);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
     image = std::move(*decoded);
   }
-  const std::vector<uint64_t> shape = {3, uint64_t(image.height), uint64_t(image.width)};
-  const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
-  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
-  if (shape != row_shape_) {
-    return Status::InvalidArgument("column '" + column_.name + "': an image of " +
-                                   ShapeString(shape) + " cannot join a batch of " +
-                                   ShapeString(row_shape_) +
-                                   " (set the loader's image size to crop every image alike)");
-  }
+  COHORT_RETURN_IF_ERROR(CheckImageShape(image.height, image.width));
   uint8_t* out = tensor_.storage.get() + row * row_bytes_;
   if (image_.to_float) {
     WriteChwFloat(image, flip, image_.mean, image_.std, reinterpret_cast<float*>(out));

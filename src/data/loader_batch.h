@@ -1,7 +1,7 @@
 // BatchBuilder: turns the values of one column, sample after sample, into
 // one contiguous tensor [B, ...]. Arrays are copied once; labels become
-// int64 [B]; JPEG images are decoded (only the crop's region), cropped,
-// resized, flipped and written as CHW float or uint8. Random choices come
+// int64 [B]; JPEG and PNG images are decoded (JPEGs only over the crop's
+// region), cropped, resized, flipped and written as CHW float or uint8. Random choices come
 // from a ShuffleRng keyed by (seed, epoch, position, column), so a sample's
 // transform is the same whichever thread builds it.
 #ifndef COHORT_DATA_LOADER_BATCH_H_
@@ -30,6 +30,8 @@ class ColumnBatcher {
   Status Allocate(DataType dtype, std::vector<uint64_t> row_shape);
   Status AddArray(uint64_t row, const ValueView& value, DataType dtype);
   Status AddImage(uint64_t row, const ValueView& value, uint64_t key);
+  // Allocates the batch at the first image; fails when an image's CHW shape differs.
+  Status CheckImageShape(int height, int width);
 
   const Column& column_;
   const ImageOptions& image_;

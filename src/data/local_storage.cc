@@ -237,6 +237,27 @@ class LocalStorage : public Storage {
     return out;
   }
 
+  Result<std::vector<ListedObject>> ListModified(const std::string& prefix) override {
+    Result<std::vector<std::string>> keys = List(prefix);
+    if (!keys.ok()) return keys.status();
+    std::vector<ListedObject> out;
+    for (std::string& key : *keys) {
+      struct stat st;
+      if (::stat(Full(key).c_str(), &st) != 0) {
+        if (errno == ENOENT) continue;  // removed since the listing
+        return Errno("cannot stat", Full(key));
+      }
+      out.push_back({std::move(key), static_cast<int64_t>(st.st_mtime)});
+    }
+    return out;
+  }
+
+  Status Delete(const std::string& path) override {
+    const std::string full = Full(path);
+    if (::unlink(full.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", full);
+    return Status::OK();
+  }
+
   Status Walk(const std::string& rel, std::vector<std::string>* keys) {
     std::string full = rel.empty() ? dir_ : Full(rel);
     DIR* d = ::opendir(full.c_str());
@@ -263,6 +284,15 @@ class LocalStorage : public Storage {
 };
 
 }  // namespace
+
+Result<std::vector<ListedObject>> Storage::ListModified(const std::string&) {
+  return Status::InvalidArgument("dataset " + location() +
+                                 ": this storage cannot list modification times");
+}
+
+Status Storage::Delete(const std::string& path) {
+  return Status::InvalidArgument("dataset " + location() + ": this storage cannot remove " + path);
+}
 
 Status ConflictError(const std::string& message) {
   return Status::Mismatch("conflict: " + message);

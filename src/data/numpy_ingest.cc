@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "data/ingest.h"
+#include "cohort/data.h"
 #include "data/npy.h"
 #include "data/storage.h"
 
@@ -37,7 +37,11 @@ Result<std::unique_ptr<Writer>> OpenOrCreate(const std::string& location, const 
   Result<bool> exists = storage.ok() ? (*storage)->Exists("format") : Result<bool>(false);
   if (!exists.ok()) return exists.status();
   *created = !*exists;
-  if (*created) return Writer::Create(location, {column}, options);
+  if (*created) {  // nothing written before the commit: a failed first ingest leaves nothing
+    WriterOptions deferred = options;
+    deferred.create_at_commit = true;
+    return Writer::Create(location, {column}, deferred);
+  }
   Result<std::unique_ptr<Writer>> writer = Writer::Open(location, options);
   if (!writer.ok()) return writer;
   const Schema& schema = (*writer)->schema();
@@ -90,6 +94,7 @@ Result<IngestResult> IngestNumpy(const std::string& location, const std::string&
 
   IngestResult result;
   Column column{options.column, ColumnKind::kArray, header->dtype};
+  if (!options.ragged) column.shape = row_shape;  // for a new dataset; an old one keeps its own
   Result<std::unique_ptr<Writer>> writer =
       OpenOrCreate(location, column, options.writer, &result.created);
   if (!writer.ok()) return writer.status();
@@ -102,8 +107,9 @@ Result<IngestResult> IngestNumpy(const std::string& location, const std::string&
         ReadAt(fd, header->data_offset + row * row_bytes, n * row_bytes, &batch, file));
     if (batch.size() != n * row_bytes) return Status::IoError(file + " shrank while being read");
     for (uint64_t k = 0; k < n; ++k) {
-      COHORT_RETURN_IF_ERROR((*writer)->Append(
-          {Value::Array(header->dtype, row_shape, batch.data() + k * row_bytes)}));
+      Status s =
+          (*writer)->Append({Value::Array(header->dtype, row_shape, batch.data() + k * row_bytes)});
+      if (!s.ok()) return s.WithContext(file + ", row " + std::to_string(row + k));
     }
   }
   Result<std::string> commit =

@@ -12,6 +12,7 @@
 // between the GET and the PUT can both succeed: such stores give no
 // primitive that could close it (docs/dataset-format.md, "Storage").
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -57,6 +58,14 @@ std::vector<std::string> XmlValues(const std::string& xml, const std::string& ta
   return out;
 }
 
+// "2026-11-23T16:40:05.000Z" -> seconds since the epoch; INT64_MAX when
+// unreadable, so an object of unknown age is never taken for an old one.
+int64_t ParseIsoTime(const std::string& text) {
+  std::tm tm{};
+  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return INT64_MAX;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
 class S3Storage : public HttpStorage {
  public:
   S3Storage(std::string location, std::string endpoint, std::string bucket, std::string prefix,
@@ -86,6 +95,24 @@ class S3Storage : public HttpStorage {
   }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
+    Result<std::vector<ListedObject>> listed = ListModified(prefix);
+    if (!listed.ok()) return listed.status();
+    std::vector<std::string> keys;
+    for (ListedObject& o : *listed) keys.push_back(std::move(o.key));
+    return keys;
+  }
+
+  Status Delete(const std::string& path) override {
+    HttpRequest r = Request("DELETE", path);
+    Prepare(&r);
+    Result<HttpResponse> response = client().Perform(r);
+    if (!response.ok()) return Error(response.status().message());
+    if (response->status != 204 && response->status != 200 && response->status != 404)
+      return Error(DescribeAnswer(r, *response));
+    return Status::OK();
+  }
+
+  Result<std::vector<ListedObject>> ListModified(const std::string& prefix) override {
     // Keys under `prefix` as a directory: "refs" lists "refs/...", not "refsX".
     std::string full = prefix_.empty() ? "" : prefix_ + "/";
     if (!prefix.empty()) full += prefix + "/";
@@ -93,7 +120,7 @@ class S3Storage : public HttpStorage {
     // S3-compatible store has it, while version 2's continuation tokens fail
     // in s3rver on current Node (it encrypts them with DES, which OpenSSL 3
     // no longer offers).
-    std::vector<std::string> keys;
+    std::vector<ListedObject> keys;
     for (std::string marker;;) {
       HttpRequest r;
       r.url = bucket_url_ + "?prefix=" + UriEncode(full, true);
@@ -103,13 +130,20 @@ class S3Storage : public HttpStorage {
       if (!response.ok()) return Error(response.status().message());
       if (response->status != 200) return Error(DescribeAnswer(r, *response));
       std::vector<std::string> page = XmlValues(response->body, "Key");
-      for (const std::string& key : page)
-        keys.push_back(prefix_.empty() ? key : key.substr(prefix_.size() + 1));
+      // Each <Contents> holds one <Key> and one <LastModified>, in that order.
+      std::vector<std::string> times = XmlValues(response->body, "LastModified");
+      if (times.size() != page.size())
+        return Error(DescribeAnswer(r, *response) + ": a listing without LastModified times");
+      for (size_t i = 0; i < page.size(); ++i) {
+        keys.push_back({prefix_.empty() ? page[i] : page[i].substr(prefix_.size() + 1),
+                        ParseIsoTime(times[i])});
+      }
       std::vector<std::string> truncated = XmlValues(response->body, "IsTruncated");
       if (page.empty() || truncated.empty() || truncated[0] != "true") break;
       marker = page.back();
     }
-    std::sort(keys.begin(), keys.end());
+    std::sort(keys.begin(), keys.end(),
+              [](const ListedObject& a, const ListedObject& b) { return a.key < b.key; });
     return keys;
   }
 

@@ -79,6 +79,11 @@ std::vector<uint64_t> EpochOrder::All() const {
   return all;
 }
 
+std::vector<uint64_t> EpochSampleOrder(const std::vector<uint64_t>& chunk_samples, uint64_t seed,
+                                       uint64_t epoch, uint64_t window_chunks, bool shuffle) {
+  return EpochOrder(chunk_samples, {shuffle, seed, window_chunks}, epoch).All();
+}
+
 ShuffleQuality MeasureShuffle(const std::vector<uint64_t>& order,
                               const std::vector<uint64_t>& chunk_sizes) {
   ShuffleQuality q;

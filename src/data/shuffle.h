@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/loader.h"
+
 namespace cohort::data {
 
 struct ShuffleOptions {
@@ -49,18 +51,7 @@ class EpochOrder {
   std::vector<uint64_t> window_begin_;  // num_windows + 1 entries
 };
 
-// How well an order mixes, against a uniformly random permutation.
-struct ShuffleQuality {
-  // Mean |a[i+1] - a[i]| over consecutive positions divided by its value for
-  // a uniform random permutation, (n + 1) / 3: ~1 is as good as uniform.
-  double mean_jump_ratio = 0;
-  // Consecutive pairs from the same chunk (uniform: about 1 / chunks).
-  double same_chunk_fraction = 0;
-  // Mean |position - dataset index| / ((n + 1) / 3), the displacement of each sample.
-  double mean_displacement_ratio = 0;
-};
-ShuffleQuality MeasureShuffle(const std::vector<uint64_t>& order,
-                              const std::vector<uint64_t>& chunk_sizes);
+// MeasureShuffle and EpochSampleOrder (include/cohort/loader.h) are defined in shuffle.cc.
 
 }  // namespace cohort::data
 

@@ -46,6 +46,13 @@ struct ObjectBytes {
   static ObjectBytes Own(std::string bytes);
 };
 
+// A key and when its object was last written, in seconds since the Unix
+// epoch by the storage's clock (file mtime, S3 LastModified).
+struct ListedObject {
+  std::string key;
+  int64_t modified = 0;
+};
+
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -72,6 +79,11 @@ class Storage {
   virtual Status Delete(const std::string& path);
   // Keys under `prefix` (recursively), sorted; temporary and lock files are not listed.
   virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
+  // List with each object's modification time (`cohort data gc`); the
+  // default says the backend cannot (HTTP).
+  virtual Result<std::vector<ListedObject>> ListModified(const std::string& prefix);
+  // Removes an object; an absent one is fine. The default says the backend cannot.
+  virtual Status Delete(const std::string& path);
   // Compare-and-swap, see above. `while_locked` (may be empty) runs after the
   // comparison succeeded and before the swap: a hook for crash tests.
   virtual Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,

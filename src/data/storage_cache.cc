@@ -205,6 +205,14 @@ Result<std::vector<std::string>> CachedStorage::List(const std::string& prefix) 
   return inner_->List(prefix);
 }
 
+Result<std::vector<ListedObject>> CachedStorage::ListModified(const std::string& prefix) {
+  return inner_->ListModified(prefix);
+}
+
+// Only unreferenced objects are removed (gc), which no reader asks for: a
+// cached copy can stay until the LRU evicts it.
+Status CachedStorage::Delete(const std::string& path) { return inner_->Delete(path); }
+
 Status CachedStorage::ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
                                 std::string_view bytes, const std::function<void()>& while_locked) {
   return inner_->ReplaceIf(path, expected, bytes, while_locked);

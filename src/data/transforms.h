@@ -19,9 +19,13 @@ Box RandomResizedCropBox(int width, int height, const ImageOptions& options, Shu
 // The central square of side `fraction` * min(width, height).
 Box CenterCropBox(int width, int height, double fraction);
 
-// PIL's Image.resize(BILINEAR) of the part `box` of `src` (the box's edges
-// act as the image's edges, as after a crop) to out_width x out_height.
-Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height);
+// ResizeRegion (PIL's antialiased bilinear resize) is declared in include/cohort/loader.h.
+
+// ResizeRegion to size x size and WriteChwFloat in one pass (the resized
+// image is never stored): the same floats as the two steps, for 3 channels.
+void ResizeRegionToChwFloat(const Image& src, const Box& box, int size, bool flip,
+                            const std::array<float, 3>& mean, const std::array<float, 3>& std,
+                            float* out);
 
 // Writes `image` (3 channels) as planes C x H x W, mirrored left-right with `flip`.
 void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,

@@ -30,6 +30,16 @@ Result<ColumnKind> ParseColumnKind(const std::string& name) {
                                  "' (expected array, image, text, label or json)");
 }
 
+std::string ShapeName(const std::optional<std::vector<uint64_t>>& shape) {
+  if (!shape) return "ragged";
+  std::string s = "[";
+  for (size_t i = 0; i < shape->size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string((*shape)[i]);
+  }
+  return s + ']';
+}
+
 Value Value::Array(DataType dtype, std::vector<uint64_t> shape, const void* data) {
   uint64_t n = 1;
   for (uint64_t d : shape) n *= d;

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <optional>
 
+#include "data/lease.h"
 #include "data/repository.h"
 
 namespace cohort::data {
@@ -77,7 +78,20 @@ class WriterImpl : public Writer {
     return Status::OK();
   }
 
+  // create_at_commit: the dataset is created (with its empty first commit)
+  // only now, so a writer dropped before committing leaves nothing behind.
+  void DeferCreate(std::string location) { deferred_location_ = std::move(location); }
+
+  // Announces this writer to `cohort data gc` until it is destroyed (lease.h).
+  Status TakeLease() {
+    Result<std::unique_ptr<WriterLease>> lease = WriterLease::Take(&repo_->storage());
+    if (!lease.ok()) return lease.status();
+    lease_ = std::move(*lease);
+    return Status::OK();
+  }
+
   Result<std::string> Commit(const CommitRequest& request) override {
+    if (!repo_) COHORT_RETURN_IF_ERROR(CreateNow());
     CommitObject commit;
     commit.parent = base_;
     commit.time = static_cast<int64_t>(std::time(nullptr));
@@ -112,6 +126,19 @@ class WriterImpl : public Writer {
   }
 
  private:
+  Status CreateNow() {
+    Result<std::unique_ptr<Repository>> repo =
+        Repository::Create(deferred_location_, branch_);
+    if (!repo.ok()) return repo.status();
+    repo_ = std::move(*repo);
+    COHORT_RETURN_IF_ERROR(TakeLease());
+    std::vector<Slot> appended = std::move(slots_);
+    slots_.clear();
+    Result<std::string> first = Commit({"create dataset", "", ""});
+    slots_ = std::move(appended);
+    return first.status();
+  }
+
   void Step(std::string_view step) {
     if (options_.on_commit_step) options_.on_commit_step(step);
   }
@@ -153,7 +180,8 @@ class WriterImpl : public Writer {
     return Status::Internal("writer sample count is out of step with its chunks");
   }
 
-  std::unique_ptr<Repository> repo_;
+  std::unique_ptr<Repository> repo_;  // null until Commit with create_at_commit
+  std::string deferred_location_;
   WriterOptions options_;
   std::string branch_;
   std::string base_;
@@ -161,6 +189,7 @@ class WriterImpl : public Writer {
   uint64_t next_id_ = 0;
   uint64_t size_ = 0;
   std::vector<Slot> slots_;
+  std::unique_ptr<WriterLease> lease_;  // after repo_: released before the storage closes
 };
 
 Status CheckSchema(const Schema& schema) {
@@ -168,6 +197,12 @@ Status CheckSchema(const Schema& schema) {
   for (size_t i = 0; i < schema.size(); ++i) {
     if (schema[i].name.empty())
       return Status::InvalidArgument("column " + std::to_string(i) + " has no name");
+    if (schema[i].shape && schema[i].kind != ColumnKind::kArray) {
+      return Status::InvalidArgument("column '" + schema[i].name +
+                                     "': only array columns take a fixed shape");
+    }
+    if (schema[i].shape && schema[i].shape->size() > 32)
+      return Status::InvalidArgument("column '" + schema[i].name + "': more than 32 dimensions");
     for (size_t j = 0; j < i; ++j) {
       if (schema[j].name == schema[i].name) {
         return Status::InvalidArgument("column '" + schema[i].name + "' appears twice");
@@ -177,19 +212,38 @@ Status CheckSchema(const Schema& schema) {
   return Status::OK();
 }
 
+// A deferred Create checks now, without writing, what Repository::Create
+// would refuse at the first commit: a dataset that already has refs.
+Status CheckAbsent(const std::string& location) {
+  Result<std::unique_ptr<Storage>> storage = OpenStorage(location, false);
+  if (!storage.ok()) return Status::OK();  // nothing there (a missing directory)
+  Result<std::vector<std::string>> refs = (*storage)->List("refs");
+  if (refs.ok() && !refs->empty())
+    return Status::InvalidArgument("dataset " + location + " already exists");
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Writer>> Writer::Create(const std::string& location, const Schema& schema,
                                                WriterOptions options) {
   COHORT_RETURN_IF_ERROR(CheckSchema(schema));
   if (options.branch.empty()) options.branch = "main";
-  Result<std::unique_ptr<Repository>> repo = Repository::Create(location, options.branch);
-  if (!repo.ok()) return repo.status();
+  COHORT_RETURN_IF_ERROR(CheckRefName(options.branch));
   CommitObject empty;
   empty.schema = schema;
   std::string branch = options.branch;
+  if (options.create_at_commit) {
+    COHORT_RETURN_IF_ERROR(CheckAbsent(location));
+    auto writer = std::make_unique<WriterImpl>(nullptr, std::move(options), branch, "", empty);
+    writer->DeferCreate(location);
+    return std::unique_ptr<Writer>(std::move(writer));
+  }
+  Result<std::unique_ptr<Repository>> repo = Repository::Create(location, options.branch);
+  if (!repo.ok()) return repo.status();
   auto writer =
       std::make_unique<WriterImpl>(std::move(*repo), std::move(options), branch, "", empty);
+  COHORT_RETURN_IF_ERROR(writer->TakeLease());
   Result<std::string> first = writer->Commit({"create dataset", "", ""});
   if (!first.ok()) return first.status();
   return std::unique_ptr<Writer>(std::move(writer));
@@ -217,8 +271,10 @@ Result<std::unique_ptr<Writer>> Writer::Open(const std::string& location, Writer
   Result<CommitObject> head = (*repo)->LoadCommit(**base);
   if (!head.ok()) return head.status();
   std::string branch = options.branch;
-  return std::unique_ptr<Writer>(
-      new WriterImpl(std::move(*repo), std::move(options), branch, **base, *head));
+  auto writer =
+      std::make_unique<WriterImpl>(std::move(*repo), std::move(options), branch, **base, *head);
+  COHORT_RETURN_IF_ERROR(writer->TakeLease());
+  return std::unique_ptr<Writer>(std::move(writer));
 }
 
 }  // namespace cohort::data

@@ -119,10 +119,25 @@ TEST(DataCli, IngestInfoLogDiffCheckoutVerify) {
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   EXPECT_TRUE(Contains(verify.out, "ok: 3 commits")) << verify.out;
 
-  // Rows of another length are ragged samples, which is fine; another dtype is not.
+  // The column took the first file's row shape: rows of another length are
+  // refused at ingest (the dataset stays as it was); a column declared ragged takes them.
+  EXPECT_TRUE(Contains(info.out, "int32   [7]")) << info.out;
   const std::string c = WriteInt32Npy(dir, "c.npy", 2, 9);
-  Finished ragged = RunCohort({"data", "-d", ds, "ingest", "numpy", c});
+  Finished misshapen = RunCohort({"data", "-d", ds, "ingest", "numpy", c});
+  EXPECT_EQ(misshapen.exit_code, 1);
+  EXPECT_TRUE(Contains(misshapen.err, "invalid argument: " + c +
+                                          ", row 0: column 'data': a value of shape [9] does not "
+                                          "fit the column's fixed shape [7] (a column declared "
+                                          "ragged takes any shape)"))
+      << misshapen.err;
+  EXPECT_EQ((*Dataset::Open(ds))->size(), 503u);
+  const std::string loose = dir.Sub("ragged");
+  Finished declared = RunCohort({"data", "-d", loose, "ingest", "numpy", a, "--ragged"});
+  ASSERT_EQ(declared.exit_code, 0) << declared.err;
+  Finished ragged = RunCohort({"data", "-d", loose, "ingest", "numpy", c});
   EXPECT_EQ(ragged.exit_code, 0) << ragged.err;
+  Finished loose_info = RunCohort({"data", "info", "-d", loose});
+  EXPECT_TRUE(Contains(loose_info.out, "int32   ragged")) << loose_info.out;
   std::string f = MakeNpyHeader(DataType::kFloat32, {1, 2}) + std::string(8, '\0');
   testing::WriteFile(dir.Sub("f.npy"), f);
   Finished misfit = RunCohort({"data", "-d", ds, "ingest", "numpy", dir.Sub("f.npy")});
@@ -130,7 +145,7 @@ TEST(DataCli, IngestInfoLogDiffCheckoutVerify) {
   EXPECT_TRUE(Contains(misfit.err, "different schema")) << misfit.err;
   std::string truncated = testing::ReadFile(c);
   testing::WriteFile(c, truncated.substr(0, truncated.size() - 4));
-  Finished short_file = RunCohort({"data", "-d", ds, "ingest", "numpy", c});
+  Finished short_file = RunCohort({"data", "-d", loose, "ingest", "numpy", c});
   EXPECT_EQ(short_file.exit_code, 1);
   EXPECT_TRUE(Contains(short_file.err, "header promises")) << short_file.err;
 }

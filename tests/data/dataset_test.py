@@ -153,3 +153,16 @@ def test_bad_input_is_reported_with_the_column(tmp_path):
         Writer.create(str(tmp_path / "e"), [("x", "label"), ("x", "text")])
     with pytest.raises(ValueError, match="unknown ref 'no_such_ref'"):
         Dataset.open(location, "no_such_ref")
+
+
+def test_a_fixed_shape_is_checked_at_append_and_kept_in_the_schema(tmp_path):
+    location = str(tmp_path / "fixed")
+    writer = Writer.create(location, [("x", "array", "float32", (2, 3)),
+                                      ("free", "array", "int64"), ("label", "label")])
+    writer.append({"x": np.zeros((2, 3), np.float32), "free": np.arange(5), "label": 1})
+    with pytest.raises(ValueError, match=r"column 'x': a value of shape \[3,2\] does not fit the "
+                                         r"column's fixed shape \[2,3\]"):
+        writer.append({"x": np.zeros((3, 2), np.float32), "free": np.arange(2), "label": 2})
+    writer.commit("one")
+    assert Dataset.open(location).schema == [("x", "array", "float32", (2, 3)),
+                                             ("free", "array", "int64"), ("label", "label")]

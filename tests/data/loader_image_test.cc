@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "cohort/loader.h"
 #include "data/data_test_util.h"
+#include "data/image_decode.h"
 #include "data/jpeg.h"
 #include "data/shuffle_rng.h"
 #include "data/transforms.h"
@@ -127,6 +129,22 @@ TEST(TransformsTest, ResizeKeepsAConstantImageAndAveragesWhenHalving) {
     for (int x = 3; x < 21; ++x) EXPECT_EQ(half.row(y)[x], 100) << x << "," << y;
 }
 
+// The fused resize + flip + normalise writes exactly the floats of the two steps.
+TEST(TransformsTest, FusedResizeToChwEqualsResizeThenWrite) {
+  const Image src = Gradient(97, 71, 3);
+  const std::array<float, 3> mean = {0.485f, 0.456f, 0.406f}, std = {0.229f, 0.224f, 0.225f};
+  for (const Box& box : {Box{0, 0, 97, 71}, Box{13, 7, 50, 41}, Box{90, 60, 7, 11}}) {
+    for (bool flip : {false, true}) {
+      const int size = 24;
+      std::vector<float> two(3 * size * size), one(3 * size * size);
+      WriteChwFloat(ResizeRegion(src, box, size, size), flip, mean, std, two.data());
+      ResizeRegionToChwFloat(src, box, size, flip, mean, std, one.data());
+      EXPECT_EQ(0, std::memcmp(two.data(), one.data(), two.size() * sizeof(float)))
+          << "box " << box.x << "," << box.y << " flip " << flip;
+    }
+  }
+}
+
 TEST(TransformsTest, ChwWritesAreExactWithAndWithoutFlip) {
   const Image src = Noise(5, 3, 4);
   std::vector<uint8_t> plain(45), flipped(45);
@@ -195,6 +213,7 @@ TEST(LoaderImageTest, CenterCropBatchesMatchTheTransformsAppliedByHand) {
   o.image.size = 16;
   o.image.random_crop = false;
   o.image.to_float = false;
+  o.image.dct_scaling = false;  // exact: the pixels of a full decode and resize
   auto loader = Loader::Open(dir.path(), o);
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto ds = Dataset::Open(dir.path());
@@ -222,6 +241,51 @@ TEST(LoaderImageTest, CenterCropBatchesMatchTheTransformsAppliedByHand) {
     }
   }
   EXPECT_EQ(batches, 4);
+}
+
+// DCT scaling decodes at the smallest scale that still covers the output,
+// and its pixels stay close to the exact full-size path.
+TEST(LoaderImageTest, DctScalingDecodesSmallerAndStaysCloseToTheExactPixels) {
+  const std::string jpeg = *EncodeJpeg(Gradient(203, 161, 5), 95);
+  EXPECT_EQ(ReducedScale(jpeg, {0, 0, 203, 161}, 24), 4);  // 161 / 8 < 24 <= 161 / 4
+  EXPECT_EQ(ReducedScale(jpeg, {0, 0, 203, 161}, 100), 1);
+  EXPECT_EQ(ReducedScale("\x89PNG", {0, 0, 203, 161}, 24), 1);
+  EXPECT_EQ(ScaleBox({5, 6, 100, 90}, 4, 203, 161), (Box{1, 1, 26, 23}));
+  Box origin;
+  auto quarter = DecodeJpeg(jpeg, nullptr, &origin, 4);
+  ASSERT_TRUE(quarter.ok()) << quarter.status().ToString();
+  EXPECT_EQ(quarter->width, 51);
+  EXPECT_EQ(quarter->height, 41);
+  EXPECT_EQ(DecodeJpeg(jpeg, nullptr, nullptr, 3).status().message(),
+            "JPEG scale 1/3 is not 1/1, 1/2, 1/4 or 1/8");
+
+  TempDir dir;
+  auto w = Writer::Create(dir.path(), {{"image", ColumnKind::kImage}});
+  ASSERT_TRUE(w.ok());
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE((*w)->Append({Value::Image(*EncodeJpeg(Gradient(180 + i * 9, 150 + i * 7, i), 95))})
+                    .ok());
+  ASSERT_TRUE((*w)->Commit({"large"}).ok());
+  std::vector<std::vector<uint8_t>> runs;
+  for (bool scaled : {false, true}) {
+    LoaderOptions o;
+    o.batch_size = 8;
+    o.shuffle = false;
+    o.image.size = 32;
+    o.image.to_float = false;
+    o.image.dct_scaling = scaled;
+    auto loader = Loader::Open(dir.path(), o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto b = (*loader)->Next();
+    ASSERT_TRUE(b.ok() && *b);
+    const Tensor& t = (*b)->column("image");
+    runs.emplace_back(t.data<uint8_t>(), t.data<uint8_t>() + t.nbytes);
+  }
+  double diff = 0;
+  for (size_t i = 0; i < runs[0].size(); ++i) diff += std::abs(int(runs[0][i]) - int(runs[1][i]));
+  diff /= double(runs[0].size());
+  EXPECT_GT(diff, 0.0);  // it did take the other path
+  EXPECT_LT(diff, 6.0) << "mean absolute difference per channel value";
 }
 
 TEST(LoaderImageTest, RandomCropsAreTheSameForAnyThreadCountAndDifferByEpoch) {

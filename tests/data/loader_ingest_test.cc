@@ -1,6 +1,7 @@
 // `cohort data ingest imagefolder`: a class-per-folder tree round-trips into
 // image + label samples in torchvision's order, in parallel, with progress;
-// a broken image fails the ingest naming the file.
+// a broken image fails the ingest naming the file and leaves the dataset
+// as it was (or absent).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -82,7 +83,12 @@ TEST(ImageFolderIngestTest, ABrokenImageFailsNamingTheFile) {
   WriteFile(dir.Sub("tree") + "/c/broken.jpg", "this is no jpeg");
   auto run = RunCohort({"data", "ingest", "imagefolder", dir.Sub("tree"), dir.Sub("ds")});
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_TRUE(Contains(run.err, dir.Sub("tree") + "/c/broken.jpg: not a JPEG image")) << run.err;
+  EXPECT_TRUE(Contains(run.err, dir.Sub("tree") +
+                                    "/c/broken.jpg: not a JPEG or PNG image: starts with 0x74 "
+                                    "0x68 0x69 0x73"))
+      << run.err;
+  // A failed first ingest leaves no dataset behind, not even its creation.
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("ds")));
   auto empty = RunCohort({"data", "ingest", "imagefolder", dir.Sub("tree") + "/a", dir.Sub("x")});
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_TRUE(Contains(empty.err, "has no class folders (expected DIR/CLASS/IMAGE)")) << empty.err;
@@ -90,6 +96,25 @@ TEST(ImageFolderIngestTest, ABrokenImageFailsNamingTheFile) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.err,
             "cohort data: invalid argument: " + dir.Sub("nope") + " is not a directory\n");
+}
+
+TEST(ImageFolderIngestTest, AFailedLaterIngestLeavesTheDatasetAsItWas) {
+  TempDir dir;
+  MakeFolder(dir.Sub("tree"));
+  auto first = RunCohort({"data", "ingest", "imagefolder", dir.Sub("tree"), dir.Sub("ds")});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto before = Log(dir.Sub("ds"));
+  ASSERT_TRUE(before.ok());
+  WriteFile(dir.Sub("tree") + "/c/truncated.png", "\x89PNG\r\n\x1a\n");
+  auto run = RunCohort({"data", "ingest", "imagefolder", dir.Sub("tree"), dir.Sub("ds")});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(Contains(run.err, "/c/truncated.png: not a readable PNG image")) << run.err;
+  auto after = Log(dir.Sub("ds"));
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), before->size());
+  EXPECT_EQ(after->front().id, before->front().id);
+  EXPECT_EQ(testing::CountObjects(dir.Sub("ds"), "chunks"),
+            before->front().num_chunks);  // and no chunk written for nothing
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cohort import _data
-from cohort.data import DataLoader, ingest_imagefolder
+from cohort.data import DataLoader, Writer, ingest_imagefolder, resolve
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -54,7 +54,9 @@ def test_numpy_batches_share_the_loaders_buffers(image_dataset):
         seen.extend(loader.indices[: 4 - loader.padded])
         padded += loader.padded
     assert sorted(seen) == list(range(30)) and padded == 2
-    assert loader.state_dict() == {"seed": 1, "epoch": 1, "consumed": 0}
+    assert loader.state_dict() == {"seed": 1, "epoch": 1, "consumed": 0,
+                                   "commit": resolve(location), "window_chunks": 8,
+                                   "shuffle": True}
 
 
 def test_torch_tensors_alias_the_numpy_arrays(image_dataset):
@@ -127,9 +129,118 @@ def test_bad_options_raise_with_the_reason(image_dataset):
 def test_settings_from_the_environment_are_checked(image_dataset, monkeypatch):
     _, location = image_dataset
     monkeypatch.setenv("COHORT_LOADER_THREADS", "0")
-    with pytest.raises(ValueError, match="COHORT_LOADER_THREADS must be 1..256, is 0"):
+    with pytest.raises(ValueError,
+                       match=r"loader threads \(COHORT_LOADER_THREADS\) must be 1..256, is 0"):
         DataLoader(location, batch_size=2)
     monkeypatch.setenv("COHORT_LOADER_THREADS", "3")
     monkeypatch.setenv("COHORT_SHUFFLE_WINDOW", "many")
     with pytest.raises(ValueError, match="COHORT_SHUFFLE_WINDOW"):
         DataLoader(location, batch_size=2)
+
+
+def float_dataset(path, n):
+    writer = Writer.create(str(path), [("x", "array", "float32"), ("label", "label")],
+                           chunk_bytes=200)
+    for i in range(n):
+        writer.append({"x": np.full(4, i, np.float32), "label": i})
+    return writer, writer.commit(f"{n} samples")
+
+
+def test_a_state_pins_its_commit_and_another_is_refused(tmp_path):
+    writer, first = float_dataset(tmp_path / "ds", 101)
+    location = str(tmp_path / "ds")
+    loader = DataLoader(location, batch_size=5, seed=3, window_chunks=2)
+    it = iter(loader)
+    seen = []
+    for _ in range(7):
+        next(it)
+        seen.extend(int(i) for i in loader.indices)
+    state = loader.state_dict()
+    assert state == {"seed": 3, "epoch": 0, "consumed": 35, "commit": first,
+                     "window_chunks": 2, "shuffle": True}
+    writer.append({"x": np.zeros(4, np.float32), "label": -1})
+    second = writer.commit("one more")
+    resumed = DataLoader(location, batch_size=5, state=state)  # the state's window and commit
+    assert resumed.dataset_size == 101
+    for _ in resumed:
+        seen.extend(int(i) for i in resumed.indices[: 5 - resumed.padded])
+    assert sorted(seen) == list(range(101))
+    with pytest.raises(ValueError, match=f"saved on commit {first} .* ref 'main' is commit "
+                                         f"{second}: .* set allow_commit_change"):
+        DataLoader(location, batch_size=5, state=state, ref="main")
+    moved = DataLoader(location, batch_size=5, state=state, allow_commit_change=True)
+    assert moved.dataset_size == 102 and moved.state_dict()["commit"] == second
+    with pytest.raises(ValueError, match="saved with window_chunks 2 .* loader has window_chunks 4"):
+        DataLoader(location, batch_size=5, state=state, window_chunks=4)
+
+
+def test_impossible_states_and_contradictions_raise_naming_the_field(tmp_path):
+    _, commit = float_dataset(tmp_path / "ds", 20)
+    location = str(tmp_path / "ds")
+    good = {"seed": 1, "epoch": 0, "consumed": 4, "commit": commit, "window_chunks": 8,
+            "shuffle": True}
+    assert DataLoader(location, batch_size=4, state=good).state_dict() == good
+
+    def refused(state, match, **kw):
+        with pytest.raises(ValueError, match=match):
+            DataLoader(location, batch_size=4, state=state, **kw)
+
+    refused({**good, "consumed": 20}, "loader state consumed 20 is beyond the epoch: dataset .* "
+                                      "has 20 samples")
+    missing = dict(good)
+    del missing["epoch"]
+    refused(missing, "state is missing the field 'epoch'")
+    refused({**good, "consumed": "4"}, "state field 'consumed' must be a non-negative int, got '4'")
+    refused({**good, "seed": -1}, "state field 'seed' must be a non-negative int, got -1")
+    refused({**good, "shuffle": 1}, "state field 'shuffle' must be a bool, got 1")
+    refused({**good, "commit": "abc"}, "state field 'commit' must be a commit id")
+    refused({**good, "step": 3}, "state has an unknown field 'step'")
+    refused([1, 0, 4], "state must be a dict from DataLoader.state_dict\\(\\), got list")
+    refused(good, "seed=7 contradicts state= \\(whose seed is 1\\)", seed=7)
+    refused(good, "consumed= contradicts state=", consumed=0)
+
+
+def test_epochs_without_a_batch_raise_naming_the_sizes(tmp_path):
+    Writer.create(str(tmp_path / "empty"), [("x", "array", "float32")])
+    with pytest.raises(ValueError, match="has no samples .* every epoch would be empty"):
+        DataLoader(str(tmp_path / "empty"), batch_size=2)
+    float_dataset(tmp_path / "ds", 10)
+    with pytest.raises(ValueError, match="has 10 samples, fewer than one step of 3 ranks x batch "
+                                         "size 4 = 12: with drop_last every epoch would be empty"):
+        DataLoader(str(tmp_path / "ds"), batch_size=4, rank=0, world_size=3, drop_last=True)
+
+
+def test_padding_example_masks_the_padded_rows(tmp_path):
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "loader_padding.py")
+    out = subprocess.run([sys.executable, script, str(tmp_path / "ds")], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert "rank 2: batch 0 has 4 of 4 rows padding" in out
+    assert "samples counted once each: 8 of 8" in out
+
+
+def test_png_in_every_mode_decodes_as_pil_converts_it(tmp_path):
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    images = {
+        "rgb": PIL.fromarray(rgb),
+        "rgba": PIL.fromarray(np.dstack([rgb, rng.integers(0, 256, (16, 16), dtype=np.uint8)])),
+        "gray": PIL.fromarray(rgb[:, :, 0]),
+        "gray_alpha": PIL.fromarray(rgb[:, :, 0]).convert("LA"),
+        "palette": PIL.fromarray(rgb).quantize(colors=37),
+        "bilevel": PIL.fromarray(rgb[:, :, 0]).convert("1"),
+    }
+    os.makedirs(tmp_path / "tree" / "all")
+    files = []
+    for name, image in sorted(images.items()):
+        path = tmp_path / "tree" / "all" / f"{name}.png"
+        image.save(path, format="PNG")
+        files.append(path)
+    ingest_imagefolder(str(tmp_path / "tree"), str(tmp_path / "ds"))
+    loader = DataLoader(str(tmp_path / "ds"), batch_size=len(files), image_size=16,
+                        random_crop=False, center_fraction=1.0, to_float=False, shuffle=False)
+    batch = next(iter(loader))["image"]
+    for row, path in enumerate(files):
+        theirs = np.asarray(PIL.open(path).convert("RGB")).transpose(2, 0, 1)
+        assert (batch[row] == theirs).all(), path.name

@@ -258,6 +258,35 @@ TEST_F(S3Storage, WrongCredentialsGiveAClearError) {
       << none.status().message();
 }
 
+TEST_F(S3Storage, AMissingBucketIsNamedNotTakenForAMissingDataset) {
+  Result<std::optional<std::string>> got = Open("s3://nobucket/ds", Options())->Get("format");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(),
+            "dataset s3://nobucket/ds: the bucket does not exist (GET " + server_->endpoint() +
+                "/nobucket/ds/format: HTTP 404 (NoSuchBucket: The specified bucket does not "
+                "exist))");
+  auto ds = Dataset::Open("s3://nobucket/ds");
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("the bucket does not exist"), std::string::npos)
+      << ds.status().message();
+}
+
+TEST_F(S3Storage, GcRemovesUnreachableObjectsOverS3) {
+  const std::string location = "s3://bucket/gc";
+  std::vector<std::string> ids = testing::WriteSmallDataset(location);
+  auto s = Open(location, Options());
+  const std::string orphan = "chunks/ab/ab" + std::string(62, '0');
+  ASSERT_TRUE(s->Put(orphan, "left behind").ok());
+  GcOptions options;
+  options.min_age_s = -60;  // everything counts as old: LastModified has whole seconds
+  auto report = CollectGarbage(location, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->removed, std::vector<std::string>{orphan});
+  EXPECT_FALSE(*s->Exists(orphan));
+  EXPECT_TRUE(report->open_leases.empty());  // the writers closed, their leases went
+  testing::ExpectSmallDataset(location, ids[1]);
+}
+
 TEST_F(S3Storage, CopyLocalToS3ToLocalKeepsEveryCommit) {
   std::vector<std::string> ids = testing::WriteSmallDataset(dir_.Sub("src"));
   const std::string remote = "s3://bucket/copies/small";

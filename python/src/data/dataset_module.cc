@@ -118,20 +118,42 @@ py::object FromValue(const Column& column, const Value& v) {
   return py::none();
 }
 
-// Schema entries are (name, kind) or (name, "array", dtype).
+// "shape:4,3" (cohort.data's spelling of a fixed shape (4, 3); "shape:" is ()).
+std::vector<uint64_t> ParseShapeEntry(const std::string& column, const std::string& text) {
+  const std::string prefix = "shape:";
+  if (text.compare(0, prefix.size(), prefix) != 0)
+    throw py::value_error("column '" + column + "': the fourth part of an entry is a shape tuple");
+  std::vector<uint64_t> shape;
+  size_t at = prefix.size();
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(at, end - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+      throw py::value_error("column '" + column + "': shape sizes are non-negative ints");
+    shape.push_back(std::stoull(part));
+    at = end + 1;
+  }
+  return shape;
+}
+
+// Schema entries are (name, kind), (name, "array", dtype) or (name, "array", dtype, shape).
 Schema ToSchema(const std::vector<std::vector<std::string>>& entries) {
   Schema schema;
   for (const std::vector<std::string>& e : entries) {
-    if (e.size() < 2 || e.size() > 3) {
-      throw py::value_error("a schema entry is (name, kind) or (name, 'array', dtype)");
+    if (e.size() < 2 || e.size() > 4) {
+      throw py::value_error(
+          "a schema entry is (name, kind), (name, 'array', dtype) or (name, 'array', dtype, "
+          "shape)");
     }
     Column c{e[0], Check(ParseColumnKind(e[1]))};
-    if (e.size() == 3 && c.kind != ColumnKind::kArray) {
+    if (e.size() >= 3 && c.kind != ColumnKind::kArray) {
       throw py::value_error("column '" + c.name + "': only array columns take a dtype");
     }
     if (c.kind == ColumnKind::kArray) {
-      if (e.size() != 3) throw py::value_error("array column '" + c.name + "' needs a dtype");
+      if (e.size() < 3) throw py::value_error("array column '" + c.name + "' needs a dtype");
       c.dtype = Check(ParseDataType(e[2]));
+      if (e.size() == 4) c.shape = ParseShapeEntry(c.name, e[3]);
     }
     schema.push_back(std::move(c));
   }
@@ -141,7 +163,11 @@ Schema ToSchema(const std::vector<std::vector<std::string>>& entries) {
 py::list SchemaList(const Schema& schema) {
   py::list out;
   for (const Column& c : schema) {
-    if (c.kind == ColumnKind::kArray) {
+    if (c.kind == ColumnKind::kArray && c.shape) {
+      py::tuple shape(c.shape->size());
+      for (size_t i = 0; i < c.shape->size(); ++i) shape[i] = (*c.shape)[i];
+      out.append(py::make_tuple(c.name, ColumnKindName(c.kind), DataTypeName(c.dtype), shape));
+    } else if (c.kind == ColumnKind::kArray) {
       out.append(py::make_tuple(c.name, ColumnKindName(c.kind), DataTypeName(c.dtype)));
     } else {
       out.append(py::make_tuple(c.name, ColumnKindName(c.kind)));

@@ -2,21 +2,17 @@
 // arrays that share the loader's buffers (the array keeps the C++ storage
 // alive through a capsule), so torch.from_numpy wraps them without a copy;
 // no torch header is needed here. Helpers for tests and benchmarks expose
-// the epoch order, JPEG decoding and resampling.
+// the epoch order, image decoding and resampling. Only the public API
+// (include/cohort/data.h, loader.h) is used.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <memory>
 
+#include "cohort/data.h"
 #include "cohort/loader.h"
 #include "convert.h"
-#include "data/commit_object.h"
-#include "data/image_folder_ingest.h"
-#include "data/jpeg.h"
-#include "data/repository.h"
-#include "data/shuffle.h"
-#include "data/transforms.h"
 
 namespace py = pybind11;
 
@@ -31,7 +27,17 @@ py::array ToNumpy(const Tensor& t) {
   return py::array(NumpyType(t.dtype), shape, t.storage.get(), keep);
 }
 
-py::tuple StateTuple(const LoaderState& s) { return py::make_tuple(s.seed, s.epoch, s.consumed); }
+// The state as cohort.data.DataLoader.state_dict() hands it out (and takes it back).
+py::dict StateDict(const LoaderState& s) {
+  py::dict d;
+  d["seed"] = s.seed;
+  d["epoch"] = s.epoch;
+  d["consumed"] = s.consumed;
+  d["commit"] = s.commit;
+  d["window_chunks"] = s.window_chunks;
+  d["shuffle"] = s.shuffle;
+  return d;
+}
 
 LoaderOptions MakeOptions(const py::dict& kw) {
   LoaderOptions o;
@@ -61,6 +67,14 @@ LoaderOptions MakeOptions(const py::dict& kw) {
       o.start.epoch = value.cast<uint64_t>();
     else if (k == "consumed")
       o.start.consumed = value.cast<uint64_t>();
+    else if (k == "commit")
+      o.start.commit = value.cast<std::string>();
+    else if (k == "state_window_chunks")
+      o.start.window_chunks = value.cast<uint64_t>();
+    else if (k == "state_shuffle")
+      o.start.shuffle = value.cast<bool>();
+    else if (k == "allow_commit_change")
+      o.allow_commit_change = value.cast<bool>();
     else if (k == "threads")
       o.threads = value.cast<int>();
     else if (k == "prefetch_batches")
@@ -77,6 +91,8 @@ LoaderOptions MakeOptions(const py::dict& kw) {
       o.image.flip_probability = value.cast<double>();
     else if (k == "center_fraction")
       o.image.center_fraction = value.cast<double>();
+    else if (k == "dct_scaling")
+      o.image.dct_scaling = value.cast<bool>();
     else if (k == "to_float")
       o.image.to_float = value.cast<bool>();
     else if (k == "mean")
@@ -94,7 +110,7 @@ class PyLoader {
   PyLoader(const std::string& location, const py::kwargs& kw)
       : loader_(Check(Loader::Open(location, MakeOptions(kw)))) {}
 
-  // {column: array, "__indices__": ..., "__padded__": n, "__state__": (seed, epoch, consumed)},
+  // {column: array, "__indices__": ..., "__padded__": n, "__state__": StateDict},
   // or None at the end of an epoch.
   py::object Next() {
     Result<std::optional<Batch>> batch = Status::OK();
@@ -109,11 +125,11 @@ class PyLoader {
     out["__indices__"] = py::array_t<uint64_t>(b->indices.size(), b->indices.data());
     out["__padded__"] = b->padded;
     out["__epoch__"] = b->epoch;
-    out["__state__"] = StateTuple(b->state_after);
+    out["__state__"] = StateDict(b->state_after);
     return out;
   }
 
-  py::tuple State() const { return StateTuple(loader_->state()); }
+  py::dict State() const { return StateDict(loader_->state()); }
   uint64_t BatchesLeft() const { return loader_->batches_left(); }
   uint64_t DatasetSize() const { return loader_->dataset_size(); }
 
@@ -122,16 +138,13 @@ class PyLoader {
 };
 
 std::vector<uint64_t> ChunkSizes(const std::string& location, const std::string& ref) {
-  std::unique_ptr<Repository> repo = Check(Repository::Open(location));
-  CommitObject commit = Check(repo->LoadCommit(Check(repo->Resolve(ref))));
-  std::vector<uint64_t> sizes;
-  for (const ChunkRef& c : commit.chunks) sizes.push_back(c.num_samples);
-  return sizes;
+  return Check(Dataset::Open(location, ref))->commit().chunk_samples;
 }
 
 py::array_t<uint64_t> EpochOrderArray(const std::vector<uint64_t>& chunk_sizes, uint64_t seed,
                                       uint64_t epoch, uint64_t window_chunks, bool shuffle) {
-  std::vector<uint64_t> all = EpochOrder(chunk_sizes, {shuffle, seed, window_chunks}, epoch).All();
+  if (window_chunks == 0) throw py::value_error("window_chunks must be at least 1");
+  std::vector<uint64_t> all = EpochSampleOrder(chunk_sizes, seed, epoch, window_chunks, shuffle);
   return py::array_t<uint64_t>(all.size(), all.data());
 }
 
@@ -168,7 +181,7 @@ py::array_t<uint8_t> DecodeJpegArray(const py::bytes& jpeg,
   Box box;
   if (region) box = {(*region)[0], (*region)[1], (*region)[2], (*region)[3]};
   Box origin;
-  Image image = Check(DecodeJpeg(bytes, region ? &box : nullptr, &origin));
+  Image image = Check(DecodeImage(bytes, region ? &box : nullptr, &origin));
   if (!region) return ImageArray(image);
   // Cut the decoded area (widened to whole blocks) down to the region.
   Image cut;
@@ -222,7 +235,8 @@ PYBIND11_MODULE(_data, m) {
         py::arg("window_chunks"), py::arg("shuffle") = true);
   m.def("shuffle_quality", &ShuffleQualityDict, py::arg("order"), py::arg("chunk_sizes"));
   m.def("decode_jpeg", &DecodeJpegArray, py::arg("jpeg"), py::arg("region") = py::none(),
-        "HWC uint8 RGB pixels; region (x, y, width, height) decodes only that part");
+        "HWC uint8 RGB pixels of a JPEG or PNG; region (x, y, width, height) decodes only "
+        "that part");
   m.def(
       "resize_region",
       [](const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& a,
