@@ -252,12 +252,6 @@ class LocalStorage : public Storage {
     return out;
   }
 
-  Status Delete(const std::string& path) override {
-    const std::string full = Full(path);
-    if (::unlink(full.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", full);
-    return Status::OK();
-  }
-
   Status Walk(const std::string& rel, std::vector<std::string>* keys) {
     std::string full = rel.empty() ? dir_ : Full(rel);
     DIR* d = ::opendir(full.c_str());
@@ -309,11 +303,6 @@ ObjectBytes ObjectBytes::Own(std::string bytes) {
   auto owner = std::make_shared<const std::string>(std::move(bytes));
   std::string_view view = *owner;
   return ObjectBytes{std::move(owner), view};
-}
-
-Status Storage::Delete(const std::string& path) {
-  return Status::InvalidArgument(location() + ": this storage cannot delete objects (" + path +
-                                 ")");
 }
 
 Result<std::optional<ObjectBytes>> Storage::GetBytes(const std::string& path) {

@@ -102,16 +102,6 @@ class S3Storage : public HttpStorage {
     return keys;
   }
 
-  Status Delete(const std::string& path) override {
-    HttpRequest r = Request("DELETE", path);
-    Prepare(&r);
-    Result<HttpResponse> response = client().Perform(r);
-    if (!response.ok()) return Error(response.status().message());
-    if (response->status != 204 && response->status != 200 && response->status != 404)
-      return Error(DescribeAnswer(r, *response));
-    return Status::OK();
-  }
-
   Result<std::vector<ListedObject>> ListModified(const std::string& prefix) override {
     // Keys under `prefix` as a directory: "refs" lists "refs/...", not "refsX".
     std::string full = prefix_.empty() ? "" : prefix_ + "/";

@@ -82,8 +82,6 @@ class Storage {
   // List with each object's modification time (`cohort data gc`); the
   // default says the backend cannot (HTTP).
   virtual Result<std::vector<ListedObject>> ListModified(const std::string& prefix);
-  // Removes an object; an absent one is fine. The default says the backend cannot.
-  virtual Status Delete(const std::string& path);
   // Compare-and-swap, see above. `while_locked` (may be empty) runs after the
   // comparison succeeded and before the swap: a hook for crash tests.
   virtual Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,

@@ -197,8 +197,9 @@ Status CachedStorage::Put(const std::string& path, std::string_view bytes) {
   return inner_->Put(path, bytes);
 }
 
-// Only immutable objects are cached, and those are never deleted while a
-// cache holds them; the inner storage decides.
+// Only immutable objects are cached, and only unreferenced ones are removed
+// (gc, checkpoint pruning), which no reader asks for: a cached copy can stay
+// until the LRU evicts it.
 Status CachedStorage::Delete(const std::string& path) { return inner_->Delete(path); }
 
 Result<std::vector<std::string>> CachedStorage::List(const std::string& prefix) {
@@ -208,10 +209,6 @@ Result<std::vector<std::string>> CachedStorage::List(const std::string& prefix) 
 Result<std::vector<ListedObject>> CachedStorage::ListModified(const std::string& prefix) {
   return inner_->ListModified(prefix);
 }
-
-// Only unreferenced objects are removed (gc), which no reader asks for: a
-// cached copy can stay until the LRU evicts it.
-Status CachedStorage::Delete(const std::string& path) { return inner_->Delete(path); }
 
 Status CachedStorage::ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
                                 std::string_view bytes, const std::function<void()>& while_locked) {

@@ -44,7 +44,6 @@ class CachedStorage : public Storage {
   Status Delete(const std::string& path) override;
   Result<std::vector<std::string>> List(const std::string& prefix) override;
   Result<std::vector<ListedObject>> ListModified(const std::string& prefix) override;
-  Status Delete(const std::string& path) override;
   Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
                    std::string_view bytes, const std::function<void()>& while_locked) override;
 
