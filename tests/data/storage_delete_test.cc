@@ -34,7 +34,7 @@ TEST(StorageDelete, HttpStorageRefuses) {
   ASSERT_TRUE(storage.ok()) << storage.status().ToString();
   Status status = (*storage)->Delete("x");
   EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(status.message(), "http://127.0.0.1:9/ds: this storage cannot delete objects (x)");
+  EXPECT_EQ(status.message(), "dataset http://127.0.0.1:9/ds: this storage cannot remove x");
 }
 
 }  // namespace
