@@ -19,7 +19,7 @@ PACKAGES=(
   python3-botocore                               # storage tests: an independent SigV4 signer
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
-  python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
+  python3-sklearn python3-torchvision python3-pil  # examples: digits data, synthetic benchmark models; PIL: loader tests, dashboard screenshots
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
   libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
