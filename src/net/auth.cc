@@ -53,7 +53,9 @@ std::string GenerateSecret() {
 }
 
 ServerHandshake::ServerHandshake(std::string secret, std::string purpose)
-    : secret_(std::move(secret)), purpose_(std::move(purpose)), nonce_s_(RandomBytes(kNonceBytes)) {}
+    : secret_(std::move(secret)),
+      purpose_(std::move(purpose)),
+      nonce_s_(RandomBytes(kNonceBytes)) {}
 
 Status ServerHandshake::Check(const std::string& reply, std::string* verdict) const {
   if (reply.size() != kNonceBytes + kMacBytes) {
@@ -72,8 +74,7 @@ Status ServerHandshake::Check(const std::string& reply, std::string* verdict) co
 }
 
 Status AuthenticateServer(Socket& socket, const std::string& secret, const std::string& purpose,
-                          Deadline deadline,
-                          const std::function<void(const Status&)>& on_refused) {
+                          Deadline deadline, const std::function<void(const Status&)>& on_refused) {
   const ServerHandshake handshake(secret, purpose);
   COHORT_RETURN_IF_ERROR(socket.SendMessage(handshake.challenge(), deadline));
   Result<std::string> reply = socket.RecvMessage(deadline, ServerHandshake::kMaxMessage);

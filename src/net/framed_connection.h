@@ -38,10 +38,10 @@ class FramedConnection {
   Result<bool> Fill(size_t count);
 
   Socket socket_;
-  std::string in_;         // bytes of the message being assembled
+  std::string in_;  // bytes of the message being assembled
   bool have_length_ = false;
-  size_t length_ = 0;      // of the message being assembled, once have_length_
-  std::string out_;        // queued output; out_[0, sent_) has gone
+  size_t length_ = 0;  // of the message being assembled, once have_length_
+  std::string out_;    // queued output; out_[0, sent_) has gone
   size_t sent_ = 0;
 };
 

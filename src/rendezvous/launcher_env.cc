@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "net/socket.h"
+
 namespace cohort {
 
 namespace {
@@ -142,33 +144,6 @@ Status ReadPlacement(const EnvLookup& env, const LauncherVars& vars, JobEnvironm
       CheckLess(job->cross_rank, cross_rank_name, job->cross_size, cross_size_name));
   COHORT_RETURN_IF_ERROR(CheckNotAbove(job->local_size, local_size_name, job->size, size_name));
   COHORT_RETURN_IF_ERROR(CheckNotAbove(job->cross_size, cross_size_name, job->size, size_name));
-  return Status::OK();
-}
-
-// Parses "host:port" or "[v6addr]:port"; the port must be 1..65535.
-Status ParseHostPort(const char* name, const std::string& text, JobEnvironment* job) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(Quote(name, text) + " " + why +
-                                   " (expected host:port, e.g. host0:29400)");
-  };
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return bad("has no port");
-  std::string host = text.substr(0, colon);
-  std::string port_text = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string::npos) {
-    return bad("has an IPv6 address without brackets");
-  }
-  if (host.empty()) return bad("has an empty host");
-  if (port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos) {
-    return bad("has a malformed port");
-  }
-  int port = std::stoi(port_text);
-  if (port < 1 || port > 65535) return bad("has a port outside 1..65535");
-  job->store_host = host;
-  job->store_port = port;
   return Status::OK();
 }
 
@@ -414,7 +389,8 @@ Result<JobEnvironment> ParseCohort(const EnvLookup& env) {
   if (!addr) {
     return Status::InvalidArgument("COHORT_STORE_ADDR is not set (required when COHORT_RANK is)");
   }
-  COHORT_RETURN_IF_ERROR(ParseHostPort("COHORT_STORE_ADDR", *addr, &job));
+  COHORT_RETURN_IF_ERROR(
+      ParseHostPort(*addr, "COHORT_STORE_ADDR", &job.store_host, &job.store_port));
   std::optional<std::string> secret = EnvString(env, "COHORT_SECRET");
   if (!secret) {
     return Status::InvalidArgument("COHORT_SECRET is not set (required when COHORT_RANK is)");
@@ -429,7 +405,7 @@ Status ForeignStore(const EnvLookup& env, JobEnvironment* job) {
   job->rank0_hosts_store = true;
   job->secret = EnvString(env, "COHORT_SECRET").value_or("");
   if (std::optional<std::string> addr = EnvString(env, "COHORT_STORE_ADDR")) {
-    return ParseHostPort("COHORT_STORE_ADDR", *addr, job);
+    return ParseHostPort(*addr, "COHORT_STORE_ADDR", &job->store_host, &job->store_port);
   }
   if (job->launcher == "torchrun") return TorchrunStore(env, job);
   if (job->launcher == "slurm") return SlurmStore(env, job);

@@ -122,8 +122,7 @@ struct Arriving {
       : link(std::move(socket)),
         peer(link.socket().PeerName()),
         handshake(o.secret, "mesh"),
-        deadline(std::min(job_deadline.at(),
-                          Deadline::AfterSeconds(kMeshHandshakeSeconds).at())) {
+        deadline(std::min(job_deadline.at(), Deadline::AfterSeconds(kMeshHandshakeSeconds).at())) {
     link.QueueMessage(handshake.challenge());
   }
   FramedConnection link;
@@ -143,7 +142,8 @@ Result<bool> Advance(Arriving& a, ConnectionHello* hello) {
   std::string bytes;
   if (!a.authenticated) {
     Result<bool> reply = a.link.ReadMessage(ServerHandshake::kMaxMessage, &bytes);
-    if (!reply.ok()) return Status::Unauthenticated("no handshake reply: " + reply.status().message());
+    if (!reply.ok())
+      return Status::Unauthenticated("no handshake reply: " + reply.status().message());
     if (!*reply) return false;
     std::string verdict;
     Status checked = a.handshake.Check(bytes, &verdict);
@@ -207,8 +207,8 @@ Status AcceptTcpPeers(const Mesh& mesh, const MeshOptions& o, Socket& listener, 
       streams.resize(o.tcp_streams);
       if (peer <= o.rank || peer >= o.size || hello.stream < 0 || hello.stream >= o.tcp_streams ||
           streams[hello.stream].valid()) {
-        return Status::Internal("unexpected mesh connection claiming rank " +
-                                std::to_string(peer) + " stream " + std::to_string(hello.stream));
+        return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer) +
+                                " stream " + std::to_string(hello.stream));
       }
       streams[hello.stream] = std::move(a.link.socket());
       a.done = true;

@@ -215,8 +215,8 @@ class StoreServerImpl : public StoreServer {
     c.refused = true;
     const int n = ++refused_;
     if (n <= kLoggedRefusals) {
-      COHORT_LOG(kWarning) << "rendezvous store refused connection from " << c.peer << ": "
-                           << why << (n == kLoggedRefusals ? " (further refusals are not logged)" : "");
+      COHORT_LOG(kWarning) << "rendezvous store refused connection from " << c.peer << ": " << why
+                           << (n == kLoggedRefusals ? " (further refusals are not logged)" : "");
     }
   }
 
@@ -296,8 +296,8 @@ class StoreServerImpl : public StoreServer {
       case 'G': {
         auto it = values_.find(request.key);
         if (it != values_.end()) return Answer(c, Reply('K', it->second));
-        const int64_t wait_ms = std::clamp<int64_t>(sp::DecodeI64(request.argument, 0), 0,
-                                                    kMaxWaitMs);
+        const int64_t wait_ms =
+            std::clamp<int64_t>(sp::DecodeI64(request.argument, 0), 0, kMaxWaitMs);
         c.wait_key = request.key;
         c.wait_until = Deadline::After(std::chrono::milliseconds(wait_ms));
         return;
@@ -318,8 +318,8 @@ class StoreServerImpl : public StoreServer {
     for (auto& c : connections_) {
       if (c->closed) continue;
       if (c->handshake && !c->closing && c->handshake_deadline.Expired()) {
-        Drop(*c, "no handshake within " + std::to_string(static_cast<int>(kHandshakeSeconds)) +
-                     " s");
+        Drop(*c,
+             "no handshake within " + std::to_string(static_cast<int>(kHandshakeSeconds)) + " s");
       } else if (c->wait_key && c->wait_until.Expired()) {
         Answer(*c, "T");
       }

@@ -115,8 +115,8 @@ TEST(MeshBuilder, SilentAndGarbageConnectionsDoNotDelayTheJob) {
         o.timeout_seconds = 8;
       },
       [&](int store_port) {
-        auto store = StoreClient::Connect("127.0.0.1", store_port, kSecret,
-                                          Deadline::AfterSeconds(5));
+        auto store =
+            StoreClient::Connect("127.0.0.1", store_port, kSecret, Deadline::AfterSeconds(5));
         ASSERT_TRUE(store.ok());
         Result<std::string> record = (*store)->Get("mesh/peer/0", Deadline::AfterSeconds(5));
         ASSERT_TRUE(record.ok());
@@ -133,7 +133,8 @@ TEST(MeshBuilder, SilentAndGarbageConnectionsDoNotDelayTheJob) {
           strangers.push_back(std::move(s).value());
         }
         const std::string garbage = "GET / HTTP/1.0\r\n\r\n";
-        ASSERT_TRUE(strangers[1].SendAll(garbage.data(), garbage.size(), Deadline::AfterSeconds(5)).ok());
+        ASSERT_TRUE(
+            strangers[1].SendAll(garbage.data(), garbage.size(), Deadline::AfterSeconds(5)).ok());
       });
   for (int r = 0; r < 3; ++r) ASSERT_TRUE(job[r].status.ok()) << job[r].status.ToString();
   EXPECT_LT(SecondsSince(start), 4.0);
