@@ -258,6 +258,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     }
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
+  COHORT_RETURN_IF_ERROR(CheckJobFits(flags.options.np));
   COHORT_RETURN_IF_ERROR(ApplyHostSettings(host_settings, &flags.options));
   for (; i < argc; ++i) flags.options.command.push_back(argv[i]);
   if (flags.options.command.empty()) return Status::InvalidArgument("no COMMAND given");

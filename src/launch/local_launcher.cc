@@ -33,6 +33,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -208,6 +210,9 @@ Status LocalJob::Start(const std::vector<WorkerLaunch>& launches) {
   if (!dev_null_.valid()) return Status::IoError("/dev/null: " + ErrnoText(errno));
   for (size_t i = 0; i < launches.size() && !stopping_; ++i) {
     COHORT_RETURN_IF_ERROR(Spawn(launches[i]));
+    // A signal, or a worker that already failed, ends the start-up early.
+    pollfd p{signals_.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) ReadSignals();
   }
   return Status::OK();
 }
@@ -532,12 +537,61 @@ Result<int> LocalJob::Wait() {
   return exit_code_;
 }
 
+// Descriptors the launcher holds per rank: two output pipes, the store's
+// connection from the rank, a remote rank's control pipe.
+constexpr rlim_t kFdsPerRank = 4;
+constexpr rlim_t kFdsSpare = 64;
+
+std::string LimitText(rlim_t limit) { return std::to_string(static_cast<uint64_t>(limit)); }
+
 }  // namespace
+
+Status CheckJobFits(int np) {
+  const std::string what = "-np " + std::to_string(np);
+  if (np > kMaxRanks) {
+    return Status::InvalidArgument(what + " is above the maximum of " + std::to_string(kMaxRanks) +
+                                   " ranks per job");
+  }
+  const rlim_t ranks = static_cast<rlim_t>(np);
+  rlimit nproc{};
+  if (::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
+      ranks >= nproc.rlim_cur) {
+    return Status::InvalidArgument(what + " needs " + std::to_string(np) +
+                                   " processes on this host (every rank is one) but " +
+                                   "this user may run at most " + LimitText(nproc.rlim_cur) +
+                                   " (RLIMIT_NPROC; see `ulimit -u`)");
+  }
+  std::ifstream pid_max_file("/proc/sys/kernel/pid_max");
+  uint64_t pid_max = 0;
+  if (pid_max_file >> pid_max && ranks + kFdsSpare >= pid_max) {
+    return Status::InvalidArgument(what + " is more processes than this host's pid_max (" +
+                                   std::to_string(pid_max) + ") allows");
+  }
+  const rlim_t fds = ranks * kFdsPerRank + kFdsSpare;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      fds > nofile.rlim_cur) {
+    if (nofile.rlim_max != RLIM_INFINITY && fds > nofile.rlim_max) {
+      return Status::InvalidArgument(what + " needs about " + LimitText(fds) +
+                                     " file descriptors in the launcher but this user may open "
+                                     "at most " +
+                                     LimitText(nofile.rlim_max) +
+                                     " (RLIMIT_NOFILE; see `ulimit -Hn`)");
+    }
+    nofile.rlim_cur = fds;
+    if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) {
+      return Status::IoError("raising RLIMIT_NOFILE to " + LimitText(fds) + ": " +
+                             ErrnoText(errno));
+    }
+  }
+  return Status::OK();
+}
 
 Result<int> RunJob(const LaunchOptions& options) {
   if (options.np < 1) {
     return Status::InvalidArgument("np=" + std::to_string(options.np) + " must be at least 1");
   }
+  COHORT_RETURN_IF_ERROR(CheckJobFits(options.np));
   if (options.command.empty()) return Status::InvalidArgument("no command to run");
   if (!(options.grace_seconds >= 0) || !(options.timeout_seconds >= 0)) {
     return Status::InvalidArgument("grace_seconds and timeout_seconds must not be negative");

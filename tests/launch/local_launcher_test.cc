@@ -93,6 +93,51 @@ TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
   }
 }
 
+// -np is checked against the documented maximum and this host's limits
+// before anything starts.
+TEST(LocalLauncher, NpBeyondWhatTheHostHoldsIsAUsageError) {
+  Finished huge = RunCohort({"run", "-np", "100000", "true"});
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_TRUE(Contains(huge.err,
+                       "cohort run: -np 100000 is above the maximum of 16384 ranks per "
+                       "job\n"))
+      << huge.err;
+  const std::vector<std::string> limited = {
+      "/usr/bin/prlimit", "--nproc=40", COHORT_CLI_PATH, "run", "-np", "50", "true"};
+  ChildProcess launcher(limited);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(30));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(Contains(run.err,
+                       "-np 50 needs 50 processes on this host (every rank is one) but "
+                       "this user may run at most 40 (RLIMIT_NPROC; see `ulimit -u`)"))
+      << run.err;
+}
+
+// SIGTERM while 2000 workers are being started stops the start-up at once:
+// the launcher forwards it to those already running and exits.
+TEST(LocalLauncher, SigtermInterruptsTheStartUp) {
+  char dir[] = "/tmp/cohort-startup-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  ChildProcess launcher(CohortArgv(
+      {"run", "-np", "2000", "--", "sh", "-c", "touch \"$0/$COHORT_RANK\"; exec sleep 60", dir}));
+  const std::string first = std::string(dir) + "/0";
+  // The launcher prints nothing while it starts workers: look every 20 ms.
+  auto started = [&] { return ::access(first.c_str(), F_OK) == 0; };
+  const Deadline deadline = Deadline::AfterSeconds(20);
+  while (!launcher.WaitFor(started, Deadline::AfterSeconds(0.02)) && !deadline.Expired()) {
+  }
+  ASSERT_TRUE(started());
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(30));
+  EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.err, m,
+                                std::regex("received SIGTERM; forwarding it to (\\d+) running")))
+      << run.err;
+  EXPECT_LT(std::stoi(m[1]), 2000) << run.err;
+  ASSERT_EQ(std::system(("rm -rf " + std::string(dir)).c_str()), 0);
+}
+
 TEST(LocalLauncher, CommandNotFound) {
   Finished run = RunCohort({"run", "-np", "2", "--", "cohort-no-such-command"});
   EXPECT_EQ(run.exit_code, 127);
@@ -259,8 +304,9 @@ TEST(LocalLauncher, LastWorkerFailingAfterOthersSucceeded) {
 TEST(LocalLauncher, KilledWorkerAndSigkillEscalation) {
   // Workers ignore SIGTERM, so after rank 0 is killed the others need SIGKILL
   // once the 2 s grace period is over.
-  ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c",
-                     "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
+  ChildProcess launcher(
+      CohortArgv({"run", "-np", "3", "--", "sh", "-c",
+                  "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
   ASSERT_TRUE(WaitForThreeReady(launcher)) << launcher.out();
   std::smatch match;
   ASSERT_TRUE(std::regex_search(launcher.out(), match, std::regex(R"(\[0\] ready 0 (\d+))")));
