@@ -67,6 +67,9 @@ TEST(LocalLauncher, HelpPrintsUsage) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_TRUE(Contains(run.out, "usage: cohort run -np N")) << run.out;
   EXPECT_TRUE(Contains(run.out, "--timeout-secs")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "on this host, or with\n-H/--hostfile across hosts over ssh"))
+      << run.out;
+  EXPECT_TRUE(Contains(run.out, "srun (SLURM), mpirun (Open MPI) or torchrun")) << run.out;
 }
 
 TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
@@ -89,7 +92,13 @@ TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
     Finished run = RunCohort(args);
     EXPECT_EQ(run.exit_code, 2);
     EXPECT_TRUE(Contains(run.err, message)) << run.err;
-    EXPECT_TRUE(Contains(run.err, "usage: cohort run")) << run.err;
+    // The problem and one hint line, not the whole help.
+    const size_t first_end = run.err.find('\n');
+    ASSERT_NE(first_end, std::string::npos) << run.err;
+    EXPECT_EQ(run.err.rfind("cohort run: ", 0), 0u) << run.err;
+    EXPECT_EQ(run.err.substr(first_end + 1),
+              "usage: cohort run -np N [options] [--] COMMAND [ARGS...]  (cohort run --help "
+              "lists the options)\n");
   }
 }
 
