@@ -4,8 +4,9 @@
 //   torchrun: MASTER_ADDR : (COHORT_STORE_PORT or MASTER_PORT + 1), because
 //             torchrun's own store already listens on MASTER_PORT;
 //   slurm:    first node of the step's (else the job's) node list :
-//             (COHORT_STORE_PORT or 29400 + SLURM_JOB_ID % 1000), so that
-//             concurrent jobs sharing a first node rarely collide;
+//             (COHORT_STORE_PORT or 29400 + (SLURM_JOB_ID + SLURM_STEP_ID)
+//             % 1000), so that concurrent jobs, and steps of one job,
+//             sharing a first node rarely collide;
 //   mpirun:   only on a single host: 127.0.0.1 : (COHORT_STORE_PORT or
 //             29400 + FNV-1a(OMPI_MCA_ess_base_jobid) % 1000). Across hosts
 //             Open MPI names no host every rank can reach, so the user must
@@ -302,10 +303,13 @@ Status SlurmStore(const EnvLookup& env, JobEnvironment* job) {
   if (!nodes.ok()) return nodes.status();
   int fallback = 0;
   if (!EnvString(env, "COHORT_STORE_PORT")) {
-    Result<int> job_id = ReadRequiredInt(env, "SLURM_JOB_ID", 0,
-                                         "required under slurm unless COHORT_STORE_PORT is set");
+    const std::string why = "required under slurm unless COHORT_STORE_PORT is set";
+    Result<int> job_id = ReadRequiredInt(env, "SLURM_JOB_ID", 0, why);
     if (!job_id.ok()) return job_id.status();
-    fallback = kStoreBasePort + *job_id % kStorePortSpread;
+    // The step too: two steps of one allocation may run at once.
+    Result<int> step_id = ReadRequiredInt(env, "SLURM_STEP_ID", 0, why);
+    if (!step_id.ok()) return step_id.status();
+    fallback = kStoreBasePort + static_cast<int>((int64_t{*job_id} + *step_id) % kStorePortSpread);
   }
   Result<int> port = StorePortOr(env, fallback);
   if (!port.ok()) return port.status();
@@ -412,10 +416,23 @@ Status ForeignStore(const EnvLookup& env, JobEnvironment* job) {
   return MpirunStore(env, job);
 }
 
+// SLURM_PROCID without a job step: the batch script itself (or an salloc
+// shell) runs the worker, as rank 0 of the allocation's task count, and
+// would wait for ranks that never start.
+Status CheckStartedBySrun(const EnvLookup& env, const JobEnvironment& job) {
+  if (job.size <= 1 || EnvString(env, "SLURM_STEP_ID")) return Status::OK();
+  return Status::InvalidArgument(
+      "SLURM_PROCID is set but SLURM_STEP_ID is not: this process was started by the batch "
+      "script itself, not by srun, and would wait for " +
+      std::to_string(job.size - 1) + " ranks that never start: run workers with srun (e.g. `srun " +
+      "python3 train.py` in the batch script)");
+}
+
 Result<JobEnvironment> ParseForeign(const EnvLookup& env, const LauncherVars& vars) {
   JobEnvironment job;
   job.launcher = vars.launcher;
   COHORT_RETURN_IF_ERROR(ReadPlacement(env, vars, &job));
+  if (job.launcher == "slurm") COHORT_RETURN_IF_ERROR(CheckStartedBySrun(env, job));
   // srun gives no per-node task count directly; it is this node's entry in
   // the tasks-per-node list.
   const char* tasks_name = FirstSet(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});

@@ -366,7 +366,15 @@ Result<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& bind_
                                                         const std::string& secret) {
   if (secret.empty()) return Status::InvalidArgument("rendezvous store needs a job secret");
   Result<Socket> listener = Socket::Listen(bind_host, port, 4096);
-  if (!listener.ok()) return listener.status().WithContext("starting the rendezvous store");
+  if (!listener.ok()) {
+    Status why = listener.status().WithContext("starting the rendezvous store");
+    if (port == 0) return why;
+    // A fixed port derived from the launcher's job id: another job (or job
+    // step) may hold it.
+    return Status(why.code(), why.message() + " (another job may be using port " +
+                                  std::to_string(port) +
+                                  "; set COHORT_STORE_PORT to a free port on every rank)");
+  }
   Result<int> bound = listener->LocalPort();
   if (!bound.ok()) return bound.status();
   const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -38,6 +38,7 @@ TEST(ForeignLauncher, SrunVariablesOnOneHost) {
                     {"SLURM_TASKS_PER_NODE", "3"},
                     {"SLURM_JOB_NODELIST", "localhost"},
                     {"SLURM_JOB_ID", "77"},
+                    {"SLURM_STEP_ID", "0"},
                     {"COHORT_STORE_PORT", port},
                     {"COHORT_SECRET", "srun-test-secret"},
                     {"COHORT_TIMEOUT", "30"}});

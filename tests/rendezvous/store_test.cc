@@ -78,6 +78,18 @@ TEST(Store, ConnectionThatSpeaksGarbageIsRefused) {
   EXPECT_EQ(server->refused_connections(), 1);  // counted before the refusal is sent
 }
 
+// A fixed port in use (another job's, or another step's) names the way out.
+TEST(Store, PortInUseSuggestsCohortStorePort) {
+  auto first = StartServer("s");
+  Result<std::unique_ptr<StoreServer>> second = StoreServer::Start("127.0.0.1", first->port(), "s");
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("(another job may be using port " +
+                                           std::to_string(first->port()) +
+                                           "; set COHORT_STORE_PORT to a free port on every rank)"),
+            std::string::npos)
+      << second.status().message();
+}
+
 int ThreadCount() {
   int n = 0;
   DIR* dir = ::opendir("/proc/self/task");
