@@ -68,8 +68,8 @@ Status CheckJobFits(int np);
 // "cohort run: ". A Status is returned only when the launcher itself cannot
 // work (bad options, pipes, fork, the store).
 //
-// SIGINT, SIGTERM and SIGHUP, and a worker that fails, interrupt the start-up
-// too: the launcher stops starting workers and stops those it started.
+// SIGINT, SIGTERM and SIGHUP interrupt the start-up too: the launcher stops
+// starting workers and forwards the signal to those it started.
 //
 // Must be called from the main thread of a process that has nothing else to
 // do meanwhile: it blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD, ignores

@@ -88,6 +88,16 @@ class StoreServerImpl : public StoreServer {
   int port() const override { return port_; }
   int refused_connections() const override { return refused_.load(); }
 
+  std::vector<std::pair<std::string, std::string>> Published(
+      const std::string& prefix) const override {
+    std::lock_guard<std::mutex> lock(values_mu_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& key : order_) {
+      if (key.rfind(prefix, 0) == 0) out.emplace_back(key, values_.at(key));
+    }
+    return out;
+  }
+
   void WaitUntilIdle(Deadline deadline) override {
     std::unique_lock<std::mutex> lock(mu_);
     idle_.wait_until(lock, deadline.at(), [&] { return stopping_ || authenticated_ == 0; });
@@ -277,25 +287,39 @@ class StoreServerImpl : public StoreServer {
     Flush(c);
   }
 
+  // Sets `key`, remembering the order keys first appeared in.
+  void Put(const std::string& key, const std::string& value) {
+    std::lock_guard<std::mutex> lock(values_mu_);
+    auto [it, added] = values_.insert_or_assign(key, value);
+    if (added) order_.push_back(key);
+  }
+
+  std::optional<std::string> Lookup(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(values_mu_);
+    auto it = values_.find(key);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+
   void Handle(Connection& c, const std::string& message) {
     sp::Request request;
     if (!sp::DecodeRequest(message, &request)) return Answer(c, "Emalformed request");
     switch (request.op) {
       case 'S':
-        values_[request.key] = request.argument;
+        Put(request.key, request.argument);
         Answer(c, "K");
         return WakeWaiters(request.key);
       case 'A': {
-        auto it = values_.find(request.key);
-        const int64_t now = (it == values_.end() ? 0 : sp::DecodeI64(it->second, 0)) +
-                            sp::DecodeI64(request.argument, 0);
-        values_[request.key] = sp::EncodeI64(now);
+        std::optional<std::string> old = Lookup(request.key);
+        const int64_t now = (old ? sp::DecodeI64(*old, 0) : 0) + sp::DecodeI64(request.argument, 0);
+        Put(request.key, sp::EncodeI64(now));
         Answer(c, Reply('K', sp::EncodeI64(now)));
         return WakeWaiters(request.key);
       }
       case 'G': {
-        auto it = values_.find(request.key);
-        if (it != values_.end()) return Answer(c, Reply('K', it->second));
+        if (std::optional<std::string> value = Lookup(request.key)) {
+          return Answer(c, Reply('K', *value));
+        }
         const int64_t wait_ms =
             std::clamp<int64_t>(sp::DecodeI64(request.argument, 0), 0, kMaxWaitMs);
         c.wait_key = request.key;
@@ -309,8 +333,9 @@ class StoreServerImpl : public StoreServer {
   }
 
   void WakeWaiters(const std::string& key) {
+    const std::string reply = Reply('K', *Lookup(key));
     for (auto& c : connections_) {
-      if (!c->closed && c->wait_key == key) Answer(*c, Reply('K', values_[key]));
+      if (!c->closed && c->wait_key == key) Answer(*c, reply);
     }
   }
 
@@ -351,8 +376,12 @@ class StoreServerImpl : public StoreServer {
 
   // Owned by the loop thread.
   std::list<std::unique_ptr<Connection>> connections_;
-  std::map<std::string, std::string> values_;
   std::optional<Deadline> accept_paused_;
+
+  // Written by the loop thread, read by Published() from any thread.
+  mutable std::mutex values_mu_;
+  std::map<std::string, std::string> values_;  // guarded by values_mu_
+  std::vector<std::string> order_;             // guarded by values_mu_; keys as first set
 
   std::mutex mu_;
   std::condition_variable idle_;

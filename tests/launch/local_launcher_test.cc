@@ -365,6 +365,34 @@ TEST(LocalLauncher, SigintToTheTerminalGroupIsForwardedOnce) {
   CheckForwarding(SIGINT, "INT", true);
 }
 
+// The healthy rank that reacted first is not blamed: the rank whose failure
+// record (abort/<rank>) came first is named, with its reason.
+TEST(LocalLauncher, ReportsTheRankThatFailedFirst) {
+  Finished run = RunCohort({"run", "-np", "3", testing::TestBinary("root_cause_worker")});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex("cohort run: rank 0 \\(pid \\d+\\) exited with status 1 first, reacting "
+                          "to rank 1 \\(pid \\d+\\), which failed before it: allreduce 'grad': "
+                          "disk on fire second line; stopping the other 2 workers\n")))
+      << run.err;
+}
+
+// A stopped rank cannot answer, so its peers give up: it is named as the
+// likely cause, and the launcher still stops it promptly.
+TEST(LocalLauncher, NamesAStoppedRank) {
+  Finished run =
+      RunCohort({"run", "-np", "2", "--", "sh", "-c",
+                 "if [ $COHORT_RANK = 1 ]; then kill -STOP $$; sleep 30; fi; sleep 0.5; exit 1"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex("cohort run: rank 0 \\(pid \\d+\\) exited with status 1 first, but "
+                          "rank 1 \\(pid \\d+\\) is stopped \\(SIGSTOP or a debugger\\) and is "
+                          "the likely cause; stopping the other 1 worker\n")))
+      << run.err;
+  EXPECT_FALSE(Contains(run.err, "SIGKILL")) << run.err;  // SIGCONT let SIGTERM act
+  EXPECT_LT(run.seconds, 10);
+}
+
 TEST(LocalLauncher, JobTimeout) {
   Finished run = RunCohort({"run", "-np", "2", "--timeout-secs", "0.5", "sleep", "30"});
   EXPECT_EQ(run.exit_code, 124);
