@@ -158,7 +158,7 @@ void PrintUsage(FILE* out) {
                "forwarded to every worker. Workers read stdin from /dev/null.\n"
                "\n"
                "options:\n"
-               "  -np N, -n N          number of workers (required, at least 1)\n"
+               "  -np N, -n N          number of workers (required, 1 to 16384, within ulimit -u)\n"
                "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
                "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
                "                       wait may take before it fails (default 300)\n"

@@ -132,8 +132,9 @@ class StoreServerImpl : public StoreServer {
       fds.push_back(pollfd{accepting ? listener_.fd() : -1, POLLIN, 0});
       polled.clear();
       for (auto& c : connections_) {
-        // One request at a time: a parked Get only watches for a hang-up.
-        short events = c->wait_key ? POLLRDHUP : POLLIN;
+        // One request at a time: a parked Get only watches for a hang-up; a
+        // refused connection only sends its refusal.
+        short events = c->closing ? 0 : c->wait_key ? POLLRDHUP : POLLIN;
         if (c->link.has_output()) events |= POLLOUT;
         fds.push_back(pollfd{c->link.fd(), events, 0});
         polled.push_back(c.get());
@@ -342,7 +343,7 @@ class StoreServerImpl : public StoreServer {
   void ExpireDeadlines() {
     for (auto& c : connections_) {
       if (c->closed) continue;
-      if (c->handshake && !c->closing && c->handshake_deadline.Expired()) {
+      if (c->handshake && c->handshake_deadline.Expired()) {
         Drop(*c,
              "no handshake within " + std::to_string(static_cast<int>(kHandshakeSeconds)) + " s");
       } else if (c->wait_key && c->wait_until.Expired()) {

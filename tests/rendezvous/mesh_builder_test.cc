@@ -137,7 +137,7 @@ TEST(MeshBuilder, SilentAndGarbageConnectionsDoNotDelayTheJob) {
             strangers[1].SendAll(garbage.data(), garbage.size(), Deadline::AfterSeconds(5)).ok());
       });
   for (int r = 0; r < 3; ++r) ASSERT_TRUE(job[r].status.ok()) << job[r].status.ToString();
-  EXPECT_LT(SecondsSince(start), 4.0);
+  EXPECT_LT(SecondsSince(start), 6.0);  // the silent connection would hold it 8 s
   // The garbled connection was refused and closed; the silent one is still
   // waiting for its deadline (but blocked nobody).
   char byte;
