@@ -1,12 +1,11 @@
 // Mesh construction: publish, learn the peers, connect TCP, map shared memory.
 #include "rendezvous/mesh_builder.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
