@@ -33,9 +33,12 @@ std::string Octal(mode_t mode) {
 // temporary file first and links it into place, so a rank never reads a
 // half-written secret and exactly one creator wins a race.
 Status CreateSecretFile(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
+  // Missing directories on the way (e.g. ~/.config) are made private.
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
     const std::string dir = path.substr(0, slash);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) continue;
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status::IoError("cannot create " + dir + ": " + Errno());
     }
@@ -65,9 +68,16 @@ bool MultiHost(const JobEnvironment& job) {
   return job.size > 1;  // the launcher does not say: assume the worst
 }
 
+// COHORT_SECRET_FILE, else $XDG_CONFIG_HOME/cohort/secret, else
+// $HOME/.config/cohort/secret; empty when none of them is set.
 std::string SecretFilePath(const EnvLookup& env) {
   if (std::optional<std::string> file = EnvString(env, "COHORT_SECRET_FILE")) return *file;
-  if (std::optional<std::string> home = EnvString(env, "HOME")) return *home + "/.cohort/secret";
+  if (std::optional<std::string> config = EnvString(env, "XDG_CONFIG_HOME")) {
+    return *config + "/cohort/secret";
+  }
+  if (std::optional<std::string> home = EnvString(env, "HOME")) {
+    return *home + "/.config/cohort/secret";
+  }
   return "";
 }
 
@@ -105,10 +115,10 @@ Status ProtectForeignJob(const EnvLookup& env, JobEnvironment* job) {
   if (!job->secret.empty()) return Status::OK();
   const std::string where = job->store_host + ":" + std::to_string(job->store_port);
   const std::string path = SecretFilePath(env);
-  Result<std::string> file_secret = path.empty() ? Status::InvalidArgument(
-                                                       "neither COHORT_SECRET_FILE "
-                                                       "nor HOME is set")
-                                                 : ReadOrCreateSecretFile(path);
+  Result<std::string> file_secret =
+      path.empty()
+          ? Status::InvalidArgument("none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set")
+          : ReadOrCreateSecretFile(path);
   if (file_secret.ok()) {
     // Distinct per job, so one job's ranks cannot be mistaken for another's.
     job->secret = *file_secret + "/" + job->launcher + "/" + where;

@@ -3,8 +3,9 @@
 // rank 0's store listens on.
 //
 // The secret is COHORT_SECRET when set. Otherwise it is derived from a file
-// only the user can read, COHORT_SECRET_FILE or ~/.cohort/secret (created on
-// first use, mode 0600; on a multi-host job the home directory must be
+// only the user can read, COHORT_SECRET_FILE or ~/.config/cohort/secret
+// (XDG_CONFIG_HOME honoured; created on first use, mode 0600, missing
+// directories 0700; on a multi-host job the home directory must be
 // shared, as it is on SLURM clusters, or every host needs the same file),
 // combined with the job's store address. When no such file can be used, a
 // single-host job falls back to a guessable secret with a warning; a
@@ -24,8 +25,8 @@ namespace cohort {
 // the setting and how to fix it.
 Status ProtectForeignJob(const EnvLookup& env, JobEnvironment* job);
 
-// Reads the secret in `path`, creating it (and its directory, mode 0700)
-// when missing. Several ranks may race to create it; all read the same one.
+// Reads the secret in `path`, creating it (and missing directories, mode
+// 0700) when missing. Several ranks may race to create it; all read the same one.
 // Refused when another user owns it or others may read it.
 Result<std::string> ReadOrCreateSecretFile(const std::string& path);
 

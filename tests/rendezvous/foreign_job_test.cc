@@ -47,16 +47,17 @@ class ForeignJob : public ::testing::Test {
 };
 
 TEST_F(ForeignJob, SecretFileIsCreatedPrivateAndReused) {
-  const std::string path = dir_ + "/home/.cohort/secret";
-  ASSERT_EQ(::mkdir((dir_ + "/home").c_str(), 0700), 0);
+  const std::string path = dir_ + "/home/.config/cohort/secret";
   Result<std::string> first = ReadOrCreateSecretFile(path);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->size(), 64u);
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(::stat((dir_ + "/home/.cohort").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  for (const char* dir : {"/home", "/home/.config", "/home/.config/cohort"}) {
+    ASSERT_EQ(::stat((dir_ + dir).c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
+  }
   EXPECT_EQ(*ReadOrCreateSecretFile(path), *first);
 }
 
@@ -94,7 +95,7 @@ TEST_F(ForeignJob, RanksDeriveOneSecretPerJobFromTheFile) {
   ASSERT_TRUE(ProtectForeignJob(env, &rank0).ok());
   ASSERT_TRUE(ProtectForeignJob(env, &rank1).ok());
   ASSERT_TRUE(ProtectForeignJob(env, &other_job).ok());
-  const std::string file = *ReadOrCreateSecretFile(dir_ + "/.cohort/secret");
+  const std::string file = *ReadOrCreateSecretFile(dir_ + "/.config/cohort/secret");
   EXPECT_EQ(rank0.secret, file + "/mpirun/127.0.0.1:29500");
   EXPECT_EQ(rank1.secret, rank0.secret);
   EXPECT_NE(other_job.secret, rank0.secret);
@@ -111,7 +112,7 @@ TEST_F(ForeignJob, MultiHostWithoutSecretNeedsAnOptIn) {
   EXPECT_EQ(refused.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(refused.message().find("this mpirun job spans several hosts but has no secret: "
                                    "COHORT_SECRET is not set and the secret file cannot be used "
-                                   "(neither COHORT_SECRET_FILE nor HOME is set)"),
+                                   "(none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set)"),
             std::string::npos)
       << refused.message();
   EXPECT_NE(refused.message().find("COHORT_ALLOW_INSECURE=1"), std::string::npos);
