@@ -145,9 +145,12 @@ void PrintUsage(FILE* out) {
                "usage: cohort run -np N [-H HOST:SLOTS,... | --hostfile FILE] [options] [--] "
                "COMMAND [ARGS...]\n"
                "\n"
-               "Starts N copies of COMMAND on this host as ranks 0..N-1 of one job, with the\n"
-               "rendezvous store's address and the job secret in their environment\n"
-               "(COHORT_RANK, COHORT_SIZE, COHORT_LOCAL_RANK, COHORT_STORE_ADDR, ...).\n"
+               "Starts N copies of COMMAND as ranks 0..N-1 of one job: on this host, or with\n"
+               "-H/--hostfile across hosts over ssh. Each gets the rendezvous store's address\n"
+               "and the job secret in its environment (COHORT_RANK, COHORT_SIZE,\n"
+               "COHORT_LOCAL_RANK, COHORT_STORE_ADDR, ...). Workers may instead be started by\n"
+               "srun (SLURM), mpirun (Open MPI) or torchrun, without cohort run; see\n"
+               "docs/multi-host.md.\n"
                "Every line a worker prints is relayed with the prefix \"[RANK] \", stdout to\n"
                "stdout and stderr to stderr. When a worker fails, the others get SIGTERM\n"
                "(SIGKILL 2 s later) and cohort run exits with the failed worker's status\n"
@@ -155,7 +158,7 @@ void PrintUsage(FILE* out) {
                "forwarded to every worker. Workers read stdin from /dev/null.\n"
                "\n"
                "options:\n"
-               "  -np N, -n N          number of workers (required, at least 1)\n"
+               "  -np N, -n N          number of workers (required, 1 to 16384, within ulimit -u)\n"
                "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
                "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
                "                       wait may take before it fails (default 300)\n"
@@ -168,7 +171,7 @@ void PrintUsage(FILE* out) {
                "\n"
                "hosts (ranks fill each host's slots in order; without hosts, all run here):\n"
                "  -H, --host LIST      COHORT_HOSTS: host1:2,host2:2 (no :N means 1 slot;\n"
-               "                       localhost runs without ssh)\n"
+               "                       a name of this host runs without ssh)\n"
                "  --hostfile FILE      COHORT_HOSTFILE: lines \"host slots=N\", # comments\n"
                "  --ssh-port P         COHORT_SSH_PORT: port of the hosts' sshd\n"
                "  --ssh-identity-file F  COHORT_SSH_IDENTITY_FILE: private key for ssh -i\n"
@@ -186,9 +189,13 @@ void PrintUsage(FILE* out) {
                "126 when it cannot be executed; 2 for a usage error.\n");
 }
 
+// The problem and one hint, not the whole help: the problem stays visible.
 int UsageError(const std::string& problem) {
-  std::fprintf(stderr, "cohort run: %s\n\n", problem.c_str());
-  PrintUsage(stderr);
+  std::fprintf(stderr,
+               "cohort run: %s\n"
+               "usage: cohort run -np N [options] [--] COMMAND [ARGS...]  "
+               "(cohort run --help lists the options)\n",
+               problem.c_str());
   return kExitUsage;
 }
 
@@ -258,6 +265,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     }
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
+  COHORT_RETURN_IF_ERROR(CheckJobFits(flags.options.np));
   COHORT_RETURN_IF_ERROR(ApplyHostSettings(host_settings, &flags.options));
   for (; i < argc; ++i) flags.options.command.push_back(argv[i]);
   if (flags.options.command.empty()) return Status::InvalidArgument("no COMMAND given");

@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "net/auth.h"
+#include "rendezvous/foreign_job.h"
 #include "rendezvous/local_address.h"
 #include "rendezvous/mesh_builder.h"
 #include "rendezvous/prefixed_store.h"
@@ -102,20 +103,15 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   if (!settings.ok()) return settings.status();
   rt->settings_ = *settings;
   JobEnvironment& j = rt->job_;
-  const std::string where = j.store_host + ":" + std::to_string(j.store_port);
   if (j.private_store) {
     j.secret = GenerateSecret();
-  } else if (j.secret.empty()) {
-    // Foreign launchers cannot hand out a secret; fall back to one every rank
-    // can derive, and say how to protect the job.
-    COHORT_LOG(kWarning) << "COHORT_SECRET is not set: connections of this " << j.launcher
-                         << " job are not protected; export COHORT_SECRET=<random hex> to all "
-                            "ranks (e.g. `export COHORT_SECRET=$(openssl rand -hex 32)`)";
-    j.secret = "cohort-unprotected-job@" + where;
+  } else {
+    // Foreign launchers hand out no secret: derive one (rendezvous/foreign_job.h).
+    COHORT_RETURN_IF_ERROR(ProtectForeignJob(env, &j));
   }
   if (j.rank0_hosts_store && j.rank == 0) {
-    Result<std::unique_ptr<StoreServer>> server =
-        StoreServer::Start(j.private_store ? j.store_host : "0.0.0.0", j.store_port, j.secret);
+    Result<std::unique_ptr<StoreServer>> server = StoreServer::Start(
+        j.private_store ? j.store_host : StoreBindAddress(j), j.store_port, j.secret);
     if (!server.ok()) return server.status();
     rt->hosted_store_ = std::move(server).value();
     if (j.private_store) j.store_port = rt->hosted_store_->port();

@@ -1,6 +1,8 @@
 // Parsing -H and --hostfile, and placing ranks on hosts.
 #include "launch/host_list.h"
 
+#include "rendezvous/local_address.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -123,7 +125,7 @@ Result<JobPlacement> PlaceRanks(const std::vector<HostSlots>& hosts, int np) {
 }
 
 bool IsLocalHost(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0;
+  return host == "localhost" || host.rfind("127.", 0) == 0 || IsThisHost(host);
 }
 
 }  // namespace cohort

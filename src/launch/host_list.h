@@ -42,7 +42,9 @@ struct JobPlacement {
 // Fills slots in order with ranks 0..np-1. An error when np exceeds the slots.
 Result<JobPlacement> PlaceRanks(const std::vector<HostSlots>& hosts, int np);
 
-// True for the names that mean this machine without ssh: localhost, 127.x.
+// True for the names that mean this machine, where ranks run without ssh:
+// localhost, 127.x, and any name that resolves to a loopback address or to an
+// address of one of this host's interfaces (a name lookup).
 bool IsLocalHost(const std::string& host);
 
 }  // namespace cohort

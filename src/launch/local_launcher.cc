@@ -33,18 +33,23 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "common/deadline.h"
 #include "launch/process_util.h"
@@ -63,6 +68,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Reading a worker's pipes before reporting its exit stops after this much,
 // in case a process it left behind keeps writing.
 constexpr size_t kMaxDrainBytes = 1 << 20;
+// A failure record quoted in the launcher's report is cut after this much.
+constexpr size_t kMaxReasonBytes = 400;
 
 std::string Plural(int n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
@@ -138,8 +145,9 @@ struct Worker {
   int rank = 0;
   pid_t pid = -1;
   bool reaped = false;
-  std::string host;  // remote ranks: the host; the process is its ssh client
-  Fd control;        // remote ranks: the ssh client's stdin (signals as bytes)
+  bool stopped = false;  // by SIGSTOP (or a debugger), not yet continued
+  std::string host;      // remote ranks: the host; the process is its ssh client
+  Fd control;            // remote ranks: the ssh client's stdin (signals as bytes)
 };
 
 // One of a worker's stdout/stderr pipes, read end.
@@ -152,7 +160,8 @@ struct OutputPipe {
 
 class LocalJob {
  public:
-  LocalJob(const LaunchOptions& options, const SignalRouting& signals);
+  // `store`, when given, holds the ranks' failure records (abort/<rank>).
+  LocalJob(const LaunchOptions& options, const SignalRouting& signals, const StoreServer* store);
 
   // Starts the workers in rank order. A worker whose command cannot be
   // executed counts as the job's first failure and ends the starting.
@@ -173,9 +182,11 @@ class LocalJob {
   void ClosePipe(OutputPipe& pipe);
   void DrainPipesOf(int rank);
   void ReadSignals();
+  void ReadStopSignals();
   void OnSignal(int sig);
   void ReapExited();
   void OnExit(const Worker& worker, int status);
+  std::string RootCause(const Worker& first) const;
   void OnDeadlines();
   void SignalAll(int sig);
   void KillAll();
@@ -185,6 +196,7 @@ class LocalJob {
 
   const LaunchOptions& options_;
   const SignalRouting& signals_;
+  const StoreServer* store_;
   std::optional<Deadline> job_deadline_;
   Fd dev_null_;
   std::vector<Worker> workers_;
@@ -198,8 +210,9 @@ class LocalJob {
   std::optional<Deadline> drain_deadline_;  // stop reading pipes then, once all are reaped
 };
 
-LocalJob::LocalJob(const LaunchOptions& options, const SignalRouting& signals)
-    : options_(options), signals_(signals), buffer_(kReadChunk) {
+LocalJob::LocalJob(const LaunchOptions& options, const SignalRouting& signals,
+                   const StoreServer* store)
+    : options_(options), signals_(signals), store_(store), buffer_(kReadChunk) {
   if (options.timeout_seconds > 0) job_deadline_ = Deadline::AfterSeconds(options.timeout_seconds);
 }
 
@@ -208,6 +221,7 @@ Status LocalJob::Start(const std::vector<WorkerLaunch>& launches) {
   if (!dev_null_.valid()) return Status::IoError("/dev/null: " + ErrnoText(errno));
   for (size_t i = 0; i < launches.size() && !stopping_; ++i) {
     COHORT_RETURN_IF_ERROR(Spawn(launches[i]));
+    ReadStopSignals();
   }
   return Status::OK();
 }
@@ -253,7 +267,7 @@ Status LocalJob::Spawn(const WorkerLaunch& launch) {
   // The child does the same; whichever runs first, the group exists before
   // the launcher can signal it.
   ::setpgid(pid, pid);
-  workers_.push_back({rank, pid, false, launch.host, std::move(control)});
+  workers_.push_back({rank, pid, false, false, launch.host, std::move(control)});
   child_stdin.Close();
   out->write.Close();
   err->write.Close();
@@ -341,6 +355,16 @@ void LocalJob::DrainPipesOf(int rank) {
   }
 }
 
+// During the start-up only SIGINT, SIGTERM and SIGHUP are acted on: they end
+// it early. Exits are left to Wait(), which looks at every worker first, so
+// the report of a failure does not depend on how far the start-up got.
+void LocalJob::ReadStopSignals() {
+  signalfd_siginfo info;
+  while (::read(signals_.fd(), &info, sizeof(info)) == sizeof(info)) {
+    if (info.ssi_signo != SIGCHLD) OnSignal(static_cast<int>(info.ssi_signo));
+  }
+}
+
 void LocalJob::ReadSignals() {
   signalfd_siginfo info;
   while (::read(signals_.fd(), &info, sizeof(info)) == sizeof(info)) {
@@ -369,16 +393,27 @@ void LocalJob::OnSignal(int sig) {
 }
 
 void LocalJob::ReapExited() {
+  std::vector<std::pair<Worker*, int>> exits;
   for (Worker& worker : workers_) {
     if (worker.reaped) continue;
     int status = 0;
-    pid_t pid = ::waitpid(worker.pid, &status, WNOHANG);
+    pid_t pid = ::waitpid(worker.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
     if (pid == 0 || (pid < 0 && errno == EINTR)) continue;
+    if (pid > 0 && (WIFSTOPPED(status) || WIFCONTINUED(status))) {
+      worker.stopped = WIFSTOPPED(status);
+      continue;
+    }
     worker.reaped = true;
     worker.control.Close();
     if (pid < 0) continue;  // not our child any more (cannot happen); nothing to report
-    OnExit(worker, status);
+    exits.emplace_back(&worker, status);
   }
+  // Exits seen together: one killed by a signal is the likelier cause than
+  // the peers that failed because it vanished.
+  std::stable_sort(exits.begin(), exits.end(), [](const auto& a, const auto& b) {
+    return WIFSIGNALED(a.second) && !WIFSIGNALED(b.second);
+  });
+  for (const auto& [worker, status] : exits) OnExit(*worker, status);
 }
 
 // "rank 3 (pid 123)" here; "rank 3 on host node2" for a remote rank.
@@ -408,8 +443,41 @@ void LocalJob::OnExit(const Worker& worker, int status) {
     code = WEXITSTATUS(status);
     what += "exited with status " + std::to_string(code);
   }
-  if (options_.np > 1) what += " first";
+  if (options_.np > 1) what += " first" + RootCause(worker);
   Stop(what, code);
+}
+
+// Why the first rank to fail may only have reacted to another: a stopped
+// rank cannot answer, so its peers time out; a rank that failed inside a
+// collective published why (abort/<rank>) before its peers noticed.
+std::string LocalJob::RootCause(const Worker& first) const {
+  for (const Worker& worker : workers_) {
+    if (!worker.reaped && worker.stopped) {
+      return ", but " + Describe(worker) +
+             " is stopped (SIGSTOP or a debugger) and is the likely cause";
+    }
+  }
+  if (store_ == nullptr) return "";
+  // Workers publish under their join's prefix, "join<N>/abort/<rank>"
+  // (rendezvous/prefixed_store.h); only the join that failed has records.
+  constexpr std::string_view kAbort = "/abort/";
+  std::string rank, value;
+  for (const auto& [key, record] : store_->Published("join")) {
+    const size_t at = key.find(kAbort);
+    if (at == std::string::npos) continue;
+    rank = key.substr(at + kAbort.size());
+    value = record;
+    break;
+  }
+  if (rank.empty() || rank == std::to_string(first.rank)) return "";
+  std::string reason = value.substr(std::min(value.find('\t') + 1, value.size()));
+  if (reason.size() > kMaxReasonBytes) reason = reason.substr(0, kMaxReasonBytes) + "...";
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  std::string who = "rank " + rank;
+  for (const Worker& worker : workers_) {
+    if (std::to_string(worker.rank) == rank) who = Describe(worker);
+  }
+  return ", reacting to " + who + ", which failed before it: " + reason;
 }
 
 void LocalJob::Stop(const std::string& message, int exit_code) {
@@ -458,7 +526,10 @@ void LocalJob::SignalWorker(Worker& worker, int sig) {
 void LocalJob::SignalAll(int sig) {
   for (Worker& worker : workers_) {
     // Only an unreaped worker's pid, and so its group id, is surely still ours.
-    if (!worker.reaped) SignalWorker(worker, sig);
+    if (worker.reaped) continue;
+    SignalWorker(worker, sig);
+    // A stopped worker acts on the signal only once continued.
+    if (worker.stopped && sig != SIGKILL) ::kill(-worker.pid, SIGCONT);
   }
 }
 
@@ -495,6 +566,7 @@ int LocalJob::PollTimeoutMs() const {
 Result<int> LocalJob::Wait() {
   std::vector<pollfd> fds;
   std::vector<OutputPipe*> polled;
+  ReapExited();  // exits during the start-up (their SIGCHLD may have been read)
   while (true) {
     OnDeadlines();
     if (Running() == 0) {
@@ -532,12 +604,61 @@ Result<int> LocalJob::Wait() {
   return exit_code_;
 }
 
+// Descriptors the launcher holds per rank: two output pipes, the store's
+// connection from the rank, a remote rank's control pipe.
+constexpr rlim_t kFdsPerRank = 4;
+constexpr rlim_t kFdsSpare = 64;
+
+std::string LimitText(rlim_t limit) { return std::to_string(static_cast<uint64_t>(limit)); }
+
 }  // namespace
+
+Status CheckJobFits(int np) {
+  const std::string what = "-np " + std::to_string(np);
+  if (np > kMaxRanks) {
+    return Status::InvalidArgument(what + " is above the maximum of " + std::to_string(kMaxRanks) +
+                                   " ranks per job");
+  }
+  const rlim_t ranks = static_cast<rlim_t>(np);
+  rlimit nproc{};
+  if (::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
+      ranks >= nproc.rlim_cur) {
+    return Status::InvalidArgument(what + " needs " + std::to_string(np) +
+                                   " processes on this host (every rank is one) but " +
+                                   "this user may run at most " + LimitText(nproc.rlim_cur) +
+                                   " (RLIMIT_NPROC; see `ulimit -u`)");
+  }
+  std::ifstream pid_max_file("/proc/sys/kernel/pid_max");
+  uint64_t pid_max = 0;
+  if (pid_max_file >> pid_max && ranks + kFdsSpare >= pid_max) {
+    return Status::InvalidArgument(what + " is more processes than this host's pid_max (" +
+                                   std::to_string(pid_max) + ") allows");
+  }
+  const rlim_t fds = ranks * kFdsPerRank + kFdsSpare;
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      fds > nofile.rlim_cur) {
+    if (nofile.rlim_max != RLIM_INFINITY && fds > nofile.rlim_max) {
+      return Status::InvalidArgument(what + " needs about " + LimitText(fds) +
+                                     " file descriptors in the launcher but this user may open "
+                                     "at most " +
+                                     LimitText(nofile.rlim_max) +
+                                     " (RLIMIT_NOFILE; see `ulimit -Hn`)");
+    }
+    nofile.rlim_cur = fds;
+    if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) {
+      return Status::IoError("raising RLIMIT_NOFILE to " + LimitText(fds) + ": " +
+                             ErrnoText(errno));
+    }
+  }
+  return Status::OK();
+}
 
 Result<int> RunJob(const LaunchOptions& options) {
   if (options.np < 1) {
     return Status::InvalidArgument("np=" + std::to_string(options.np) + " must be at least 1");
   }
+  COHORT_RETURN_IF_ERROR(CheckJobFits(options.np));
   if (options.command.empty()) return Status::InvalidArgument("no command to run");
   if (!(options.grace_seconds >= 0) || !(options.timeout_seconds >= 0)) {
     return Status::InvalidArgument("grace_seconds and timeout_seconds must not be negative");
@@ -576,7 +697,7 @@ Result<int> RunJob(const LaunchOptions& options) {
     return launches.status();
   }
 
-  LocalJob job(options, signals);
+  LocalJob job(options, signals, store->get());
   Status started = job.Start(*launches);
   // Workers started before a failure must still be stopped and reaped.
   if (!started.ok()) job.Stop("", 1);

@@ -49,12 +49,27 @@ inline constexpr int kExitCannotExecute = 126;    // command found but exec fail
 inline constexpr int kExitCommandNotFound = 127;  // command not in PATH
 inline constexpr int kExitSshFailed = 255;        // ssh's own status for its errors
 
+// The most ranks one job may have (a documented limit: beyond it the store,
+// the mesh and the launcher's own descriptors grow past what is tested).
+inline constexpr int kMaxRanks = 16384;
+
+// Whether this host can hold a job of `np` ranks: at most kMaxRanks, and
+// within the user's process limit (RLIMIT_NPROC), pid_max and the
+// launcher's file descriptors (RLIMIT_NOFILE; the soft limit is raised to the
+// hard one when needed, and workers inherit it). Every rank is a process of
+// this host: a worker, or the ssh client of a remote one. Errors say which
+// limit and how to change it.
+Status CheckJobFits(int np);
+
 // Runs the job to the end and returns the launcher's exit status: 0 when every
 // worker exits 0; else the status of the first worker to fail (128+N when
 // killed by signal N); 128+N when the launcher itself received signal N; or
 // one of the kExit* values above. Diagnostics go to stderr, prefixed
 // "cohort run: ". A Status is returned only when the launcher itself cannot
 // work (bad options, pipes, fork, the store).
+//
+// SIGINT, SIGTERM and SIGHUP interrupt the start-up too: the launcher stops
+// starting workers and forwards the signal to those it started.
 //
 // Must be called from the main thread of a process that has nothing else to
 // do meanwhile: it blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD, ignores

@@ -145,12 +145,15 @@ Result<std::vector<WorkerLaunch>> PlanWorkers(const LaunchOptions& o, const JobA
   Result<std::string> cwd = WorkingDirectory();
   if (!cwd.ok()) return cwd.status();
 
+  // Whether a host is this one may take a name lookup: once per host.
+  std::map<std::string, bool> here;
+  for (const HostSlots& h : o.hosts) here.emplace(h.host, RunsLocally(h.host));
   std::vector<WorkerLaunch> launches;
   for (int rank = 0; rank < o.np; ++rank) {
     const std::string& host = placement.ranks[rank].host;
     WorkerLaunch launch;
     launch.rank = rank;
-    if (RunsLocally(host)) {
+    if (host.empty() || here.at(host)) {
       EnvMap env = local_base;
       AddRankVariables(placement, rank, job, &env);
       launch.path = local_path;
@@ -181,8 +184,10 @@ RankLocations WhereRanksRun(const LaunchOptions& options) {
   RankLocations where;
   Result<JobPlacement> placed = PlaceRanks(options.hosts, options.np);
   if (!placed.ok()) return where;
-  for (const RankPlacement& r : placed->ranks) {
-    (RunsLocally(r.host) ? where.here : where.elsewhere) = true;
+  // Ranks fill the hosts in order: the hosts that got any are the first
+  // cross_size ones.
+  for (int h = 0; h < placed->cross_size; ++h) {
+    (RunsLocally(options.hosts[h].host) ? where.here : where.elsewhere) = true;
   }
   return where;
 }

@@ -11,6 +11,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <utility>
+
 #include "net/socket.h"
 
 namespace cohort {
@@ -18,7 +20,6 @@ namespace {
 
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;
-constexpr size_t kMaxHandshakeMessage = 1024;
 
 std::string RandomBytes(size_t n) {
   std::string bytes(n, '\0');
@@ -51,39 +52,47 @@ std::string GenerateSecret() {
   return hex;
 }
 
+ServerHandshake::ServerHandshake(std::string secret, std::string purpose)
+    : secret_(std::move(secret)),
+      purpose_(std::move(purpose)),
+      nonce_s_(RandomBytes(kNonceBytes)) {}
+
+Status ServerHandshake::Check(const std::string& reply, std::string* verdict) const {
+  if (reply.size() != kNonceBytes + kMacBytes) {
+    *verdict = "NOmalformed handshake";
+    return Status::Unauthenticated("malformed handshake reply (" + std::to_string(reply.size()) +
+                                   " bytes)");
+  }
+  const std::string nonce_c = reply.substr(0, kNonceBytes);
+  const std::string expected = Mac(secret_, "client" + purpose_ + nonce_s_ + nonce_c);
+  if (!SameBytes(reply.substr(kNonceBytes), expected)) {
+    *verdict = "NOwrong job secret";
+    return Status::Unauthenticated("peer does not hold the job secret (HMAC check failed)");
+  }
+  *verdict = "OK" + Mac(secret_, "server" + purpose_ + nonce_c + nonce_s_);
+  return Status::OK();
+}
+
 Status AuthenticateServer(Socket& socket, const std::string& secret, const std::string& purpose,
-                          Deadline deadline,
-                          const std::function<void(const Status&)>& on_refused) {
-  auto refuse = [&](const Status& why, const std::string& reply) {
-    if (on_refused) on_refused(why);
-    (void)socket.SendMessage("NO" + reply, deadline);
-    return why;
-  };
-  const std::string nonce_s = RandomBytes(kNonceBytes);
-  COHORT_RETURN_IF_ERROR(socket.SendMessage(nonce_s, deadline));
-  Result<std::string> reply = socket.RecvMessage(deadline, kMaxHandshakeMessage);
+                          Deadline deadline, const std::function<void(const Status&)>& on_refused) {
+  const ServerHandshake handshake(secret, purpose);
+  COHORT_RETURN_IF_ERROR(socket.SendMessage(handshake.challenge(), deadline));
+  Result<std::string> reply = socket.RecvMessage(deadline, ServerHandshake::kMaxMessage);
   if (!reply.ok()) {
     Status why = Status::Unauthenticated("no handshake reply: " + reply.status().message());
     if (on_refused) on_refused(why);
     return why;
   }
-  if (reply->size() != kNonceBytes + kMacBytes) {
-    return refuse(Status::Unauthenticated("malformed handshake reply (" +
-                                          std::to_string(reply->size()) + " bytes)"),
-                  "malformed handshake");
-  }
-  const std::string nonce_c = reply->substr(0, kNonceBytes);
-  const std::string expected = Mac(secret, "client" + purpose + nonce_s + nonce_c);
-  if (!SameBytes(reply->substr(kNonceBytes), expected)) {
-    return refuse(Status::Unauthenticated("peer does not hold the job secret (HMAC check failed)"),
-                  "wrong job secret");
-  }
-  return socket.SendMessage("OK" + Mac(secret, "server" + purpose + nonce_c + nonce_s), deadline);
+  std::string verdict;
+  Status checked = handshake.Check(*reply, &verdict);
+  if (!checked.ok() && on_refused) on_refused(checked);
+  Status sent = socket.SendMessage(verdict, deadline);
+  return checked.ok() ? sent : checked;
 }
 
 Status AuthenticateClient(Socket& socket, const std::string& secret, const std::string& purpose,
                           Deadline deadline) {
-  Result<std::string> nonce_s = socket.RecvMessage(deadline, kMaxHandshakeMessage);
+  Result<std::string> nonce_s = socket.RecvMessage(deadline, ServerHandshake::kMaxMessage);
   if (!nonce_s.ok()) return Status::Unauthenticated("no handshake: " + nonce_s.status().message());
   if (nonce_s->size() != kNonceBytes) {
     return Status::Unauthenticated("server sent a malformed challenge");
@@ -91,7 +100,7 @@ Status AuthenticateClient(Socket& socket, const std::string& secret, const std::
   const std::string nonce_c = RandomBytes(kNonceBytes);
   COHORT_RETURN_IF_ERROR(
       socket.SendMessage(nonce_c + Mac(secret, "client" + purpose + *nonce_s + nonce_c), deadline));
-  Result<std::string> verdict = socket.RecvMessage(deadline, kMaxHandshakeMessage);
+  Result<std::string> verdict = socket.RecvMessage(deadline, ServerHandshake::kMaxMessage);
   if (!verdict.ok()) {
     return Status::Unauthenticated("server closed the handshake: " + verdict.status().message());
   }

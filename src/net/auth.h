@@ -4,6 +4,7 @@
 #ifndef COHORT_NET_AUTH_H_
 #define COHORT_NET_AUTH_H_
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -23,6 +24,29 @@ std::string GenerateSecret();
 // closes the socket).
 Status AuthenticateClient(Socket& socket, const std::string& secret, const std::string& purpose,
                           Deadline deadline);
+// The server's side of the handshake as a state machine, for an event loop
+// that handshakes many connections at once on one thread (the rendezvous
+// store, the mesh builder): send challenge(), then hand the client's reply to
+// Check() and send the verdict it returns.
+class ServerHandshake {
+ public:
+  ServerHandshake(std::string secret, std::string purpose);
+  // The first message to send: a fresh nonce.
+  const std::string& challenge() const { return nonce_s_; }
+  // Checks the client's reply and sets `*verdict` to the message to send back
+  // (acceptance or refusal). OK when the client proved it holds the secret;
+  // else kUnauthenticated naming why.
+  Status Check(const std::string& reply, std::string* verdict) const;
+
+  // Largest handshake message either side sends.
+  static constexpr size_t kMaxMessage = 1024;
+
+ private:
+  std::string secret_;
+  std::string purpose_;
+  std::string nonce_s_;
+};
+
 // `on_refused`, when given, runs before the refusal is sent, so by the time
 // the client learns it was refused the server has already accounted for it.
 Status AuthenticateServer(Socket& socket, const std::string& secret, const std::string& purpose,

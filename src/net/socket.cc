@@ -70,17 +70,28 @@ Result<std::string> ResolveHost(const std::string& host) {
 
 Status ParseHostPort(const std::string& text, const std::string& what, std::string* host,
                      int* port) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    return Status::InvalidArgument(what + "='" + text + "' is not of the form host:port");
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(what + "='" + text + "' " + why +
+                                   " (expected host:port, e.g. host0:29400)");
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return bad("has no port");
+  std::string name = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  } else if (name.find(':') != std::string::npos) {
+    return bad("has an IPv6 address without brackets");
   }
-  char* end = nullptr;
-  long value = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || value <= 0 || value > 65535) {
-    return Status::InvalidArgument(what + "='" + text + "' has an invalid port");
+  if (name.empty()) return bad("has an empty host");
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos) {
+    return bad("has a malformed port");
   }
-  *host = text.substr(0, colon);
-  *port = static_cast<int>(value);
+  const int value = std::stoi(port_text);
+  if (value < 1 || value > 65535) return bad("has a port outside 1..65535");
+  *host = name;
+  *port = value;
   return Status::OK();
 }
 

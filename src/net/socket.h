@@ -65,7 +65,8 @@ class Socket {
 
 // Resolves `host` (name or dotted address) to a dotted IPv4 address.
 Result<std::string> ResolveHost(const std::string& host);
-// Splits "host:port"; `what` names the setting in the error message.
+// Splits "host:port" or "[v6addr]:port" (brackets removed); the port must be
+// 1..65535. `what` names the setting in the error message.
 Status ParseHostPort(const std::string& text, const std::string& what, std::string* host,
                      int* port);
 

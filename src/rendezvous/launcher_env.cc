@@ -4,8 +4,9 @@
 //   torchrun: MASTER_ADDR : (COHORT_STORE_PORT or MASTER_PORT + 1), because
 //             torchrun's own store already listens on MASTER_PORT;
 //   slurm:    first node of the step's (else the job's) node list :
-//             (COHORT_STORE_PORT or 29400 + SLURM_JOB_ID % 1000), so that
-//             concurrent jobs sharing a first node rarely collide;
+//             (COHORT_STORE_PORT or 29400 + (SLURM_JOB_ID + SLURM_STEP_ID)
+//             % 1000), so that concurrent jobs, and steps of one job,
+//             sharing a first node rarely collide;
 //   mpirun:   only on a single host: 127.0.0.1 : (COHORT_STORE_PORT or
 //             29400 + FNV-1a(OMPI_MCA_ess_base_jobid) % 1000). Across hosts
 //             Open MPI names no host every rank can reach, so the user must
@@ -18,6 +19,8 @@
 #include <climits>
 #include <cstdint>
 #include <optional>
+
+#include "net/socket.h"
 
 namespace cohort {
 
@@ -142,33 +145,6 @@ Status ReadPlacement(const EnvLookup& env, const LauncherVars& vars, JobEnvironm
       CheckLess(job->cross_rank, cross_rank_name, job->cross_size, cross_size_name));
   COHORT_RETURN_IF_ERROR(CheckNotAbove(job->local_size, local_size_name, job->size, size_name));
   COHORT_RETURN_IF_ERROR(CheckNotAbove(job->cross_size, cross_size_name, job->size, size_name));
-  return Status::OK();
-}
-
-// Parses "host:port" or "[v6addr]:port"; the port must be 1..65535.
-Status ParseHostPort(const char* name, const std::string& text, JobEnvironment* job) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(Quote(name, text) + " " + why +
-                                   " (expected host:port, e.g. host0:29400)");
-  };
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return bad("has no port");
-  std::string host = text.substr(0, colon);
-  std::string port_text = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string::npos) {
-    return bad("has an IPv6 address without brackets");
-  }
-  if (host.empty()) return bad("has an empty host");
-  if (port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos) {
-    return bad("has a malformed port");
-  }
-  int port = std::stoi(port_text);
-  if (port < 1 || port > 65535) return bad("has a port outside 1..65535");
-  job->store_host = host;
-  job->store_port = port;
   return Status::OK();
 }
 
@@ -327,10 +303,13 @@ Status SlurmStore(const EnvLookup& env, JobEnvironment* job) {
   if (!nodes.ok()) return nodes.status();
   int fallback = 0;
   if (!EnvString(env, "COHORT_STORE_PORT")) {
-    Result<int> job_id = ReadRequiredInt(env, "SLURM_JOB_ID", 0,
-                                         "required under slurm unless COHORT_STORE_PORT is set");
+    const std::string why = "required under slurm unless COHORT_STORE_PORT is set";
+    Result<int> job_id = ReadRequiredInt(env, "SLURM_JOB_ID", 0, why);
     if (!job_id.ok()) return job_id.status();
-    fallback = kStoreBasePort + *job_id % kStorePortSpread;
+    // The step too: two steps of one allocation may run at once.
+    Result<int> step_id = ReadRequiredInt(env, "SLURM_STEP_ID", 0, why);
+    if (!step_id.ok()) return step_id.status();
+    fallback = kStoreBasePort + static_cast<int>((int64_t{*job_id} + *step_id) % kStorePortSpread);
   }
   Result<int> port = StorePortOr(env, fallback);
   if (!port.ok()) return port.status();
@@ -414,7 +393,8 @@ Result<JobEnvironment> ParseCohort(const EnvLookup& env) {
   if (!addr) {
     return Status::InvalidArgument("COHORT_STORE_ADDR is not set (required when COHORT_RANK is)");
   }
-  COHORT_RETURN_IF_ERROR(ParseHostPort("COHORT_STORE_ADDR", *addr, &job));
+  COHORT_RETURN_IF_ERROR(
+      ParseHostPort(*addr, "COHORT_STORE_ADDR", &job.store_host, &job.store_port));
   std::optional<std::string> secret = EnvString(env, "COHORT_SECRET");
   if (!secret) {
     return Status::InvalidArgument("COHORT_SECRET is not set (required when COHORT_RANK is)");
@@ -440,7 +420,7 @@ Status ForeignStore(const EnvLookup& env, JobEnvironment* job) {
   job->rank0_hosts_store = true;
   job->secret = EnvString(env, "COHORT_SECRET").value_or("");
   if (std::optional<std::string> addr = EnvString(env, "COHORT_STORE_ADDR")) {
-    return ParseHostPort("COHORT_STORE_ADDR", *addr, job);
+    return ParseHostPort(*addr, "COHORT_STORE_ADDR", &job->store_host, &job->store_port);
   }
   if (job->size == 1) {
     UsePrivateStore(job);
@@ -451,10 +431,23 @@ Status ForeignStore(const EnvLookup& env, JobEnvironment* job) {
   return MpirunStore(env, job);
 }
 
+// SLURM_PROCID without a job step: the batch script itself (or an salloc
+// shell) runs the worker, as rank 0 of the allocation's task count, and
+// would wait for ranks that never start.
+Status CheckStartedBySrun(const EnvLookup& env, const JobEnvironment& job) {
+  if (job.size <= 1 || EnvString(env, "SLURM_STEP_ID")) return Status::OK();
+  return Status::InvalidArgument(
+      "SLURM_PROCID is set but SLURM_STEP_ID is not: this process was started by the batch "
+      "script itself, not by srun, and would wait for " +
+      std::to_string(job.size - 1) + " ranks that never start: run workers with srun (e.g. `srun " +
+      "python3 train.py` in the batch script)");
+}
+
 Result<JobEnvironment> ParseForeign(const EnvLookup& env, const LauncherVars& vars) {
   JobEnvironment job;
   job.launcher = vars.launcher;
   COHORT_RETURN_IF_ERROR(ReadPlacement(env, vars, &job));
+  if (job.launcher == "slurm") COHORT_RETURN_IF_ERROR(CheckStartedBySrun(env, job));
   // srun gives no per-node task count directly; it is this node's entry in
   // the tasks-per-node list.
   const char* tasks_name = FirstSet(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});

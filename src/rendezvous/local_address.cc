@@ -65,6 +65,16 @@ Result<std::string> LocalAddressToward(const std::string& remote_host) {
   return std::string(text);
 }
 
+bool IsThisHost(const std::string& host) {
+  Result<std::string> ip = ResolveHost(host);
+  if (!ip.ok()) return false;
+  if (IsLoopback(*ip)) return true;
+  for (const InterfaceV4& i : ListInterfaces()) {
+    if (i.address == *ip) return true;
+  }
+  return false;
+}
+
 Result<std::string> InterfaceAddress(const std::string& interfaces) {
   const std::vector<InterfaceV4> have = ListInterfaces();
   std::stringstream wanted(interfaces);

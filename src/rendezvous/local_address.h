@@ -14,6 +14,11 @@ namespace cohort {
 // address); 127.0.0.1 for loopback.
 Result<std::string> LocalAddressToward(const std::string& remote_host);
 
+// Whether `host` (a name or dotted address) is this machine: it resolves to
+// a loopback address or to the address of one of this host's interfaces.
+// False when it does not resolve.
+bool IsThisHost(const std::string& host);
+
 // The IPv4 address of the first interface in `interfaces` (comma-separated,
 // e.g. "eth0,br0") that this host has and that is up. The error names the
 // interfaces and lists the ones this host has.

@@ -1,18 +1,23 @@
 // Mesh construction: publish, learn the peers, connect TCP, map shared memory.
 #include "rendezvous/mesh_builder.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <list>
 #include <map>
 #include <sstream>
 
 #include "common/logging.h"
 #include "net/auth.h"
+#include "net/framed_connection.h"
 #include "net/socket.h"
 
 namespace cohort {
@@ -100,6 +105,130 @@ struct ConnectionHello {
   int32_t stream;
 };
 
+// How long a connection to the mesh port may take to authenticate and say
+// who it is; and how many may be doing so at once (the oldest is dropped).
+constexpr double kMeshHandshakeSeconds = 10;
+constexpr size_t kMaxArriving = 256;
+
+bool ByTime(const Deadline& a, const Deadline& b) { return a.at() < b.at(); }
+
+// A connection to this rank's mesh port that has yet to prove the job secret
+// and say which rank and stream it is. Many are served at once, each with a
+// short deadline of its own, so a stranger's silent or garbled connection
+// costs the job nothing.
+struct Arriving {
+  Arriving(Socket socket, const MeshOptions& o, Deadline job_deadline)
+      : link(std::move(socket)),
+        peer(link.socket().PeerName()),
+        handshake(o.secret, "mesh"),
+        deadline(std::min(job_deadline.at(), Deadline::AfterSeconds(kMeshHandshakeSeconds).at())) {
+    link.QueueMessage(handshake.challenge());
+  }
+  FramedConnection link;
+  std::string peer;
+  ServerHandshake handshake;
+  Deadline deadline;
+  bool authenticated = false;
+  bool done = false;  // dropped, or handed over as a stream
+};
+
+// Moves `a` on as far as the bytes that arrived allow. Fills `*hello` and
+// returns true once the peer is authenticated and has said who it is; an
+// error means `a` must be dropped.
+Result<bool> Advance(Arriving& a, ConnectionHello* hello) {
+  Result<bool> flushed = a.link.Flush();
+  if (!flushed.ok()) return flushed.status();
+  std::string bytes;
+  if (!a.authenticated) {
+    Result<bool> reply = a.link.ReadMessage(ServerHandshake::kMaxMessage, &bytes);
+    if (!reply.ok())
+      return Status::Unauthenticated("no handshake reply: " + reply.status().message());
+    if (!*reply) return false;
+    std::string verdict;
+    Status checked = a.handshake.Check(bytes, &verdict);
+    a.link.QueueMessage(verdict);
+    flushed = a.link.Flush();  // a refusal is sent on a best-effort basis
+    COHORT_RETURN_IF_ERROR(checked);
+    if (!flushed.ok()) return flushed.status();
+    a.authenticated = true;
+  }
+  // The socket becomes a link's once the hello is in: nothing may be queued.
+  if (a.link.has_output()) return false;
+  Result<bool> got = a.link.ReadBytes(sizeof(ConnectionHello), &bytes);
+  if (!got.ok() || !*got) return got;
+  std::memcpy(hello, bytes.data(), sizeof(ConnectionHello));
+  return true;
+}
+
+// Accepts the mesh connections of the higher ranks that use TCP, by rank and
+// stream, until all are in or `deadline`.
+Status AcceptTcpPeers(const Mesh& mesh, const MeshOptions& o, Socket& listener, Deadline deadline,
+                      std::map<int, std::vector<Socket>>* accepted) {
+  int expected = 0;
+  for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(mesh, o, p) ? o.tcp_streams : 0;
+  std::list<Arriving> arriving;
+  auto drop = [&](Arriving& a, const std::string& why) {
+    COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from " << a.peer << ": "
+                         << why;
+    a.done = true;
+  };
+  std::vector<pollfd> fds;
+  while (expected > 0) {
+    if (deadline.Expired()) {
+      return Status::Timeout("timed out waiting for " + std::to_string(expected) +
+                             " peers to connect");
+    }
+    fds.assign(1, pollfd{listener.fd(), POLLIN, 0});
+    for (Arriving& a : arriving) {
+      fds.push_back(pollfd{a.link.fd(), short(POLLIN | (a.link.has_output() ? POLLOUT : 0)), 0});
+    }
+    Deadline next = deadline;
+    for (const Arriving& a : arriving) next = std::min(next, a.deadline, ByTime);
+    if (::poll(fds.data(), fds.size(), next.RemainingMs()) < 0 && errno != EINTR) {
+      return Status::IoError(std::string("poll: ") + std::strerror(errno));
+    }
+    size_t i = 1;
+    for (Arriving& a : arriving) {
+      const short revents = fds[i++].revents;
+      if (revents == 0 && !a.deadline.Expired()) continue;
+      ConnectionHello hello{-1, -1};
+      Result<bool> ready = Advance(a, &hello);
+      if (!ready.ok()) {
+        drop(a, ready.status().message());
+        continue;
+      }
+      if (!*ready) {
+        if (a.deadline.Expired()) drop(a, "no handshake in time");
+        continue;
+      }
+      const int peer = hello.rank;
+      std::vector<Socket>& streams = (*accepted)[peer];
+      streams.resize(o.tcp_streams);
+      if (peer <= o.rank || peer >= o.size || hello.stream < 0 || hello.stream >= o.tcp_streams ||
+          streams[hello.stream].valid()) {
+        return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer) +
+                                " stream " + std::to_string(hello.stream));
+      }
+      streams[hello.stream] = std::move(a.link.socket());
+      a.done = true;
+      --expected;
+    }
+    arriving.remove_if([](const Arriving& a) { return a.done; });
+    if (fds[0].revents != 0) {
+      for (;;) {
+        Result<Socket> s = listener.Accept(Deadline(Clock::time_point()));
+        if (!s.ok()) break;
+        if (arriving.size() >= kMaxArriving) drop(arriving.front(), "too many connections at once");
+        arriving.remove_if([](const Arriving& a) { return a.done; });
+        arriving.emplace_back(std::move(s).value(), o, deadline);
+        Result<bool> sent = arriving.back().link.Flush();
+        if (!sent.ok()) drop(arriving.back(), sent.status().message());
+      }
+    }
+  }
+  return Status::OK();
+}
+
 Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadline deadline) {
   // Connect to lower ranks; accept from higher ones. Each connection starts
   // with the job-secret handshake, then the connecting rank says who it is.
@@ -120,33 +249,8 @@ Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadl
     }
     mesh->links[p] = MakeStripedTcpLink(std::move(streams));
   }
-  // Accepted connections, by rank and stream, until all of a rank's are in.
   std::map<int, std::vector<Socket>> accepted;
-  int expected = 0;
-  for (int p = o.rank + 1; p < o.size; ++p) expected += UsesTcp(*mesh, o, p) ? o.tcp_streams : 0;
-  while (expected > 0) {
-    Result<Socket> s = listener.Accept(deadline);
-    if (!s.ok())
-      return s.status().WithContext("waiting for " + std::to_string(expected) +
-                                    " peers to connect");
-    Status auth = AuthenticateServer(*s, o.secret, "mesh", deadline, [&](const Status& why) {
-      COHORT_LOG(kWarning) << "rank " << o.rank << " refused mesh connection from " << s->PeerName()
-                           << ": " << why.message();
-    });
-    if (!auth.ok()) continue;
-    ConnectionHello hello{-1, -1};
-    COHORT_RETURN_IF_ERROR(s->RecvAll(&hello, sizeof(hello), deadline));
-    const int peer = hello.rank;
-    std::vector<Socket>& streams = accepted[peer];
-    streams.resize(o.tcp_streams);
-    if (peer <= o.rank || peer >= o.size || hello.stream < 0 || hello.stream >= o.tcp_streams ||
-        streams[hello.stream].valid()) {
-      return Status::Internal("unexpected mesh connection claiming rank " + std::to_string(peer) +
-                              " stream " + std::to_string(hello.stream));
-    }
-    streams[hello.stream] = std::move(s).value();
-    --expected;
-  }
+  COHORT_RETURN_IF_ERROR(AcceptTcpPeers(*mesh, o, listener, deadline, &accepted));
   for (auto& [peer, streams] : accepted) mesh->links[peer] = MakeStripedTcpLink(std::move(streams));
   return Status::OK();
 }

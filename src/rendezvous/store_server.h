@@ -10,6 +10,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cohort/status.h"
 #include "common/deadline.h"
@@ -32,6 +34,11 @@ class StoreServer {
   virtual void WaitUntilIdle(Deadline deadline) = 0;
   // Number of connections refused by the handshake so far (for tests).
   virtual int refused_connections() const = 0;
+  // The keys that start with `prefix`, with their values, in the order they
+  // were first set. `cohort run` reads the ranks' failure records (abort/<rank>)
+  // this way to name the rank that failed first.
+  virtual std::vector<std::pair<std::string, std::string>> Published(
+      const std::string& prefix) const = 0;
 };
 
 }  // namespace cohort

@@ -3,7 +3,9 @@
 // collectives must come out exact. (The same across emulated hosts:
 // tests/multihost/.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +40,7 @@ TEST(ForeignLauncher, SrunVariablesOnOneHost) {
                     {"SLURM_TASKS_PER_NODE", "3"},
                     {"SLURM_JOB_NODELIST", "localhost"},
                     {"SLURM_JOB_ID", "77"},
+                    {"SLURM_STEP_ID", "0"},
                     {"COHORT_STORE_PORT", port},
                     {"COHORT_SECRET", "srun-test-secret"},
                     {"COHORT_TIMEOUT", "30"}});
@@ -59,6 +62,31 @@ TEST(ForeignLauncher, MpirunVariablesOnOneHost) {
                     {"COHORT_TIMEOUT", "30"}});
   }
   ExpectAllExact(envs);
+}
+
+// Without COHORT_SECRET the ranks derive the job's secret from a private
+// file (COHORT_SECRET_FILE), created by whichever rank comes first.
+TEST(ForeignLauncher, MpirunWithoutSecretUsesThePrivateSecretFile) {
+  char dir[] = "/tmp/cohort-secret-file-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/secret";
+  const std::string port = std::to_string(FreePort());
+  std::vector<std::map<std::string, std::string>> envs;
+  for (int r = 0; r < 3; ++r) {
+    envs.push_back({{"OMPI_COMM_WORLD_RANK", std::to_string(r)},
+                    {"OMPI_COMM_WORLD_SIZE", "3"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(r)},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                    {"COHORT_STORE_PORT", port},
+                    {"COHORT_SECRET", ""},
+                    {"COHORT_SECRET_FILE", file},
+                    {"COHORT_TIMEOUT", "30"}});
+  }
+  ExpectAllExact(envs);
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(std::system(("rm -rf " + std::string(dir)).c_str()), 0);
 }
 
 }  // namespace

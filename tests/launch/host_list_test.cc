@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "launch/remote_agent.h"
 #include "launch/ssh_launcher.h"
+#include "rendezvous/local_address.h"
 #include "support/child_process.h"
 
 namespace cohort {
@@ -279,6 +281,25 @@ TEST(RunFlags, LocalhostRunsWithoutSsh) {
       30);
   EXPECT_EQ(f.exit_code, 0) << f.err;
   EXPECT_TRUE(Contains(f.out, "[2] 2/3 127.0.0.1:")) << f.out;
+}
+
+// This machine's own name (and an address of one of its interfaces) runs
+// without ssh too, like localhost.
+TEST(RunFlags, ThisHostsNameRunsWithoutSsh) {
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof(name) - 1), 0);
+  ASSERT_TRUE(IsLocalHost(name)) << name;
+  Result<std::string> address = FirstNonLoopbackAddress();
+  if (address.ok()) {
+    EXPECT_TRUE(IsLocalHost(*address)) << *address;
+  }
+  EXPECT_FALSE(IsLocalHost("192.0.2.1"));  // TEST-NET-1: never this host's
+  Finished f = testing::RunCohort(
+      {"run", "-np", "2", "-H", std::string(name) + ":2", "--ssh-command", "/nonexistent/ssh", "--",
+       "sh", "-c", "echo $COHORT_LOCAL_RANK/$COHORT_LOCAL_SIZE"},
+      30);
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_TRUE(Contains(f.out, "[1] 1/2\n")) << f.out;
 }
 
 }  // namespace

@@ -67,6 +67,9 @@ TEST(LocalLauncher, HelpPrintsUsage) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_TRUE(Contains(run.out, "usage: cohort run -np N")) << run.out;
   EXPECT_TRUE(Contains(run.out, "--timeout-secs")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "on this host, or with\n-H/--hostfile across hosts over ssh"))
+      << run.out;
+  EXPECT_TRUE(Contains(run.out, "srun (SLURM), mpirun (Open MPI) or torchrun")) << run.out;
 }
 
 TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
@@ -89,8 +92,59 @@ TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
     Finished run = RunCohort(args);
     EXPECT_EQ(run.exit_code, 2);
     EXPECT_TRUE(Contains(run.err, message)) << run.err;
-    EXPECT_TRUE(Contains(run.err, "usage: cohort run")) << run.err;
+    // The problem and one hint line, not the whole help.
+    const size_t first_end = run.err.find('\n');
+    ASSERT_NE(first_end, std::string::npos) << run.err;
+    EXPECT_EQ(run.err.rfind("cohort run: ", 0), 0u) << run.err;
+    EXPECT_EQ(run.err.substr(first_end + 1),
+              "usage: cohort run -np N [options] [--] COMMAND [ARGS...]  (cohort run --help "
+              "lists the options)\n");
   }
+}
+
+// -np is checked against the documented maximum and this host's limits
+// before anything starts.
+TEST(LocalLauncher, NpBeyondWhatTheHostHoldsIsAUsageError) {
+  Finished huge = RunCohort({"run", "-np", "100000", "true"});
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_TRUE(Contains(huge.err,
+                       "cohort run: -np 100000 is above the maximum of 16384 ranks per "
+                       "job\n"))
+      << huge.err;
+  const std::vector<std::string> limited = {
+      "/usr/bin/prlimit", "--nproc=40", COHORT_CLI_PATH, "run", "-np", "50", "true"};
+  ChildProcess launcher(limited);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(30));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(Contains(run.err,
+                       "-np 50 needs 50 processes on this host (every rank is one) but "
+                       "this user may run at most 40 (RLIMIT_NPROC; see `ulimit -u`)"))
+      << run.err;
+}
+
+// SIGTERM while 2000 workers are being started stops the start-up at once:
+// the launcher forwards it to those already running and exits.
+TEST(LocalLauncher, SigtermInterruptsTheStartUp) {
+  char dir[] = "/tmp/cohort-startup-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  ChildProcess launcher(CohortArgv(
+      {"run", "-np", "2000", "--", "sh", "-c", "touch \"$0/$COHORT_RANK\"; exec sleep 60", dir}));
+  const std::string first = std::string(dir) + "/0";
+  // The launcher prints nothing while it starts workers: look every 20 ms.
+  auto started = [&] { return ::access(first.c_str(), F_OK) == 0; };
+  const Deadline deadline = Deadline::AfterSeconds(20);
+  while (!launcher.WaitFor(started, Deadline::AfterSeconds(0.02)) && !deadline.Expired()) {
+  }
+  ASSERT_TRUE(started());
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(30));
+  EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.err, m,
+                                std::regex("received SIGTERM; forwarding it to (\\d+) running")))
+      << run.err;
+  EXPECT_LT(std::stoi(m[1]), 2000) << run.err;
+  ASSERT_EQ(std::system(("rm -rf " + std::string(dir)).c_str()), 0);
 }
 
 TEST(LocalLauncher, CommandNotFound) {
@@ -259,8 +313,9 @@ TEST(LocalLauncher, LastWorkerFailingAfterOthersSucceeded) {
 TEST(LocalLauncher, KilledWorkerAndSigkillEscalation) {
   // Workers ignore SIGTERM, so after rank 0 is killed the others need SIGKILL
   // once the 2 s grace period is over.
-  ChildProcess launcher(CohortArgv({"run", "-np", "3", "--", "sh", "-c",
-                     "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
+  ChildProcess launcher(
+      CohortArgv({"run", "-np", "3", "--", "sh", "-c",
+                  "trap '' TERM; echo ready $COHORT_RANK $$; while :; do sleep 1; done"}));
   ASSERT_TRUE(WaitForThreeReady(launcher)) << launcher.out();
   std::smatch match;
   ASSERT_TRUE(std::regex_search(launcher.out(), match, std::regex(R"(\[0\] ready 0 (\d+))")));
@@ -308,6 +363,34 @@ TEST(LocalLauncher, SigtermReachesEveryWorker) { CheckForwarding(SIGTERM, "TERM"
 
 TEST(LocalLauncher, SigintToTheTerminalGroupIsForwardedOnce) {
   CheckForwarding(SIGINT, "INT", true);
+}
+
+// The healthy rank that reacted first is not blamed: the rank whose failure
+// record (abort/<rank>) came first is named, with its reason.
+TEST(LocalLauncher, ReportsTheRankThatFailedFirst) {
+  Finished run = RunCohort({"run", "-np", "3", testing::TestBinary("root_cause_worker")});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex("cohort run: rank 0 \\(pid \\d+\\) exited with status 1 first, reacting "
+                          "to rank 1 \\(pid \\d+\\), which failed before it: allreduce 'grad': "
+                          "disk on fire second line; stopping the other 2 workers\n")))
+      << run.err;
+}
+
+// A stopped rank cannot answer, so its peers give up: it is named as the
+// likely cause, and the launcher still stops it promptly.
+TEST(LocalLauncher, NamesAStoppedRank) {
+  Finished run =
+      RunCohort({"run", "-np", "2", "--", "sh", "-c",
+                 "if [ $COHORT_RANK = 1 ]; then kill -STOP $$; sleep 30; fi; sleep 0.5; exit 1"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex("cohort run: rank 0 \\(pid \\d+\\) exited with status 1 first, but "
+                          "rank 1 \\(pid \\d+\\) is stopped \\(SIGSTOP or a debugger\\) and is "
+                          "the likely cause; stopping the other 1 worker\n")))
+      << run.err;
+  EXPECT_FALSE(Contains(run.err, "SIGKILL")) << run.err;  // SIGCONT let SIGTERM act
+  EXPECT_LT(run.seconds, 10);
 }
 
 TEST(LocalLauncher, JobTimeout) {

@@ -286,6 +286,7 @@ TEST_F(MultiHost, SlurmEnvironmentAcrossHosts) {
                     {"SLURM_TASKS_PER_NODE", "2(x2)"},
                     {"SLURM_JOB_NODELIST", list},
                     {"SLURM_JOB_ID", "4242"},
+                    {"SLURM_STEP_ID", "0"},
                     {"COHORT_SECRET", "slurm-test-secret"},
                     {"COHORT_TIMEOUT", "20"}});
   }

@@ -50,7 +50,8 @@ Vars SlurmVars() {
   return {{"SLURM_PROCID", "5"},      {"SLURM_NTASKS", "8"},
           {"SLURM_LOCALID", "1"},     {"SLURM_NODEID", "2"},
           {"SLURM_NNODES", "3"},      {"SLURM_TASKS_PER_NODE", "3(x2),2"},
-          {"SLURM_JOB_ID", "123456"}, {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
+          {"SLURM_JOB_ID", "123456"}, {"SLURM_JOB_NODELIST", "gpu[07-09]"},
+          {"SLURM_STEP_ID", "0"}};
 }
 
 Vars TorchrunVars() {
@@ -308,6 +309,33 @@ TEST(LauncherEnv, Slurm) {
   EXPECT_EQ(job->store_port, 29400 + 456);
   EXPECT_TRUE(job->rank0_hosts_store);
   EXPECT_EQ(job->secret, "");
+}
+
+// The batch script itself (srun forgotten) has SLURM_PROCID but no step.
+TEST(LauncherEnv, SlurmWithoutSrunSaysToUseSrun) {
+  ExpectInvalid(Without(SlurmVars(), "SLURM_STEP_ID"),
+                {"SLURM_PROCID is set but SLURM_STEP_ID is not", "would wait for 7 ranks",
+                 "run workers with srun"});
+  // A one-task allocation runs fine without srun.
+  Result<JobEnvironment> one =
+      Parse(With(Without(SlurmVars(), "SLURM_STEP_ID"), {{"SLURM_PROCID", "0"},
+                                                         {"SLURM_NTASKS", "1"},
+                                                         {"SLURM_LOCALID", "0"},
+                                                         {"SLURM_NODEID", "0"},
+                                                         {"SLURM_NNODES", "1"},
+                                                         {"SLURM_TASKS_PER_NODE", "1"},
+                                                         {"COHORT_STORE_PORT", "31000"}}));
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->size, 1);
+}
+
+// Two steps of one allocation get different store ports.
+TEST(LauncherEnv, SlurmStorePortIncludesTheStep) {
+  Result<JobEnvironment> step0 = Parse(SlurmVars());
+  Result<JobEnvironment> step1 = Parse(With(SlurmVars(), {{"SLURM_STEP_ID", "1"}}));
+  ASSERT_TRUE(step0.ok() && step1.ok());
+  EXPECT_EQ(step0->store_port, 29400 + 456);
+  EXPECT_EQ(step1->store_port, 29400 + 457);
 }
 
 TEST(LauncherEnv, SlurmPrefersStepVariables) {

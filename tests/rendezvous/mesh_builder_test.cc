@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "net/socket.h"
 #include "rendezvous/mesh_builder.h"
 #include "rendezvous/store_server.h"
 
@@ -22,8 +23,10 @@ struct Built {
 };
 
 // Builds the mesh of an `n`-rank job, one thread per rank; `adjust` sets
-// each rank's options.
-std::vector<Built> BuildJob(int n, const std::function<void(MeshOptions&)>& adjust) {
+// each rank's options. With `meanwhile`, rank 0 starts first and the other
+// ranks only after meanwhile(store port) returns.
+std::vector<Built> BuildJob(int n, const std::function<void(MeshOptions&)>& adjust,
+                            const std::function<void(int)>& meanwhile = nullptr) {
   Result<std::unique_ptr<StoreServer>> server = StoreServer::Start("127.0.0.1", 0, kSecret);
   EXPECT_TRUE(server.ok()) << server.status().ToString();
   std::vector<std::unique_ptr<StoreClient>> clients(n);
@@ -49,6 +52,7 @@ std::vector<Built> BuildJob(int n, const std::function<void(MeshOptions&)>& adju
       built[r].status = mesh.status();
       if (mesh.ok()) built[r].mesh = std::move(mesh).value();
     });
+    if (r == 0 && meanwhile) meanwhile((*server)->port());
   }
   for (std::thread& t : ranks) t.join();
   return built;
@@ -97,6 +101,50 @@ TEST(MeshBuilder, TcpStreamsMustAgreeOnEveryRank) {
               std::string::npos)
         << job[r].status.ToString();
   }
+}
+
+// A stranger's silent connection and a garbled one, made to rank 0's mesh
+// port before the real peers connect, are dropped; the job starts at once.
+TEST(MeshBuilder, SilentAndGarbageConnectionsDoNotDelayTheJob) {
+  std::vector<Socket> strangers;
+  const Clock::time_point start = Clock::now();
+  std::vector<Built> job = BuildJob(
+      3,
+      [](MeshOptions& o) {
+        o.force_tcp = true;
+        o.timeout_seconds = 8;
+      },
+      [&](int store_port) {
+        auto store =
+            StoreClient::Connect("127.0.0.1", store_port, kSecret, Deadline::AfterSeconds(5));
+        ASSERT_TRUE(store.ok());
+        Result<std::string> record = (*store)->Get("mesh/peer/0", Deadline::AfterSeconds(5));
+        ASSERT_TRUE(record.ok());
+        // host key, hostname, address, pid, streams
+        std::string address = record->substr(0, record->rfind('\t'));
+        address = address.substr(0, address.rfind('\t'));
+        address = address.substr(address.rfind('\t') + 1);
+        std::string host;
+        int port = 0;
+        ASSERT_TRUE(ParseHostPort(address, "mesh address", &host, &port).ok()) << address;
+        for (int i = 0; i < 2; ++i) {
+          Result<Socket> s = Socket::Connect(host, port, Deadline::AfterSeconds(5));
+          ASSERT_TRUE(s.ok());
+          strangers.push_back(std::move(s).value());
+        }
+        const std::string garbage = "GET / HTTP/1.0\r\n\r\n";
+        ASSERT_TRUE(
+            strangers[1].SendAll(garbage.data(), garbage.size(), Deadline::AfterSeconds(5)).ok());
+      });
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE(job[r].status.ok()) << job[r].status.ToString();
+  EXPECT_LT(SecondsSince(start), 6.0);  // the silent connection would hold it 8 s
+  // The garbled connection was refused and closed; the silent one is still
+  // waiting for its deadline (but blocked nobody).
+  char byte;
+  Result<std::string> challenge = strangers[1].RecvMessage(Deadline::AfterSeconds(5));
+  ASSERT_TRUE(challenge.ok());
+  EXPECT_EQ(strangers[1].RecvAll(&byte, 1, Deadline::AfterSeconds(5)).code(),
+            Status::Code::kPeerFailure);
 }
 
 // Moves `out` to the peer while receiving `in` from it, through non-blocking

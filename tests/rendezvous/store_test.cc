@@ -1,7 +1,10 @@
 // Tests of the rendezvous store and the job-secret handshake.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <thread>
+#include <vector>
 
 #include "net/auth.h"
 #include "net/socket.h"
@@ -73,6 +76,77 @@ TEST(Store, ConnectionThatSpeaksGarbageIsRefused) {
   ASSERT_TRUE(verdict.ok());
   EXPECT_EQ(verdict->substr(0, 2), "NO");
   EXPECT_EQ(server->refused_connections(), 1);  // counted before the refusal is sent
+}
+
+// A fixed port in use (another job's, or another step's) names the way out.
+TEST(Store, PortInUseSuggestsCohortStorePort) {
+  auto first = StartServer("s");
+  Result<std::unique_ptr<StoreServer>> second = StoreServer::Start("127.0.0.1", first->port(), "s");
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("(another job may be using port " +
+                                           std::to_string(first->port()) +
+                                           "; set COHORT_STORE_PORT to a free port on every rank)"),
+            std::string::npos)
+      << second.status().message();
+}
+
+int ThreadCount() {
+  int n = 0;
+  DIR* dir = ::opendir("/proc/self/task");
+  while (dirent* e = ::readdir(dir)) n += e->d_name[0] != '.' ? 1 : 0;
+  ::closedir(dir);
+  return n;
+}
+
+// A stranger's connect-and-close connections and silent ones cost the store
+// no thread, and the job's own clients still get through at once.
+TEST(Store, StrangersCostNoThreadsAndDoNotStallTheJob) {
+  auto server = StartServer("s");
+  const int threads = ThreadCount();
+  constexpr int kConnectAndClose = 3000, kSilent = 300;
+  for (int i = 0; i < kConnectAndClose; ++i) {
+    Result<Socket> s = Socket::Connect("127.0.0.1", server->port(), Deadline::AfterSeconds(5));
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status().ToString();
+  }
+  std::vector<Socket> silent;
+  for (int i = 0; i < kSilent; ++i) {
+    Result<Socket> s = Socket::Connect("127.0.0.1", server->port(), Deadline::AfterSeconds(5));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    silent.push_back(std::move(s).value());
+  }
+  const Clock::time_point start = Clock::now();
+  constexpr int kRanks = 4;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      auto c = StoreClient::Connect("127.0.0.1", server->port(), "s", Deadline::AfterSeconds(5));
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_TRUE((*c)->Set("rank/" + std::to_string(r), std::to_string(r * r)).ok());
+      ASSERT_TRUE((*c)->Barrier("all", kRanks, Deadline::AfterSeconds(5)).ok());
+      Result<std::string> peer =
+          (*c)->Get("rank/" + std::to_string((r + 1) % kRanks), Deadline::AfterSeconds(5));
+      ASSERT_TRUE(peer.ok());
+      EXPECT_EQ(*peer, std::to_string(((r + 1) % kRanks) * ((r + 1) % kRanks)));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_LT(SecondsSince(start), 3.0);
+  // The store's own threads did not grow (the ranks' threads have ended).
+  EXPECT_LE(ThreadCount(), threads);
+  // Every connect-and-close was refused; so were the oldest silent ones, to
+  // keep at most 256 connections in the handshake.
+  // (Each rank's own connection may have pushed out one more.)
+  constexpr int kEvicted = kConnectAndClose + kSilent - 256;
+  const Deadline deadline = Deadline::AfterSeconds(10);
+  while (server->refused_connections() < kEvicted && !deadline.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(server->refused_connections(), kEvicted);
+  EXPECT_LE(server->refused_connections(), kEvicted + kRanks);
+  Result<std::string> challenge = silent[0].RecvMessage(Deadline::AfterSeconds(5));
+  ASSERT_TRUE(challenge.ok()) << challenge.status().ToString();
+  EXPECT_EQ(silent[0].RecvMessage(Deadline::AfterSeconds(5)).status().code(),
+            Status::Code::kPeerFailure);
 }
 
 TEST(Auth, ServerWithoutTheSecretIsRejectedByTheClient) {
