@@ -21,6 +21,8 @@ PACKAGES=(
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
+  libyaml-cpp-dev nlohmann-json3-dev             # cohort sweep: YAML specs; the journal's JSON records
+  python3-optuna python3-matplotlib              # bench/sweep: the Optuna peer; plots
 )
 
 missing=()

@@ -9,6 +9,7 @@ int RunCommand(int argc, char** argv);    // cohort run   (run_command.cc)
 int BenchCommand(int argc, char** argv);  // cohort bench (bench_command.cc)
 int EngineBenchCommand(int argc, char** argv);  // cohort bench engine (engine_bench.cc)
 int DataCommand(int argc, char** argv);   // cohort data  (data_command.cc)
+int SweepCommand(int argc, char** argv);  // cohort sweep (sweep_command.cc)
 
 }  // namespace cohort::cli
 

@@ -15,6 +15,7 @@ void PrintUsage(FILE* out) {
                "  bench   collective benchmarks (run under `cohort run`):\n"
                "          cohort bench allreduce|reducescatter|allgather|broadcast|alltoall\n"
                "  data    datasets: cohort data info|log|diff|checkout|verify|ingest\n"
+               "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "run") == 0) return cohort::cli::RunCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "bench") == 0) return cohort::cli::BenchCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "data") == 0) return cohort::cli::DataCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "sweep") == 0) return cohort::cli::SweepCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;
