@@ -21,7 +21,6 @@ namespace {
 constexpr int kStartupTrials = 10;  // random trials before the model is used
 constexpr int kCandidates = 24;     // draws from l(x) scored per proposal
 constexpr double kPriorWeight = 1.0;
-constexpr double kSigmaMagnitude = 0.2;  // Scott-like bandwidth factor
 
 // Optuna's default split: the best 10%, at most 25.
 size_t GoodCount(size_t n) {
@@ -29,6 +28,29 @@ size_t GoodCount(size_t n) {
 }
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// Bergstra et al.'s bandwidths for one dimension: each kernel as wide as the
+// larger gap to its neighbours among the means (the prior's, the centre,
+// included), clipped to [range / min(100, n + 1), range]. Kernels in a dense
+// cluster of good trials get narrow, so the search refines there.
+std::vector<double> NeighbourSigmas(const std::vector<double>& mus, double lo, double hi) {
+  const size_t n = mus.size();
+  const double range = std::max(hi - lo, 1e-12);
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return mus[a] < mus[b]; });
+  std::vector<double> sigmas(n, range);
+  const double min_sigma = range / std::min(100.0, 1.0 + n);
+  for (size_t j = 0; j < n; ++j) {
+    // The ends use their inner gap only: the bounds are no neighbours.
+    double left = j > 0 ? mus[order[j]] - mus[order[j - 1]] : 0;
+    double right = j + 1 < n ? mus[order[j + 1]] - mus[order[j]] : 0;
+    double s = std::max(left, right);
+    if (n == 1) s = range;
+    sigmas[order[j]] = std::clamp(s, min_sigma, range);
+  }
+  return sigmas;
+}
 
 // A mixture over a subset of the space's parameters (`dims`): component c has
 // a mean and width per continuous dimension, a distribution per categorical one.
@@ -38,8 +60,16 @@ class Parzen {
          const std::vector<std::vector<double>>& points)
       : space_(space), dims_(dims) {
     const size_t n = points.size();
-    const double d = static_cast<double>(dims.size());
-    const double scott = kSigmaMagnitude * std::pow(std::max<double>(1, n), -1.0 / (d + 4));
+    // Per continuous dimension, every component's width (the prior's last).
+    std::vector<std::vector<double>> widths(dims.size());
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (space.Categorical(dims[k])) continue;
+      double lo = space.Lower(dims[k]), hi = space.Upper(dims[k]);
+      std::vector<double> mus;
+      for (const auto& p : points) mus.push_back(p[k]);
+      mus.push_back(0.5 * (lo + hi));
+      widths[k] = NeighbourSigmas(mus, lo, hi);
+    }
     for (size_t c = 0; c <= n; ++c) {
       const bool prior = c == n;
       Component comp;
@@ -60,7 +90,7 @@ class Parzen {
         } else {
           double range = std::max(hi - lo, 1e-12);
           comp.mu.push_back(prior ? 0.5 * (lo + hi) : points[c][k]);
-          comp.sigma.push_back(prior ? range : std::clamp(scott * range, 1e-12, range));
+          comp.sigma.push_back(prior ? range : widths[k][c]);
           comp.probs.emplace_back();
         }
       }

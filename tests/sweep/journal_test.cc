@@ -87,7 +87,9 @@ TEST(Replay, RebuildsTheStudyRungsAndAll) {
   // Both continue identically.
   auto a = live->Ask(), b = fresh->Ask();
   ASSERT_EQ(a.has_value(), b.has_value());
-  if (a) EXPECT_EQ(a->id, b->id);
+  if (a) {
+    EXPECT_EQ(a->id, b->id);
+  }
 }
 
 TEST(Replay, RejectsAnotherSpecsJournal) {
