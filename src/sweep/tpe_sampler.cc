@@ -21,6 +21,7 @@ namespace {
 constexpr int kStartupTrials = 10;  // random trials before the model is used
 constexpr int kCandidates = 24;     // draws from l(x) scored per proposal
 constexpr double kPriorWeight = 1.0;
+constexpr size_t kMaxBadKernels = 500;  // g(x) kernels at most (a sample of the rest)
 
 // Optuna's default split: the best 10%, at most 25.
 size_t GoodCount(size_t n) {
@@ -84,7 +85,10 @@ class Parzen {
           double total = 0;
           for (double p : probs) total += p;
           for (double& p : probs) p /= total;
+          std::vector<double> log_probs;
+          for (double p : probs) log_probs.push_back(std::log(p));
           comp.probs.push_back(std::move(probs));
+          comp.log_probs.push_back(std::move(log_probs));
           comp.mu.push_back(0);
           comp.sigma.push_back(0);
         } else {
@@ -92,6 +96,7 @@ class Parzen {
           comp.mu.push_back(prior ? 0.5 * (lo + hi) : points[c][k]);
           comp.sigma.push_back(prior ? range : widths[k][c]);
           comp.probs.emplace_back();
+          comp.log_probs.emplace_back();
         }
       }
       double total_weight = static_cast<double>(n) + kPriorWeight;
@@ -160,7 +165,7 @@ class Parzen {
       size_t continuous = 0;
       for (size_t k = 0; k < dims_.size(); ++k) {
         if (space_.Categorical(dims_[k])) {
-          t += std::log(comp.probs[k][static_cast<size_t>(x[k])]);
+          t += comp.log_probs[k][static_cast<size_t>(x[k])];
           continue;
         }
         double z = (x[k] - comp.mu[k]) * comp.inv_sigma[continuous++];
@@ -179,7 +184,7 @@ class Parzen {
     double log_weight = 0;
     double log_norm = 0;  // log_weight plus the continuous kernels' normalizers
     std::vector<double> mu, sigma, inv_sigma;
-    std::vector<std::vector<double>> probs;
+    std::vector<std::vector<double>> probs, log_probs;
   };
   const Space& space_;
   std::vector<size_t> dims_;
@@ -232,12 +237,22 @@ class TpeSampler : public Sampler {
 
   // The best of kCandidates draws from l(x) by log l(x) - log g(x).
   std::vector<double> Propose(const std::vector<size_t>& dims, std::vector<Observation> obs) {
-    std::stable_sort(obs.begin(), obs.end(),
-                     [](const Observation& a, const Observation& b) { return a.loss < b.loss; });
+    // The best n_good first (ties: the earlier trial); their order does not matter.
     const size_t n_good = GoodCount(obs.size());
+    std::nth_element(obs.begin(), obs.begin() + (n_good - 1), obs.end(),
+                     [](const Observation& a, const Observation& b) {
+                       return a.loss < b.loss || (a.loss == b.loss && a.params < b.params);
+                     });
     std::vector<std::vector<double>> good, bad;
-    for (size_t k = 0; k < obs.size(); ++k) {
-      (k < n_good ? good : bad).push_back(Coordinates(dims, *obs[k].params));
+    for (size_t k = 0; k < n_good; ++k) good.push_back(Coordinates(dims, *obs[k].params));
+    // g(x) from at most kMaxBadKernels of the others, drawn evenly (a partial
+    // Fisher-Yates shuffle): its cost stays flat however long the history.
+    size_t n_bad = obs.size() - n_good;
+    size_t take = std::min(n_bad, kMaxBadKernels);
+    for (size_t k = 0; k < take; ++k) {
+      size_t pick = n_good + k + (take < n_bad ? rng_() % (n_bad - k) : 0);
+      std::swap(obs[n_good + k], obs[pick]);
+      bad.push_back(Coordinates(dims, *obs[n_good + k].params));
     }
     Parzen l(space_, dims, good), g(space_, dims, bad);
     std::vector<double> best;
