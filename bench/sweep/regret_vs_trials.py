@@ -94,8 +94,8 @@ def main():
                     results.append({"function": name, "noisy": noisy, "optimizer": opt, "seed": seed,
                                     "regret": [v - fmin for v in curve(true, obs)]})
                 print("%-12s noisy=%d %-14s %5.1fs" % (name, noisy, opt, time.time() - start), flush=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f)
+                with open(args.out, "w") as f:  # after each group: a long run can be cut short
+                    json.dump(results, f)
 
 
 if __name__ == "__main__":

@@ -15,23 +15,17 @@ AshaBracket::AshaBracket(int64_t min_resource, int64_t max_resource, int64_t eta
 
 void AshaBracket::Admit(int64_t id) { rung_of_[id] = 0; }
 
-bool AshaBracket::InTop(size_t k, int64_t id) const {
-  std::vector<std::pair<double, int64_t>> sorted = rungs_[k].results;
-  size_t top = sorted.size() / static_cast<size_t>(eta_);
-  std::partial_sort(sorted.begin(), sorted.begin() + top, sorted.end());
-  for (size_t j = 0; j < top; ++j) {
-    if (sorted[j].second == id) return true;
-  }
-  return false;
-}
-
 Decision AshaBracket::OnReport(int64_t id, double loss, int64_t step, int64_t* resource) {
   size_t& k = rung_of_.at(id);
   *resource = resources_[k];
   if (step < resources_[k]) return Decision::kContinue;
-  rungs_[k].results.emplace_back(loss, id);
+  // Results stay sorted (loss, then trial id), so the top is a prefix.
+  auto& results = rungs_[k].results;
+  auto at = results.insert(std::lower_bound(results.begin(), results.end(), std::make_pair(loss, id)),
+                           std::make_pair(loss, id));
   if (k + 1 == resources_.size()) return Decision::kStop;
-  if (!InTop(k, id)) return Decision::kPause;
+  const size_t top = results.size() / static_cast<size_t>(eta_);
+  if (static_cast<size_t>(at - results.begin()) >= top) return Decision::kPause;
   rungs_[k].promoted.insert(id);
   *resource = resources_[++k];
   return Decision::kContinue;
@@ -40,8 +34,7 @@ Decision AshaBracket::OnReport(int64_t id, double loss, int64_t step, int64_t* r
 std::optional<std::pair<int64_t, int64_t>> AshaBracket::Promotable(
     const std::vector<TrialRecord>& trials) const {
   for (size_t k = rungs_.size() - 1; k-- > 0;) {
-    std::vector<std::pair<double, int64_t>> sorted = rungs_[k].results;
-    std::sort(sorted.begin(), sorted.end());
+    const auto& sorted = rungs_[k].results;
     size_t top = sorted.size() / static_cast<size_t>(eta_);
     for (size_t j = 0; j < top; ++j) {
       int64_t id = sorted[j].second;

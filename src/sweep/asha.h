@@ -38,11 +38,9 @@ class AshaBracket {
 
  private:
   struct Rung {
-    std::vector<std::pair<double, int64_t>> results;  // (loss, trial id)
+    std::vector<std::pair<double, int64_t>> results;  // (loss, trial id), sorted
     std::set<int64_t> promoted;
   };
-  // Whether `id` is among the best floor(n / eta) of rung k.
-  bool InTop(size_t k, int64_t id) const;
 
   int64_t eta_;
   std::vector<int64_t> resources_;
