@@ -41,12 +41,12 @@ def cohort_times(sizes, repeats):
             done += 1
         times = []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             t = study.ask()
             study.tell(t, objective(t.params))
-            times.append(time.perf_counter() - start)
+            times.append((time.perf_counter() - start, time.process_time() - cpu))
             done += 1
-        out[n] = statistics.median(times)
+        out[n] = (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
     return out
 
 
@@ -70,11 +70,11 @@ def asha_times(sizes, repeats):
             done += 1
         times = []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             one()
-            times.append(time.perf_counter() - start)
+            times.append((time.perf_counter() - start, time.process_time() - cpu))
             done += 1
-        out[n] = statistics.median(times)
+        out[n] = (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
     return out
 
 
@@ -95,11 +95,11 @@ def optuna_times(sizes, repeats):
         study.add_trials(trials)
         times = []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             t = study.ask(dists)
             study.tell(t, objective(t.params))
-            times.append(time.perf_counter() - start)
-        out[n] = statistics.median(times)
+            times.append((time.perf_counter() - start, time.process_time() - cpu))
+        out[n] = (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
     return out
 
 
@@ -113,11 +113,14 @@ def main():
     c = cohort_times(sizes, args.repeats)
     a = asha_times(sizes, args.repeats)
     o = optuna_times(sizes, args.optuna_repeats)
-    print("| completed trials | cohort TPE ask+tell (ms, median of %d) | cohort ASHA ask+report (ms) "
-          "| Optuna TPE ask+tell (ms, median of %d) |" % (args.repeats, args.optuna_repeats))
+    print("ms per trial, wall / CPU (process time), medians of %d (Optuna: %d)"
+          % (args.repeats, args.optuna_repeats))
+    print()
+    print("| completed trials | cohort TPE ask+tell | cohort ASHA ask+report | Optuna TPE ask+tell |")
     print("|---|---|---|---|")
     for n in sizes:
-        print("| %d | %.3f | %.3f | %.1f |" % (n, c[n] * 1e3, a[n] * 1e3, o[n] * 1e3))
+        print("| %d | %.3f / %.3f | %.3f / %.3f | %.1f / %.1f |" % (
+            n, c[n][0] * 1e3, c[n][1] * 1e3, a[n][0] * 1e3, a[n][1] * 1e3, o[n][0] * 1e3, o[n][1] * 1e3))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,8 @@ class Controller {
         int64_t id = relaunch_.back();
         relaunch_.pop_back();
         Trial t = study_->Trials()[id].trial;
-        t.resumed = t.resumed || !fs::is_empty(CheckpointDir(id));
+        std::error_code ec;  // a missing directory is an empty one
+        t.resumed = t.resumed || !fs::is_empty(CheckpointDir(id), ec);
         COHORT_RETURN_IF_ERROR(Launch(t, false));
         continue;
       }
