@@ -21,7 +21,7 @@ namespace {
 constexpr int kStartupTrials = 10;  // random trials before the model is used
 constexpr int kCandidates = 24;     // draws from l(x) scored per proposal
 constexpr double kPriorWeight = 1.0;
-constexpr size_t kMaxBadKernels = 500;  // g(x) kernels at most (a sample of the rest)
+constexpr size_t kMaxBadKernels = 200;  // g(x) kernels at most (a sample of the rest)
 
 // Optuna's default split: the best 10%, at most 25.
 size_t GoodCount(size_t n) {
