@@ -61,6 +61,7 @@ def run_optuna(sampler, fn, bounds, trials, noise, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--optimizers", default="cohort-tpe,optuna-tpe,cohort-random,optuna-random")
@@ -73,7 +74,7 @@ def main():
         for noisy in map(int, args.noise.split(",")):
             for opt in args.optimizers.split(","):
                 start = time.time()
-                for seed in range(args.seeds):
+                for seed in range(args.first_seed, args.first_seed + args.seeds):
                     rng = np.random.default_rng(1000 + seed)  # the same noise for every optimizer
                     noise = sigma if noisy else 0
                     if opt == "cohort-tpe":

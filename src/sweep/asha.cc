@@ -21,8 +21,9 @@ Decision AshaBracket::OnReport(int64_t id, double loss, int64_t step, int64_t* r
   if (step < resources_[k]) return Decision::kContinue;
   // Results stay sorted (loss, then trial id), so the top is a prefix.
   auto& results = rungs_[k].results;
-  auto at = results.insert(std::lower_bound(results.begin(), results.end(), std::make_pair(loss, id)),
-                           std::make_pair(loss, id));
+  auto at =
+      results.insert(std::lower_bound(results.begin(), results.end(), std::make_pair(loss, id)),
+                     std::make_pair(loss, id));
   if (k + 1 == resources_.size()) return Decision::kStop;
   const size_t top = results.size() / static_cast<size_t>(eta_);
   if (static_cast<size_t>(at - results.begin()) >= top) return Decision::kPause;

@@ -173,8 +173,7 @@ TEST(SobolSampler, MatchesTheJoeKuoSequence) {
   std::vector<std::vector<double>> points;
   while (auto t = study->Ask()) {
     std::vector<double> p;
-    for (int d = 0; d < 21; ++d)
-      p.push_back(std::get<double>(t->params.at(Dim(100 + d))));
+    for (int d = 0; d < 21; ++d) p.push_back(std::get<double>(t->params.at(Dim(100 + d))));
     points.push_back(p);
   }
   const double expected[8][6] = {{0, 0, 0, 0, 0, 0},
