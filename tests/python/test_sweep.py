@@ -1,5 +1,6 @@
 """cohort.sweep: the ask/tell Study over the C++ algorithms, and `cohort sweep`
-end to end (pause/resume, a killed controller, failing trials, bad specs)."""
+end to end (pause/resume, a killed controller, --stop, failing trials,
+--rerun-best, --extend, bad specs)."""
 import json
 import os
 import signal
@@ -207,3 +208,28 @@ def test_bad_spec_names_line_and_key(tmp_path):
                          timeout=30)
     assert out.returncode == 1
     assert out.stderr.decode() == "cohort sweep: %s:9: parameters.x: low (2) > high (1)\n" % spec
+
+
+def test_stop_then_continue(tmp_path):
+    spec = write_spec(tmp_path, ASHA_SPEC.replace("workers: 2", "workers: 1")
+                      .replace("trials: 9", "trials: 4"))
+    sweep_dir = str(tmp_path / "s")
+    env = sweep_env(tmp_path, 0.2)
+    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--trial-timeout", "30"]
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not runs(env["SWEEP_TEST_RUNS"]):
+        time.sleep(0.02)  # polling for the first trial, with the deadline above
+    stop = subprocess.run(cmd + ["--stop"], env=env, stdout=subprocess.PIPE, timeout=30)
+    assert stop.returncode == 0
+    assert stop.stdout.decode().startswith("cohort sweep: asked the controller (pid %d) to stop"
+                                           % first.pid)
+    out = first.communicate(timeout=60)[0].decode()
+    assert first.returncode == 143, out
+    assert "cohort sweep: stopping (signal 15); run the same command to continue" in out
+    again = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=120)
+    assert again.returncode == 0, again.stdout.decode()
+    assert "cohort sweep: continuing 'asha-test'" in again.stdout.decode()
+    assert "cohort sweep: asha-test: 4 trials" in again.stdout.decode()
+    assert {r["trial"] for r in journal(sweep_dir) if r["op"] == "ask"} == {0, 1, 2, 3}
