@@ -3,7 +3,9 @@
 // split into the best gamma(n) ("good") and the rest; each side becomes a
 // mixture with one kernel per trial (a product over the parameters) plus a
 // wide prior kernel; candidates drawn from the good mixture l(x) are scored by
-// log l(x) - log g(x) and the best is proposed.
+// log l(x) - log g(x) and the best is proposed. Bandwidths are Bergstra's
+// per-dimension neighbour gaps (NeighbourSigmas), not Scott's rule: on
+// Branin those kept refining where Scott's stalled (docs/performance.md).
 //
 // Conditional spaces: the parameters without `when:` are modelled jointly;
 // each conditional one, once its condition holds, gets a one-dimensional TPE
