@@ -24,6 +24,8 @@ PACKAGES=(
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
   libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
   chromium                                       # the dashboard's browser tests and benchmark (headless)
+  libyaml-cpp-dev                                # cohort sweep: YAML specs (its journal's JSON: nlohmann above)
+  python3-optuna python3-matplotlib              # bench/sweep: the Optuna peer; plots
 )
 
 missing=()

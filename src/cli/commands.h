@@ -14,6 +14,7 @@ int ServerCommand(int argc, char** argv); // cohort server (server_command.cc)
 int RerunCommand(int argc, char** argv);  // cohort rerun  (rerun_command.cc)
 int UserCommand(int argc, char** argv);   // cohort user   (user_command.cc)
 int TokenCommand(int argc, char** argv);  // cohort token  (user_command.cc)
+int SweepCommand(int argc, char** argv);  // cohort sweep (sweep_command.cc)
 
 }  // namespace cohort::cli
 

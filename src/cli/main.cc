@@ -19,6 +19,7 @@ void PrintUsage(FILE* out) {
                "  server  experiment tracking server (MLflow REST API): cohort server\n"
                "  rerun   print or run a tracked run's command again: cohort rerun RUN_ID\n"
                "  user    tracking users: cohort user add NAME; token: cohort token create USER\n"
+               "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "rerun") == 0) return cohort::cli::RerunCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "user") == 0) return cohort::cli::UserCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "token") == 0) return cohort::cli::TokenCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "sweep") == 0) return cohort::cli::SweepCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;

@@ -1,0 +1,125 @@
+// `cohort sweep SPEC.yaml`: parses the command line and the spec and hands
+// the sweep to sweep/controller, which does the work.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/flag_values.h"
+#include "sweep/controller.h"
+
+namespace cohort::cli {
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+void PrintUsage(FILE* out) {
+  std::fprintf(
+      out,
+      "usage: cohort sweep SPEC.yaml [options]\n"
+      "\n"
+      "Runs the hyperparameter sweep SPEC.yaml describes (docs/sweeps.md) on this host:\n"
+      "each trial is a `cohort run -np WORKERS` job. Started again after a stop or a\n"
+      "crash, it continues from its journal without re-running finished trials.\n"
+      "\n"
+      "options:\n"
+      "  --dir DIR             the sweep's state (default: sweeps/NAME)\n"
+      "  --extend N            allow N trials more than the spec's budget\n"
+      "  --rerun-best          run the best finished trial's values once more\n"
+      "  --stop                stop the sweep's running controller (it can continue later)\n"
+      "  --trial-timeout S     seconds one trial's job may run (default: no limit)\n"
+      "  -h, --help            print this help\n");
+}
+
+int UsageError(const std::string& problem) {
+  std::fprintf(stderr, "cohort sweep: %s\n\n", problem.c_str());
+  PrintUsage(stderr);
+  return kExitUsage;
+}
+
+int StopController(const std::string& dir) {
+  std::ifstream in(dir + "/controller.pid");
+  int pid = 0;
+  if (!(in >> pid) || pid <= 0) {
+    std::fprintf(stderr, "cohort sweep: no controller pid in '%s/controller.pid'\n", dir.c_str());
+    return 1;
+  }
+  if (::kill(pid, SIGTERM) != 0) {
+    std::fprintf(stderr, "cohort sweep: the controller (pid %d) is not running\n", pid);
+    return 1;
+  }
+  std::printf("cohort sweep: asked the controller (pid %d) to stop\n", pid);
+  return 0;
+}
+
+}  // namespace
+
+int SweepCommand(int argc, char** argv) {
+  sweep::ControllerOptions options;
+  std::string spec_path;
+  bool stop = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") {
+      PrintUsage(stdout);
+      return 0;
+    } else if (arg == "--dir") {
+      if (!value(&options.dir)) return UsageError("--dir needs a value");
+    } else if (arg == "--extend") {
+      if (!value(&v)) return UsageError("--extend needs a value");
+      Result<int> n = ParsePositiveInt("--extend", v);
+      if (!n.ok()) return UsageError(n.status().message());
+      options.extend = *n;
+    } else if (arg == "--trial-timeout") {
+      if (!value(&v)) return UsageError("--trial-timeout needs a value");
+      Result<double> s = ParsePositiveSeconds("--trial-timeout", v);
+      if (!s.ok()) return UsageError(s.status().message());
+      options.trial_timeout = *s;
+    } else if (arg == "--rerun-best") {
+      options.rerun_best = true;
+    } else if (arg == "--stop") {
+      stop = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return UsageError("unknown option '" + arg + "'");
+    } else if (spec_path.empty()) {
+      spec_path = arg;
+    } else {
+      return UsageError("one spec at a time (got '" + spec_path + "' and '" + arg + "')");
+    }
+  }
+  if (spec_path.empty()) return UsageError("missing SPEC.yaml");
+  std::ifstream in(spec_path);
+  if (!in) {
+    std::fprintf(stderr, "cohort sweep: cannot read spec '%s'\n", spec_path.c_str());
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  options.spec_text = text.str();
+  Result<sweep::SweepSpec> spec = sweep::ParseSpec(options.spec_text, spec_path);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "cohort sweep: %s\n", spec.status().message().c_str());
+    return 1;
+  }
+  options.spec = std::move(*spec);
+  if (options.dir.empty()) options.dir = "sweeps/" + options.spec.name;
+  if (stop) return StopController(options.dir);
+  Result<int> status = sweep::RunSweep(options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "cohort sweep: %s\n", status.status().message().c_str());
+    return 1;
+  }
+  return *status;
+}
+
+}  // namespace cohort::cli
