@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "net/socket.h"
+#include "rendezvous/prefixed_store.h"
 #include "rendezvous/store_client.h"
 
 int main() {
@@ -31,6 +32,9 @@ int main() {
     return 2;
   }
   const int rank = std::atoi(rank_text);
+  // Under this join's prefix, as the runtime publishes (rendezvous/prefixed_store.h).
+  store = ScopeToThisJoin(std::move(store).value(), rank);
+  if (!store.ok()) return 2;
   if (rank == 1) {
     if (!(*store)->Set("abort/1", "13\tallreduce 'grad': disk on fire\nsecond line").ok()) return 2;
   } else if (rank == 0) {
