@@ -39,9 +39,18 @@ enum {
   COHORT_BFLOAT16 = 5,
   COHORT_FLOAT32 = 6,
   COHORT_FLOAT64 = 7,
+  COHORT_INT16 = 8,
+  COHORT_BOOL = 9, /* one byte, 0 or 1; reduced with logical or/and */
 };
 
-enum { COHORT_SUM = 0, COHORT_AVERAGE = 1, COHORT_MIN = 2, COHORT_MAX = 3, COHORT_PRODUCT = 4 };
+enum {
+  COHORT_SUM = 0,
+  COHORT_AVERAGE = 1,
+  COHORT_MIN = 2,
+  COHORT_MAX = 3,
+  COHORT_PRODUCT = 4,
+  COHORT_ADASUM = 5, /* adaptive summation; floating-point dtypes only */
+};
 
 typedef struct cohort_error {
   int code;

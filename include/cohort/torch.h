@@ -91,6 +91,10 @@ inline std::optional<DataType> ToDataType(at::ScalarType type) {
       return DataType::kFloat32;
     case at::kDouble:
       return DataType::kFloat64;
+    case at::kShort:
+      return DataType::kInt16;
+    case at::kBool:
+      return DataType::kBool;
     default:
       return std::nullopt;
   }

@@ -18,7 +18,7 @@ __path__.append(_os.path.join(_build, "python", "cohort"))
 
 from ._cohort import (CohortError, CohortValueError, is_initialized,  # noqa: E402
                       start_timeline, stop_timeline, shutdown)
-from ._ops import Sum, Average, Min, Max, Product  # noqa: E402
+from ._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: E402
 from .process_sets import (ProcessSet, global_process_set, add_process_set,  # noqa: E402
                            remove_process_set)
 from .runner import run  # noqa: E402
