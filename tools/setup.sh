@@ -20,6 +20,7 @@ PACKAGES=(
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example
+  python3-filelock                               # Horovod's pytorch_mnist.py, run unchanged for docs/python.md
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
 )
 

@@ -169,6 +169,9 @@ void cohort_release(int64_t handle);
 /* Chrome-trace timeline of every tensor's phases; "{rank}" in the path is
  * replaced by the rank, otherwise only rank 0 writes. */
 int cohort_start_timeline(const char* path, cohort_error* err);
+/* As cohort_start_timeline; mark_cycles != 0 also records a CYCLE_START
+ * instant at the start of every engine cycle (Horovod's mark_cycles). */
+int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, cohort_error* err);
 int cohort_stop_timeline(cohort_error* err);
 
 #ifdef __cplusplus

@@ -176,8 +176,8 @@ Status RunTyped(Communicator& comm, T* data, size_t count, const CallHeader& hea
 
 }  // namespace
 
-Status AdasumAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
-                       double postscale, const CallHeader& header) {
+Status AdasumAllreduce(Communicator& comm, void* buf, size_t count, DataType type, double postscale,
+                       const CallHeader& header) {
   switch (type) {
     case DataType::kFloat32:
       COHORT_RETURN_IF_ERROR(RunTyped(comm, static_cast<float*>(buf), count, header));

@@ -27,8 +27,8 @@ namespace cohort {
 // floating-point `type` (float16 and bfloat16 are computed in float32, dot
 // products in double); every rank ends with bit-identical results, multiplied
 // by `postscale`.
-Status AdasumAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
-                       double postscale, const CallHeader& header);
+Status AdasumAllreduce(Communicator& comm, void* buf, size_t count, DataType type, double postscale,
+                       const CallHeader& header);
 
 }  // namespace cohort
 

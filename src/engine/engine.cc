@@ -98,7 +98,7 @@ Engine::Engine(Communicator& comm, EngineOptions options)
   thread_ = std::thread([this] { Loop(); });
 }
 
-Status Engine::StartTimeline(const std::string& path) {
+Status Engine::StartTimeline(const std::string& path, bool mark_cycles) {
   std::string mine = path;
   const size_t at = mine.find("{rank}");
   std::shared_ptr<Timeline> next;
@@ -112,6 +112,7 @@ Status Engine::StartTimeline(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     old = std::exchange(timeline_, next);
+    mark_cycles_ = mark_cycles;
   }
   return old ? old->Close() : Status::OK();
 }
@@ -140,8 +141,10 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   }
   if (a.op == ReduceOp::kAdasum &&
       (a.kind != RequestKind::kAllreduce || !IsFloatingPoint(a.dtype))) {
-    return Status::InvalidArgument(what + ": op adasum is only for allreduce of floating-point "
-                                          "tensors, got " + DataTypeName(a.dtype));
+    return Status::InvalidArgument(what +
+                                   ": op adasum is only for allreduce of floating-point "
+                                   "tensors, got " +
+                                   DataTypeName(a.dtype));
   }
   for (int64_t d : a.shape) {
     if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
@@ -247,10 +250,13 @@ Status Engine::Cycle() {
     }
     shutdown = shutdown_requested_;
   }
+  bool mark_cycle = false;
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     tl_ = timeline_;
+    mark_cycle = mark_cycles_;
   }
+  if (tl_ && mark_cycle) tl_->Instant("engine", "CYCLE_START", Clock::now());
   bool stop = false;
   COHORT_RETURN_IF_ERROR(
       CycleSet(*sets_.at(kGlobalProcessSet), queued[kGlobalProcessSet], shutdown, &stop));

@@ -308,3 +308,25 @@ def test_api_points(hvd, pair):
     err = hvd.HostsUpdatedInterrupt(skip_sync=True)
     assert isinstance(err, RuntimeError) and err.skip_sync
     assert hvd.HorovodInternalError is hvd.CohortError
+
+
+def test_timeline_marks_cycles_on_request(hvd):
+    import os
+    import tempfile
+    path = hvd.broadcast_object(tempfile.mktemp(prefix="cohort-parity-", suffix=".json")
+                                if hvd.rank() == 0 else "", root_rank=0)
+    try:
+        for mark in (True, False):
+            hvd.start_timeline(path, mark_cycles=mark)
+            hvd.allreduce(torch.ones(2), name="parity.timeline")
+            hvd.barrier()
+            hvd.stop_timeline()
+            if hvd.rank() == 0:
+                with open(path) as f:
+                    text = f.read()
+                assert "parity.timeline" in text
+                assert ("CYCLE_START" in text) == mark
+            hvd.barrier()
+    finally:
+        if hvd.rank() == 0 and os.path.exists(path):
+            os.remove(path)
