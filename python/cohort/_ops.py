@@ -6,7 +6,6 @@ completes.
 An `ArrayKind` knows one array type; the front ends (cohort for numpy and
 buffers, cohort.torch) pass theirs in. Inputs must already be contiguous and in
 host memory; the front ends make them so."""
-import itertools
 
 from . import _cohort
 

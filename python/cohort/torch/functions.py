@@ -1,7 +1,5 @@
 """Helpers built on the collectives, as in horovod.torch.functions: bring
 every rank to root's parameters, optimizer state and Python objects."""
-import io
-
 import cloudpickle
 import torch
 
