@@ -18,7 +18,8 @@ def dtype_code(dtype):
     code = _CODES.get(np.dtype(dtype).newbyteorder("="))
     if code is None or not np.dtype(dtype).isnative:
         raise ValueError("cohort: dtype %s is not supported (supported: uint8, int8, int16, "
-                         "int32, int64, float16, float32, float64, bool in native byte order)" % np.dtype(dtype))
+                         "int32, int64, float16, float32, float64, bool in native byte order)"
+                         % np.dtype(dtype))
     return code
 
 
