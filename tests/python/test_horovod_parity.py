@@ -288,12 +288,16 @@ def test_broadcast_optimizer_state_without_gradients(hvd):
     opt = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    before = [p.detach().clone() for p in model.parameters()]
     hvd.broadcast_optimizer_state(opt, root_rank=0)
-    assert all(p.grad is not None for p in model.parameters())  # Horovod's dummy step
+    # Zero gradients as after Horovod's dummy step, parameters untouched.
+    assert all(torch.equal(p.grad, torch.zeros_like(p)) for p in model.parameters())
+    assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before))
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
     state = opt.state_dict()["state"]
-    assert len(state) == 2
     got = hvd.allgather_object({k: v["exp_avg"].tolist() for k, v in state.items()})
-    assert all(g == got[0] for g in got)
+    assert len(state) == 2 and all(g == got[0] for g in got)
 
 
 def test_api_points(hvd, pair):

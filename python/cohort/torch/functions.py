@@ -36,33 +36,27 @@ def broadcast_parameters(params, root_rank, prefix=None, process_set=global_proc
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes every rank's optimizer state (momentum buffers, Adam moments,
     steps, hyper-parameters) equal to root_rank's. The optimizers must have been
-    built over the same parameters in the same order. A new optimizer has no
-    state yet: as Horovod does, one local step with zero gradients creates it
-    (parameters that require gradients and have none get zeros)."""
+    built over the same parameters in the same order. Parameters that require
+    gradients and have none get zero gradients, as after Horovod's dummy step;
+    the step itself is not run (root's whole state dict is sent, so no state
+    needs to exist first, and parameters and step counts stay untouched)."""
     del model  # accepted for Horovod compatibility; the state dict carries all
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
-    if not optimizer.state_dict()["state"]:
-        _initialize_state(optimizer)
+    _create_missing_grads(optimizer)
     state = broadcast_object(optimizer.state_dict() if _cohort.rank() == root_rank else None,
                              root_rank, "broadcast_optimizer_state", process_set)
     if _cohort.rank() != root_rank:
         optimizer.load_state_dict(state)
 
 
-def _initialize_state(optimizer):
+def _create_missing_grads(optimizer):
     for group in optimizer.param_groups:
         for p in group["params"]:
             if p.requires_grad and p.grad is None:
                 p.grad = torch.zeros_like(p)
                 if isinstance(optimizer, torch.optim.SparseAdam):
                     p.grad = p.grad.to_sparse()
-    # A DistributedOptimizer's step() would allreduce, which every rank would
-    # have to join: only the wrapped optimizer's own step runs here.
-    if getattr(optimizer, "_cohort_distributed", False):
-        super(optimizer.__class__, optimizer).step()
-    else:
-        optimizer.step()
 
 
 def _pickled(obj):

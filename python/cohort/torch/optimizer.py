@@ -19,8 +19,6 @@ from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
-    _cohort_distributed = True  # what broadcast_optimizer_state looks for
-
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None,
                  process_set=global_process_set, sparse_as_dense=False):
@@ -232,7 +230,6 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
     made (the delta) is what is combined over the ranks with Adasum; step()
     then sets each parameter to its value before the local step plus the
     combined delta."""
-    _cohort_distributed = True
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
         super(self.__class__, self).__init__(params)
