@@ -268,6 +268,12 @@ def test_sparse_embedding_gradients(hvd, sparse_as_dense):
 
 # ---- 8: smaller points ----
 
+def test_alltoall_splits_must_be_integers(hvd):
+    with pytest.raises(ValueError, match=r"alltoall: splits must hold integers, got a "
+                                         r"torch.float32 tensor"):
+        hvd.alltoall(torch.ones(hvd.size()), splits=torch.ones(hvd.size()))
+
+
 def test_reducescatter_of_a_scalar_raises(hvd):
     with pytest.raises(ValueError, match=r"reducescatter: the tensor is a scalar \(0-d\)"):
         hvd.reducescatter(torch.tensor(1.0))

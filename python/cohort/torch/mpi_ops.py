@@ -318,6 +318,10 @@ def _splits_list(splits, tensor, process_set):
         rows = tensor.shape[0] if tensor.dim() else 1
         return _ops.even_splits(rows, set_size(process_set), "alltoall")
     if isinstance(splits, torch.Tensor):
+        if splits.dtype.is_floating_point or splits.dtype.is_complex or \
+                splits.dtype == torch.bool:
+            raise ValueError("alltoall: splits must hold integers, got a %s tensor" %
+                             splits.dtype)
         return [int(s) for s in splits.reshape(-1).tolist()]
     return [int(s) for s in splits]
 
