@@ -11,9 +11,8 @@ from contextlib import contextmanager
 import torch
 
 from .. import _cohort
-from ..process_sets import global_process_set
+from ..process_sets import global_process_set, set_id
 from .compression import Compression
-from ..process_sets import set_id
 from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
 
@@ -307,7 +306,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          process_set=global_process_set):
     """An optimizer of optimizer's class whose step() first averages (op)
     each gradient over the ranks of process_set. `groups`: a number of groups
-    or a list of lists of parameters whose gradients are reduced together."""
+    or a list of lists of parameters whose gradients are reduced together.
+    Sparse gradients are allgathered (Horovod's way) unless sparse_as_dense.
+    op=Adasum gives Horovod's delta optimizer (_DistributedAdasumOptimizer)."""
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if num_groups != 0:
