@@ -28,6 +28,8 @@ def main():
     parser.add_argument("--num-batches-per-iter", type=int, default=10)
     parser.add_argument("--num-iters", type=int, default=10)
     parser.add_argument("--fp16-allreduce", action="store_true")
+    parser.add_argument("--use-adasum", action="store_true",
+                        help="combine updates with Adasum instead of averaging gradients")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     args = parser.parse_args()
 
@@ -35,10 +37,13 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = getattr(models, args.model)()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+    # Adasum adapts the combined step itself: no learning-rate scaling by size (as Horovod).
+    lr_scaler = 1 if args.use_adasum else hvd.size()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * lr_scaler)
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         compression=compression)
+                                         compression=compression,
+                                         op=hvd.Adasum if args.use_adasum else hvd.Average)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 

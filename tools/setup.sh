@@ -21,6 +21,9 @@ PACKAGES=(
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision python3-pil  # examples: digits data, synthetic benchmark models; PIL: loader tests, dashboard screenshots
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)
+  python3-sklearn python3-torchvision            # examples: digits data, synthetic benchmark models
+  libtorch-dev                                   # the LibTorch adapter's tests and C++ example
+  python3-filelock                               # Horovod's pytorch_mnist.py, run unchanged for docs/python.md
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
   libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
   chromium                                       # the dashboard's browser tests and benchmark (headless)

@@ -40,9 +40,18 @@ enum {
   COHORT_BFLOAT16 = 5,
   COHORT_FLOAT32 = 6,
   COHORT_FLOAT64 = 7,
+  COHORT_INT16 = 8,
+  COHORT_BOOL = 9, /* one byte, 0 or 1; reduced with logical or/and */
 };
 
-enum { COHORT_SUM = 0, COHORT_AVERAGE = 1, COHORT_MIN = 2, COHORT_MAX = 3, COHORT_PRODUCT = 4 };
+enum {
+  COHORT_SUM = 0,
+  COHORT_AVERAGE = 1,
+  COHORT_MIN = 2,
+  COHORT_MAX = 3,
+  COHORT_PRODUCT = 4,
+  COHORT_ADASUM = 5, /* adaptive summation; floating-point dtypes only */
+};
 
 typedef struct cohort_error {
   int code;
@@ -169,6 +178,9 @@ void cohort_release(int64_t handle);
 /* Chrome-trace timeline of every tensor's phases; "{rank}" in the path is
  * replaced by the rank, otherwise only rank 0 writes. */
 int cohort_start_timeline(const char* path, cohort_error* err);
+/* As cohort_start_timeline; mark_cycles != 0 also records a CYCLE_START
+ * instant at the start of every engine cycle (Horovod's mark_cycles). */
+int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, cohort_error* err);
 int cohort_stop_timeline(cohort_error* err);
 
 #ifdef __cplusplus

@@ -204,7 +204,7 @@ void Release(Handle handle);
 // (negotiation with the moment each rank was ready, queueing, fusion-buffer
 // copies, the collective) to `path`; "{rank}" in the path is replaced by the
 // rank, otherwise only rank 0 writes. Also started by COHORT_TIMELINE.
-Status StartTimeline(const std::string& path);
+Status StartTimeline(const std::string& path, bool mark_cycles = false);
 Status StopTimeline();
 
 }  // namespace cohort

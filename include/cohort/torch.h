@@ -91,6 +91,10 @@ inline std::optional<DataType> ToDataType(at::ScalarType type) {
       return DataType::kFloat32;
     case at::kDouble:
       return DataType::kFloat64;
+    case at::kShort:
+      return DataType::kInt16;
+    case at::kBool:
+      return DataType::kBool;
     default:
       return std::nullopt;
   }
@@ -115,8 +119,8 @@ inline DataType CheckTensor(const at::Tensor& tensor, const char* op, const std:
   if (!type) {
     throw Error(Status::Code::kInvalidArgument,
                 What(op, name) + ": dtype " + std::string(c10::toString(tensor.scalar_type())) +
-                    " is not supported (supported: uint8, int8, int32, int64, float16, "
-                    "bfloat16, float32, float64)");
+                    " is not supported (supported: uint8, int8, int16, int32, int64, "
+                    "float16, bfloat16, float32, float64, bool)");
   }
   return *type;
 }

@@ -19,8 +19,10 @@ enum class DataType : int {
   kBFloat16 = 5,  // bfloat16; reduced in float32
   kFloat32 = 6,
   kFloat64 = 7,
+  kInt16 = 8,
+  kBool = 9,  // one byte, 0 or 1; reductions are logical (see reduce_kernels.h)
 };
-inline constexpr int kNumDataTypes = 8;
+inline constexpr int kNumDataTypes = 10;
 
 // The numeric values are part of the C ABI (c_api.h); never renumber.
 enum class ReduceOp : int {
@@ -29,19 +31,27 @@ enum class ReduceOp : int {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  // Adaptive summation (Maleki et al. 2021), floating-point types only: pairs
+  // of ranks' vectors a, b combine as (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b
+  // over a recursive vector-halving tree (collectives/adasum_allreduce.h).
+  kAdasum = 5,
 };
-inline constexpr int kNumReduceOps = 5;
+inline constexpr int kNumReduceOps = 6;
 
 // Bytes per element.
 size_t DataTypeSize(DataType type);
-// "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64".
+// "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+// "int16", "bool".
 const char* DataTypeName(DataType type);
-// "sum", "average", "min", "max", "product".
+// "sum", "average", "min", "max", "product", "adasum".
 const char* ReduceOpName(ReduceOp op);
 
 // Parse the names above (also "float"/"half"/"double"/"avg"/"prod").
 Result<DataType> ParseDataType(const std::string& name);
 Result<ReduceOp> ParseReduceOp(const std::string& name);
+
+// float16, bfloat16, float32 or float64.
+bool IsFloatingPoint(DataType type);
 
 // True when `value` is a valid enumerator (used to check values crossing the C ABI).
 bool IsValidDataType(int value);

@@ -17,8 +17,8 @@ _build = _os.environ.get("COHORT_BUILD_DIR", _os.path.join(_repo, "build"))
 __path__.append(_os.path.join(_build, "python", "cohort"))
 
 from ._cohort import (CohortError, CohortValueError, is_initialized,  # noqa: E402
-                      start_timeline, stop_timeline, shutdown)
-from ._ops import Sum, Average, Min, Max, Product  # noqa: E402
+                      stop_timeline, shutdown)
+from ._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: E402
 from .process_sets import (ProcessSet, global_process_set, add_process_set,  # noqa: E402
                            remove_process_set)
 from .runner import run  # noqa: E402
@@ -75,6 +75,13 @@ def init(process_sets=None):
     for ps in process_sets or ():
         if ps.process_set_id is None:
             add_process_set(ps)
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Writes a Chrome-trace timeline of every operation's phases to
+    file_path ("{rank}" in it: one file per rank, otherwise rank 0 writes).
+    mark_cycles also marks the start of every engine cycle (CYCLE_START)."""
+    _cohort.start_timeline_marking_cycles(str(file_path), bool(mark_cycles))
 
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,

@@ -8,7 +8,8 @@ _CODES = {
     np.dtype(np.uint8): _ops.UINT8, np.dtype(np.int8): _ops.INT8,
     np.dtype(np.int32): _ops.INT32, np.dtype(np.int64): _ops.INT64,
     np.dtype(np.float16): _ops.FLOAT16, np.dtype(np.float32): _ops.FLOAT32,
-    np.dtype(np.float64): _ops.FLOAT64,
+    np.dtype(np.float64): _ops.FLOAT64, np.dtype(np.int16): _ops.INT16,
+    np.dtype(np.bool_): _ops.BOOL,
 }
 _DTYPES = {code: dtype for dtype, code in _CODES.items()}
 
@@ -16,8 +17,9 @@ _DTYPES = {code: dtype for dtype, code in _CODES.items()}
 def dtype_code(dtype):
     code = _CODES.get(np.dtype(dtype).newbyteorder("="))
     if code is None or not np.dtype(dtype).isnative:
-        raise ValueError("cohort: dtype %s is not supported (supported: uint8, int8, int32, "
-                         "int64, float16, float32, float64 in native byte order)" % np.dtype(dtype))
+        raise ValueError("cohort: dtype %s is not supported (supported: uint8, int8, int16, "
+                         "int32, int64, float16, float32, float64, bool in native byte order)"
+                         % np.dtype(dtype))
     return code
 
 

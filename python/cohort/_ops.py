@@ -6,18 +6,19 @@ completes.
 An `ArrayKind` knows one array type; the front ends (cohort for numpy and
 buffers, cohort.torch) pass theirs in. Inputs must already be contiguous and in
 host memory; the front ends make them so."""
-import itertools
 
 from . import _cohort
 
 # Reduce ops (values of cohort::ReduceOp, c_api.h).
-Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
-OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+Sum, Average, Min, Max, Product, Adasum = 0, 1, 2, 3, 4, 5
+OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
+            Adasum: "Adasum"}
 
 # Data type codes (cohort::DataType).
-UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(8)
-DTYPE_NAMES = ("uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
-DTYPE_SIZES = (1, 1, 4, 8, 2, 2, 4, 8)
+UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT16, BOOL = range(10)
+DTYPE_NAMES = ("uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+               "int16", "bool")
+DTYPE_SIZES = (1, 1, 4, 8, 2, 2, 4, 8, 2, 1)
 
 
 class ArrayKind:
@@ -34,14 +35,40 @@ class ArrayKind:
 
 class _Names:
     """Generated names for unnamed operations. Every rank calls the collectives
-    in the same order (as Horovod requires of unnamed calls), so the n-th
-    unnamed allreduce gets the same name everywhere."""
+    of one kind on one process set in the same order (as Horovod requires of
+    unnamed calls), so the n-th unnamed allreduce gets the same name everywhere.
+    Each (kind, process set) counts on its own, so an unnamed call that only
+    some ranks made (a broadcast on one rank, an operation in a set the others
+    are not in) leaves the other kinds' and sets' names in step.
+
+    An operation that failed on every rank of its set (a mismatch found in
+    negotiation) is followed by `resync(set)` on each of them: that set's
+    counters start again under a new generation, so a suite goes on in step
+    after a failed test even when that test had left the counters apart,
+    without reusing the names of operations still in flight."""
 
     def __init__(self):
-        self._counter = itertools.count()
+        self._counters = {}
+        self._generations = {}
 
-    def make(self, kind, name):
-        return name if name is not None else "%s.noname.%d" % (kind, next(self._counter))
+    def make(self, kind, name, process_set=0):
+        if name is not None:
+            return name
+        key = (kind, process_set)
+        n = self._counters.get(key, 0)
+        self._counters[key] = n + 1
+        prefix = kind + ".noname"
+        if process_set:
+            prefix += ".set%d" % process_set
+        generation = self._generations.get(process_set, 0)
+        if generation:
+            prefix += ".g%d" % generation
+        return "%s.%d" % (prefix, n)
+
+    def resync(self, process_set=0):
+        for key in [k for k in self._counters if k[1] == process_set]:
+            del self._counters[key]
+        self._generations[process_set] = self._generations.get(process_set, 0) + 1
 
 
 names = _Names()
@@ -55,7 +82,8 @@ class Handle:
 
     in_flight = set()
 
-    def __init__(self, ids, keep, finish):
+    def __init__(self, ids, keep, finish, process_set=0):
+        self._process_set = process_set
         self._ids = list(ids)
         self._keep = keep
         self._finish = finish
@@ -79,6 +107,11 @@ class Handle:
             for h in self._ids:
                 _cohort.wait(h)
             self._result = self._finish(self._ids)
+        except _cohort.CohortError:
+            # The engine fails a mismatched operation on every rank of its
+            # set, so each of them starts the names over here.
+            names.resync(self._process_set)
+            raise
         finally:
             for h in self._ids:
                 _cohort.release(h)
@@ -97,6 +130,28 @@ def _output_from(kind, handle_id, dtype, like):
     return out, result
 
 
+def _op_name(what, name, process_set):
+    """The operation's name (generated when None), after checking that this
+    rank is a member of `process_set` (Horovod raises on a rank outside it)."""
+    if process_set and _cohort.process_set_rank(process_set) < 0:
+        raise ValueError("%s: rank %d is not a member of process set %d (ranks %s)" % (
+            what, _cohort.rank(), process_set, _cohort.process_set_ranks(process_set)))
+    return names.make(what, name, process_set)
+
+
+def set_position(root_rank, process_set, what):
+    """The position in `process_set` of the global rank `root_rank` (the
+    engine numbers a set's ranks 0..n-1; the API takes global ranks)."""
+    root_rank = int(root_rank)
+    if not process_set:
+        return root_rank
+    ranks = _cohort.process_set_ranks(process_set)
+    if root_rank not in ranks:
+        raise ValueError("%s: root_rank %d is not a member of process set %d (ranks %s)" % (
+            what, root_rank, process_set, ranks))
+    return ranks.index(root_rank)
+
+
 def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0,
                     postscale_factor=1.0, compression=0, process_set=0):
     """recv = op over ranks of send (recv may be send: in place)."""
@@ -105,10 +160,10 @@ def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0
     if r_shape != shape or r_dtype != dtype:
         raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
             r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
-    h = _cohort.allreduce_async(names.make("allreduce", name), s_addr, r_addr, list(shape), dtype,
-                                int(op), float(prescale_factor), float(postscale_factor),
-                                int(compression), int(process_set))
-    return Handle([h], (send, recv), lambda ids: recv)
+    h = _cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
+                                list(shape), dtype, int(op), float(prescale_factor),
+                                float(postscale_factor), int(compression), int(process_set))
+    return Handle([h], (send, recv), lambda ids: recv, process_set)
 
 
 def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_factor=1.0,
@@ -116,7 +171,7 @@ def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_
     """One negotiation per dtype for a list of tensors; output is the list `recvs`."""
     if len(sends) != len(recvs):
         raise ValueError("grouped allreduce: %d inputs but %d outputs" % (len(sends), len(recvs)))
-    base = names.make("grouped_allreduce", name)
+    base = _op_name("grouped_allreduce", name, process_set)
     s_desc = [kind.describe(t) for t in sends]
     r_desc = [kind.describe(t) for t in recvs]
     ids = [None] * len(sends)
@@ -129,49 +184,51 @@ def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_
             int(process_set))
         for i, h in zip(members, got):
             ids[i] = h
-    return Handle(ids, (sends, recvs), lambda ids: list(recvs))
+    return Handle(ids, (sends, recvs), lambda ids: list(recvs), process_set)
 
 
 def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
-    """Root's `buf` into every rank's `buf` (in place)."""
+    """Root's `buf` into every rank's `buf` (in place); root_rank is a global rank."""
     addr, shape, dtype = kind.describe(buf)
-    h = _cohort.broadcast_async(names.make("broadcast", name), addr, list(shape), dtype,
-                                int(root_rank), int(process_set))
-    return Handle([h], buf, lambda ids: buf)
+    root = set_position(root_rank, process_set, "broadcast")
+    h = _cohort.broadcast_async(_op_name("broadcast", name, process_set), addr, list(shape),
+                                dtype, root, int(process_set))
+    return Handle([h], buf, lambda ids: buf, process_set)
 
 
 def allgather_async(kind, send, name=None, process_set=0):
     """Ranks' tensors concatenated along the first dimension."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.allgather_async(names.make("allgather", name), addr, list(shape), dtype,
-                                int(process_set))
-    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0])
+    h = _cohort.allgather_async(_op_name("allgather", name, process_set), addr, list(shape),
+                                dtype, int(process_set))
+    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 
 def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0):
     """This rank's block of the first dimension of op over ranks of `send`."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.reducescatter_async(names.make("reducescatter", name), addr, list(shape), dtype,
-                                    int(op), [int(r) for r in recv_rows], int(process_set))
-    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0])
+    h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
+                                    list(shape), dtype, int(op), [int(r) for r in recv_rows],
+                                    int(process_set))
+    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 
 def alltoall_async(kind, send, splits, name=None, process_set=0):
     """Sends splits[p] rows to rank p; output is (rows received, rows per rank)."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.alltoall_async(names.make("alltoall", name), addr, list(shape), dtype,
+    h = _cohort.alltoall_async(_op_name("alltoall", name, process_set), addr, list(shape), dtype,
                                [int(s) for s in splits], int(process_set))
 
     def finish(ids):
         out, result = _output_from(kind, ids[0], dtype, send)
         return out, list(result.splits)
 
-    return Handle([h], send, finish)
+    return Handle([h], send, finish, process_set)
 
 
 def barrier_async(process_set=0):
-    h = _cohort.barrier_async(names.make("barrier", None), int(process_set))
-    return Handle([h], None, lambda ids: None)
+    h = _cohort.barrier_async(_op_name("barrier", None, process_set), int(process_set))
+    return Handle([h], None, lambda ids: None, process_set)
 
 
 def join_async():

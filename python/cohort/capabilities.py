@@ -13,8 +13,11 @@ def mpi_enabled():
 
 
 def mpi_threads_supported():
-    """Horovod raises when MPI is not in use; cohort has no MPI, so: False."""
-    return False
+    """Horovod answers this only when it runs over MPI and raises ValueError
+    otherwise; cohort never uses MPI, so it always raises."""
+    raise ValueError("mpi_threads_supported: MPI is not enabled (cohort runs its collectives over "
+                     "its own shared-memory and TCP transports; Horovod raises the same way "
+                     "when MPI is not in use)")
 
 
 def gloo_built():

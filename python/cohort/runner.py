@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,19 +36,40 @@ def _raise_worker_error(rank, np, exc, trace):
                        "back (%s):\n%s" % (rank, np, exc, trace))
 
 
-def run(fn, args=(), kwargs=None, np=1, env=None, launcher_args=(), timeout=None,
-        verbose=True):
+def _host_args(hosts, hostfile):
+    """`cohort run` flags for Horovod's hosts ("h1:2,h2:2") / hostfile keywords."""
+    if hosts and hostfile:
+        raise ValueError("cohort.run: give hosts or hostfile, not both")
+    if hosts:
+        return ["-H", hosts]
+    if hostfile:
+        return ["--hostfile", hostfile]
+    return []
+
+
+def run(fn, args=(), kwargs=None, np=None, env=None, launcher_args=(), timeout=None,
+        verbose=True, hosts=None, hostfile=None, num_proc=None, use_gloo=None, use_mpi=None):
     """Runs fn(*args, **kwargs) on `np` workers under `cohort run` and returns
     the list of their return values, rank 0 first. An exception on a worker is
     re-raised here with `.rank` set and the worker's traceback as a note.
     `env` adds environment variables; `launcher_args` adds `cohort run` flags
     (e.g. ["--timeout", "60"]); workers' output is printed with a [rank]
-    prefix unless verbose is False. `timeout` (seconds) bounds the whole job."""
+    prefix unless verbose is False. `timeout` (seconds) bounds the whole job.
+
+    Horovod's horovod.run keywords work too: `num_proc` (= np), `hosts`
+    ("host:slots,..."), `hostfile`; `use_gloo`/`use_mpi` choose Horovod's
+    controller and mean nothing to cohort (a note says they are ignored)."""
     import cloudpickle
 
-    if int(np) < 1:
+    if np is not None and num_proc is not None and int(np) != int(num_proc):
+        raise ValueError("cohort.run: np=%r and num_proc=%r disagree" % (np, num_proc))
+    np = 1 if np is None and num_proc is None else int(np if np is not None else num_proc)
+    if np < 1:
         raise ValueError("cohort.run: np must be at least 1, got %r" % (np,))
-    np = int(np)
+    if use_gloo or use_mpi:
+        warnings.warn("cohort.run: use_gloo/use_mpi are ignored; cohort runs its own collectives "
+                      "(no Gloo or MPI controller)", stacklevel=2)
+    launcher_args = _host_args(hosts, hostfile) + list(launcher_args)
     with tempfile.TemporaryDirectory(prefix="cohort-run-") as workdir:
         with open(os.path.join(workdir, "payload.pkl"), "wb") as f:
             cloudpickle.dump((fn, tuple(args), dict(kwargs or {})), f)

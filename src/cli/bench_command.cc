@@ -87,6 +87,10 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
     } else if (flag == "-o" || flag == "--op") {
       Result<ReduceOp> op = ParseReduceOp(value);
       if (!op.ok()) return op.status();
+      if (*op == ReduceOp::kAdasum) {
+        return Status::InvalidArgument("--op adasum is not offered by cohort bench (its check "
+                                       "computes element-wise reductions)");
+      }
       o->op = *op;
     } else if (flag == "-c" || flag == "--check") {
       o->check = value != "0";
@@ -190,6 +194,7 @@ class Case {
         case ReduceOp::kMin: acc = std::min(acc, v); break;
         case ReduceOp::kMax: acc = std::max(acc, v); break;
         case ReduceOp::kProduct: acc *= v; break;
+        case ReduceOp::kAdasum: break;  // refused by the flag parser
       }
     }
     StoreAs(o_.type, acc, at);

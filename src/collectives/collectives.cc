@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "collectives/adasum_allreduce.h"
 #include "collectives/alltoall.h"
 #include "collectives/broadcast.h"
 #include "collectives/call_header.h"
@@ -133,6 +134,15 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
   header.op = static_cast<int32_t>(op);
   header.prescale = prescale;
   header.postscale = postscale;
+  if (op == ReduceOp::kAdasum) {
+    // Its own algorithm whatever the topology: the pairwise tree is the op.
+    ScaleCopy(recv, send, count, type, prescale);
+    if (comm.size() == 1) return AdasumAllreduce(comm, recv, count, type, postscale, header);
+    const Clock::time_point start = Clock::now();
+    COHORT_RETURN_IF_ERROR(AdasumAllreduce(comm, recv, count, type, postscale, header));
+    comm.Phase("ADASUM", start);
+    return Status::OK();
+  }
   const size_t bytes = count * DataTypeSize(type);
   if (algorithm == AllreduceAlgorithm::kAuto) {
     algorithm = ChooseAllreduceAlgorithm(comm.mesh(), bytes, comm.options());

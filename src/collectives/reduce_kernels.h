@@ -4,7 +4,9 @@
 // is the sum divided by the rank count, truncated toward zero; scale factors
 // on integers are applied in double precision, truncated toward zero and
 // saturated to the type's range. float16 and bfloat16 are computed in float32
-// and rounded back to nearest-even after each operation.
+// and rounded back to nearest-even after each operation. bool is logical:
+// Sum, Average and Max are "or", Min and Product are "and"; scaling by a
+// non-zero factor keeps a value and by zero clears it.
 //
 // The loops are compiled twice (generic x86-64 and AVX2) and the variant is
 // picked once per process from the CPU's features.

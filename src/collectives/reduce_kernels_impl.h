@@ -18,6 +18,7 @@ namespace cohort::COHORT_KERNEL_NAMESPACE {
 
 struct Half { uint16_t bits; };
 struct BHalf { uint16_t bits; };
+struct Bool { uint8_t v; };  // torch.bool / numpy bool_: one byte, 0 or 1
 
 // Arithmetic type an element is computed in.
 template <typename T> struct Compute { using type = T; };
@@ -62,7 +63,10 @@ void ReduceTyped(void* dst, const void* a, const void* b, size_t n, ReduceOp op)
   const T* y = static_cast<const T*>(b);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: Loop(d, x, y, n, [](C p, C q) { return Add(p, q); }); break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum:  // not reached: RunAllreduce hands Adasum to adasum_allreduce.cc
+      Loop(d, x, y, n, [](C p, C q) { return Add(p, q); });
+      break;
     case ReduceOp::kMin: Loop(d, x, y, n, [](C p, C q) { return q < p ? q : p; }); break;
     case ReduceOp::kMax: Loop(d, x, y, n, [](C p, C q) { return p < q ? q : p; }); break;
     case ReduceOp::kProduct: Loop(d, x, y, n, [](C p, C q) { return Mul(p, q); }); break;
@@ -109,6 +113,8 @@ void Dispatch(DataType type, Args... args) {
     case DataType::kBFloat16: Fn<BHalf>::Run(args...); break;
     case DataType::kFloat32: Fn<float>::Run(args...); break;
     case DataType::kFloat64: Fn<double>::Run(args...); break;
+    case DataType::kInt16: Fn<int16_t>::Run(args...); break;
+    case DataType::kBool: Fn<Bool>::Run(args...); break;
   }
 }
 
@@ -122,6 +128,31 @@ template <typename T> struct ScaleFn {
 };
 template <typename T> struct DivideFn {
   static void Run(void* d, size_t n, int q) { DivideTyped<T>(d, n, q); }
+};
+
+// bool is logical: Sum, Average and Max are "or", Min and Product are "and";
+// scaling by a non-zero factor keeps a value, by zero clears it; the average's
+// division leaves "or" as it is (any rank's true stays true).
+template <> struct ReduceFn<Bool> {
+  static void Run(void* d, const void* a, const void* b, size_t n, ReduceOp op) {
+    uint8_t* dst = static_cast<uint8_t*>(d);
+    const uint8_t* x = static_cast<const uint8_t*>(a);
+    const uint8_t* y = static_cast<const uint8_t*>(b);
+    const bool conj = op == ReduceOp::kMin || op == ReduceOp::kProduct;
+    for (size_t i = 0; i < n; ++i) {
+      dst[i] = conj ? (x[i] != 0 && y[i] != 0) : (x[i] != 0 || y[i] != 0);
+    }
+  }
+};
+template <> struct ScaleFn<Bool> {
+  static void Run(void* d, const void* s, size_t n, double f) {
+    uint8_t* dst = static_cast<uint8_t*>(d);
+    const uint8_t* src = static_cast<const uint8_t*>(s);
+    for (size_t i = 0; i < n; ++i) dst[i] = f != 0.0 && src[i] != 0;
+  }
+};
+template <> struct DivideFn<Bool> {
+  static void Run(void*, size_t, int) {}
 };
 
 void ReduceTwo(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op) {

@@ -6,7 +6,9 @@ namespace cohort {
 size_t DataTypeSize(DataType type) {
   switch (type) {
     case DataType::kUInt8:
-    case DataType::kInt8: return 1;
+    case DataType::kInt8:
+    case DataType::kBool: return 1;
+    case DataType::kInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -27,6 +29,8 @@ const char* DataTypeName(DataType type) {
     case DataType::kBFloat16: return "bfloat16";
     case DataType::kFloat32: return "float32";
     case DataType::kFloat64: return "float64";
+    case DataType::kInt16: return "int16";
+    case DataType::kBool: return "bool";
   }
   return "invalid";
 }
@@ -38,6 +42,7 @@ const char* ReduceOpName(ReduceOp op) {
     case ReduceOp::kMin: return "min";
     case ReduceOp::kMax: return "max";
     case ReduceOp::kProduct: return "product";
+    case ReduceOp::kAdasum: return "adasum";
   }
   return "invalid";
 }
@@ -50,9 +55,10 @@ Result<DataType> ParseDataType(const std::string& name) {
   if (name == "half" || name == "fp16") return DataType::kFloat16;
   if (name == "bf16") return DataType::kBFloat16;
   if (name == "double" || name == "fp64") return DataType::kFloat64;
+  if (name == "short") return DataType::kInt16;
   return Status::InvalidArgument("unknown data type '" + name +
-                                 "' (expected uint8, int8, int32, int64, float16, bfloat16, "
-                                 "float32 or float64)");
+                                 "' (expected uint8, int8, int16, int32, int64, float16, "
+                                 "bfloat16, float32, float64 or bool)");
 }
 
 Result<ReduceOp> ParseReduceOp(const std::string& name) {
@@ -62,7 +68,12 @@ Result<ReduceOp> ParseReduceOp(const std::string& name) {
   if (name == "avg") return ReduceOp::kAverage;
   if (name == "prod") return ReduceOp::kProduct;
   return Status::InvalidArgument("unknown reduce op '" + name +
-                                 "' (expected sum, average, min, max or product)");
+                                 "' (expected sum, average, min, max, product or adasum)");
+}
+
+bool IsFloatingPoint(DataType type) {
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 ||
+         type == DataType::kFloat32 || type == DataType::kFloat64;
 }
 
 bool IsValidDataType(int value) { return value >= 0 && value < kNumDataTypes; }

@@ -57,6 +57,12 @@ void StoreAs(DataType type, double value, void* dst) {
       return;
     }
     case DataType::kFloat64: std::memcpy(dst, &value, 8); return;
+    case DataType::kInt16: return PutInt<int16_t>(value, dst);
+    case DataType::kBool: {
+      const uint8_t b = value != 0;
+      std::memcpy(dst, &b, 1);
+      return;
+    }
   }
 }
 
@@ -70,6 +76,8 @@ double LoadAs(DataType type, const void* src) {
     case DataType::kBFloat16: return BFloat16ToFloat(Get<uint16_t>(src));
     case DataType::kFloat32: return Get<float>(src);
     case DataType::kFloat64: return Get<double>(src);
+    case DataType::kInt16: return Get<int16_t>(src);
+    case DataType::kBool: return Get<uint8_t>(src) != 0;
   }
   return 0;
 }

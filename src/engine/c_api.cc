@@ -330,6 +330,11 @@ int cohort_start_timeline(const char* path, cohort_error* err) {
   return Report(cohort::StartTimeline(path), err);
 }
 
+int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, cohort_error* err) {
+  if (path == nullptr) return BadArgument("start timeline: null path", err);
+  return Report(cohort::StartTimeline(path, mark_cycles != 0), err);
+}
+
 int cohort_stop_timeline(cohort_error* err) { return Report(cohort::StopTimeline(), err); }
 
 }  // extern "C"

@@ -487,9 +487,9 @@ Status TakeResult(Handle handle, TensorResult* result) {
   return e->handles().TakeOutput(handle, result);
 }
 
-Status StartTimeline(const std::string& path) {
+Status StartTimeline(const std::string& path, bool mark_cycles) {
   if (g_runtime == nullptr) return NotRunning();
-  return g_runtime->StartEngine().StartTimeline(path);
+  return g_runtime->StartEngine().StartTimeline(path, mark_cycles);
 }
 
 Status StopTimeline() {

@@ -43,7 +43,9 @@ Status CheckSplits(const Announcement& a, int size) {
 std::vector<unsigned char> IdentityBuffer(const Announcement& a) {
   const size_t esize = DataTypeSize(a.dtype);
   std::vector<unsigned char> buf(std::max<uint64_t>(a.elements(), 1) * esize, 0);
-  if (a.op == ReduceOp::kSum || a.op == ReduceOp::kAverage) return buf;  // zeros
+  if (a.op == ReduceOp::kSum || a.op == ReduceOp::kAverage || a.op == ReduceOp::kAdasum) {
+    return buf;  // zeros (Adasum(x, 0) = x)
+  }
   const double value = a.op == ReduceOp::kProduct ? 1.0
                        : a.op == ReduceOp::kMin   ? std::numeric_limits<double>::infinity()
                                                   : -std::numeric_limits<double>::infinity();
@@ -96,7 +98,7 @@ Engine::Engine(Communicator& comm, EngineOptions options)
   thread_ = std::thread([this] { Loop(); });
 }
 
-Status Engine::StartTimeline(const std::string& path) {
+Status Engine::StartTimeline(const std::string& path, bool mark_cycles) {
   std::string mine = path;
   const size_t at = mine.find("{rank}");
   std::shared_ptr<Timeline> next;
@@ -110,6 +112,7 @@ Status Engine::StartTimeline(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     old = std::exchange(timeline_, next);
+    mark_cycles_ = mark_cycles;
   }
   return old ? old->Close() : Status::OK();
 }
@@ -135,6 +138,13 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op)) ||
       a.compression < 0 || a.compression > 2) {
     return Status::InvalidArgument(what + ": invalid data type, reduce op or compression value");
+  }
+  if (a.op == ReduceOp::kAdasum &&
+      (a.kind != RequestKind::kAllreduce || !IsFloatingPoint(a.dtype))) {
+    return Status::InvalidArgument(what +
+                                   ": op adasum is only for allreduce of floating-point "
+                                   "tensors, got " +
+                                   DataTypeName(a.dtype));
   }
   for (int64_t d : a.shape) {
     if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
@@ -254,10 +264,13 @@ Status Engine::Cycle() {
     }
     shutdown = shutdown_requested_;
   }
+  bool mark_cycle = false;
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
     tl_ = timeline_;
+    mark_cycle = mark_cycles_;
   }
+  if (tl_ && mark_cycle) tl_->Instant("engine", "CYCLE_START", Clock::now());
   bool stop = false;
   COHORT_RETURN_IF_ERROR(
       CycleSet(*sets_.at(kGlobalProcessSet), queued[kGlobalProcessSet], shutdown, &stop));
@@ -620,12 +633,17 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
   }
   const Announcement& a = reqs[0].what;
   Status s;
-  if (reqs.size() == 1) {
-    const Clock::time_point start = Clock::now();
-    s = RunAllreduce(*set.comm, reqs[0].send, reqs[0].recv, a.elements(), a.dtype, a.op, a.prescale,
-                     a.postscale, AllreduceAlgorithm::kAuto,
-                     static_cast<Compression>(a.compression));
-    if (tl_) tl_->Span(a.name, "ALLREDUCE", start, Clock::now());
+  if (reqs.size() == 1 || a.op == ReduceOp::kAdasum) {
+    // Adasum's dot products are per tensor, so fused Adasum tensors run one by one.
+    for (const Request& r : reqs) {
+      const Clock::time_point start = Clock::now();
+      if (s.ok()) {
+        s = RunAllreduce(*set.comm, r.send, r.recv, r.what.elements(), a.dtype, a.op, a.prescale,
+                         a.postscale, AllreduceAlgorithm::kAuto,
+                         static_cast<Compression>(a.compression));
+      }
+      if (tl_) tl_->Span(r.what.name, "ALLREDUCE", start, Clock::now());
+    }
   } else if (a.compression == 0 && CanAllreducePieces(*set.comm)) {
     std::vector<AllreducePiece> pieces;
     size_t total = 0;

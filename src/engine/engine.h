@@ -58,7 +58,9 @@ class Engine {
   // Starts writing a Chrome-trace timeline of every tensor's phases to
   // `path` ("{rank}" in it is replaced by the rank; without it only rank 0
   // writes). Replaces a running timeline.
-  Status StartTimeline(const std::string& path);
+  // With `mark_cycles`, every engine cycle also records a CYCLE_START instant
+  // (Horovod's mark_cycles).
+  Status StartTimeline(const std::string& path, bool mark_cycles = false);
   // Stops and closes the timeline, if one runs.
   Status StopTimeline();
 
@@ -133,6 +135,7 @@ class Engine {
   // alive (and ignores events) until the cycle ends.
   std::mutex timeline_mu_;
   std::shared_ptr<Timeline> timeline_;  // guarded by timeline_mu_
+  bool mark_cycles_ = false;            // guarded by timeline_mu_
   std::shared_ptr<Timeline> tl_;        // engine thread: this cycle's timeline, may be null
 
   std::mutex mu_;

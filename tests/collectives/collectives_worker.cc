@@ -245,7 +245,7 @@ void CheckAlltoall(DataType t, size_t count) {
 
 constexpr DataType kTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
                                DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                               DataType::kFloat32, DataType::kFloat64};
+                               DataType::kFloat32, DataType::kFloat64, DataType::kInt16};
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
                              ReduceOp::kProduct};
 

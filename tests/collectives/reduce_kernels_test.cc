@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -29,7 +30,27 @@ std::vector<double> Values(DataType t, const std::vector<unsigned char>& buf) {
 
 const DataType kAllTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
                               DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                              DataType::kFloat32, DataType::kFloat64};
+                              DataType::kFloat32, DataType::kFloat64, DataType::kInt16};
+
+TEST(ReduceKernels, BoolIsLogical) {
+  const uint8_t a[4] = {0, 0, 1, 1}, b[4] = {0, 1, 0, 1};
+  const uint8_t any[4] = {0, 1, 1, 1}, all[4] = {0, 0, 0, 1};
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax, ReduceOp::kMin,
+                      ReduceOp::kProduct}) {
+    uint8_t out[4];
+    ReduceTwo(out, a, b, 4, DataType::kBool, op);
+    const bool conj = op == ReduceOp::kMin || op == ReduceOp::kProduct;
+    EXPECT_EQ(0, std::memcmp(out, conj ? all : any, 4)) << ReduceOpName(op);
+  }
+  uint8_t buf[4] = {0, 1, 1, 0};
+  FinishReduction(buf, 4, DataType::kBool, ReduceOp::kAverage, 3, 1.0);
+  EXPECT_EQ(buf[1], 1);
+  ScaleCopy(buf, buf, 4, DataType::kBool, 0.0);
+  EXPECT_EQ(buf[1], 0);
+  EXPECT_EQ(DataTypeSize(DataType::kBool), 1u);
+  EXPECT_EQ(DataTypeSize(DataType::kInt16), 2u);
+  EXPECT_STREQ(DataTypeName(DataType::kInt16), "int16");
+}
 
 // Long enough (and odd) to go through vector loops and their scalar tails.
 constexpr size_t kLen = 67;

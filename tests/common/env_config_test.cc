@@ -49,7 +49,10 @@ TEST(Types, NamesRoundTrip) {
   }
   EXPECT_EQ(DataTypeSize(DataType::kBFloat16), 2u);
   EXPECT_FALSE(ParseDataType("complex64").ok());
-  EXPECT_FALSE(IsValidDataType(8));
+  EXPECT_FALSE(IsValidDataType(kNumDataTypes));
+  EXPECT_EQ(*ParseDataType("int16"), DataType::kInt16);
+  EXPECT_EQ(*ParseDataType("bool"), DataType::kBool);
+  EXPECT_EQ(*ParseReduceOp("adasum"), ReduceOp::kAdasum);
   EXPECT_FALSE(IsValidReduceOp(-1));
 }
 

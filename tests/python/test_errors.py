@@ -56,7 +56,7 @@ def test_duplicate_name_in_flight_raises_value_error(hvd):
     assert hvd.synchronize(first).tolist() == [float(hvd.size())] * 2
 
 
-@pytest.mark.parametrize("dtype", [torch.int16, torch.bool, torch.complex64])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_unsupported_dtype_is_a_clear_value_error(hvd, dtype):
     with pytest.raises(ValueError, match=r"allreduce: dtype torch\.\w+ is not supported .*"
                                          r"supported: torch.uint8"):

@@ -1,14 +1,18 @@
 """Gradients through every collective, checked numerically: the loss is the
 sum over ranks of (output_r * w_r).sum() with fixed random weights w_r, and
 each rank's autograd gradient must equal the central difference of that
-global loss with respect to its own input. Run under `cohort run -np 3`."""
+global loss with respect to its own input, times the factor by which
+Horovod's definition differs from it (allgather and broadcast average the
+output's gradient over ranks where the global loss sums it: 1/size;
+reducescatter multiplies Sum by size and does not divide Average: size).
+Run under `cohort run -np 3`."""
 import pytest
 import torch
 
 EPS = 1e-6
 
 
-def check_gradient(hvd, fn, shape_of_rank, seed):
+def check_gradient(hvd, fn, shape_of_rank, seed, scale=1.0):
     n, me = hvd.size(), hvd.rank()
     gen = torch.Generator().manual_seed(seed)
     # Values in [0.5, 1.5), distinct with probability 1 (no ties for Min/Max).
@@ -35,6 +39,7 @@ def check_gradient(hvd, fn, shape_of_rank, seed):
             if q == me:
                 numeric.view(-1)[j] = d
     assert x.grad is not None
+    numeric *= scale
     assert torch.allclose(x.grad, numeric, atol=1e-6, rtol=1e-5), (x.grad, numeric)
 
 
@@ -58,12 +63,14 @@ def test_grouped_allreduce_gradient(hvd):
 
 
 def test_allgather_gradient(hvd):
-    check_gradient(hvd, lambda x: hvd.allgather(x), lambda r: (r + 1, 2), seed=4)
+    check_gradient(hvd, lambda x: hvd.allgather(x), lambda r: (r + 1, 2), seed=4,
+                   scale=1.0 / hvd.size())
 
 
 def test_broadcast_gradient(hvd):
     root = hvd.size() - 1
-    check_gradient(hvd, lambda x: hvd.broadcast(x, root), lambda r: (2, 2), seed=5)
+    check_gradient(hvd, lambda x: hvd.broadcast(x, root), lambda r: (2, 2), seed=5,
+                   scale=1.0 / hvd.size())
 
 
 def test_alltoall_gradient(hvd):
@@ -80,7 +87,7 @@ def test_alltoall_gradient(hvd):
 def test_reducescatter_gradient(hvd, op_name):
     op = getattr(hvd, op_name)
     check_gradient(hvd, lambda x: hvd.reducescatter(x, op=op, prescale_factor=2.0),
-                   lambda r: (2 * hvd.size(), 2), seed=7)
+                   lambda r: (2 * hvd.size(), 2), seed=7, scale=float(hvd.size()))
 
 
 def test_fp16_compressed_allreduce_gradient_flows(hvd):

@@ -32,7 +32,8 @@ def test_collectives_within_the_set(hvd, even):
                          process_set=even).tolist() == [4.0, 4.0]
     assert hvd.allreduce(torch.ones(2) * hvd.rank(), process_set=even).tolist() == [1.0, 1.0]
     assert hvd.allgather(torch.tensor([hvd.rank()]), process_set=even).tolist() == [0, 2]
-    assert hvd.broadcast(torch.tensor([hvd.rank()]), root_rank=1,
+    # root_rank is a global rank, as in Horovod.
+    assert hvd.broadcast(torch.tensor([hvd.rank()]), root_rank=2,
                          process_set=even).tolist() == [2]
     out, splits = hvd.alltoall(torch.tensor([10 * me, 10 * me + 1]), splits=[1, 1],
                                process_set=even)

@@ -73,3 +73,22 @@ def test_dead_worker_fails_the_job_without_hanging():
 def test_bad_np():
     with pytest.raises(ValueError, match="np must be at least 1"):
         cohort.run(print, np=0)
+
+
+def test_horovod_run_keywords():
+    """horovod.run's keywords, as Horovod's pytorch_mnist.py --num-proc passes them."""
+    def work():
+        import cohort
+        cohort.init()
+        out = cohort.rank()
+        cohort.shutdown()
+        return out
+
+    with pytest.warns(UserWarning, match="use_gloo/use_mpi are ignored"):
+        got = cohort.run(work, num_proc=2, hosts="localhost:2", use_gloo=True, use_mpi=False,
+                         launcher_args=LAUNCH, verbose=False)
+    assert got == [0, 1]
+    with pytest.raises(ValueError, match="cohort.run: give hosts or hostfile, not both"):
+        cohort.run(work, np=1, hosts="localhost:1", hostfile="/nonexistent")
+    with pytest.raises(ValueError, match=r"cohort.run: np=2 and num_proc=3 disagree"):
+        cohort.run(work, np=2, num_proc=3)

@@ -11,8 +11,10 @@ from ..process_sets import (ProcessSet, global_process_set, add_process_set,  # 
 from .compression import Compression  # noqa: F401
 from .functions import (broadcast_parameters, broadcast_optimizer_state,  # noqa: F401
                         broadcast_object, allgather_object)
-from .mpi_ops import (Sum, Average, Min, Max, Product, poll, synchronize,  # noqa: F401
-                      allreduce, allreduce_, allreduce_async, allreduce_async_,
+from .exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
+from .mpi_ops import (Sum, Average, Min, Max, Product, Adasum, poll,  # noqa: F401
+                      synchronize, allreduce, allreduce_, allreduce_async, allreduce_async_,
+                      sparse_allreduce_async,
                       grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
                       grouped_allreduce_async_, allgather, allgather_async, grouped_allgather,
                       grouped_allgather_async, broadcast, broadcast_, broadcast_async,
@@ -20,6 +22,8 @@ from .mpi_ops import (Sum, Average, Min, Max, Product, poll, synchronize,  # noq
                       reducescatter_async, grouped_reducescatter, grouped_reducescatter_async,
                       join, barrier)
 from .optimizer import DistributedOptimizer  # noqa: F401
+from .queries import (size_op, rank_op, local_rank_op, local_size_op,  # noqa: F401
+                      process_set_included_op)
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401
 from ..capabilities import (mpi_built, mpi_enabled, mpi_threads_supported,  # noqa: F401
                             gloo_built, gloo_enabled, nccl_built, ddl_built, ccl_built,

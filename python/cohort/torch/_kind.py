@@ -7,7 +7,8 @@ from .. import _ops
 _CODES = {
     torch.uint8: _ops.UINT8, torch.int8: _ops.INT8, torch.int32: _ops.INT32,
     torch.int64: _ops.INT64, torch.float16: _ops.FLOAT16, torch.bfloat16: _ops.BFLOAT16,
-    torch.float32: _ops.FLOAT32, torch.float64: _ops.FLOAT64,
+    torch.float32: _ops.FLOAT32, torch.float64: _ops.FLOAT64, torch.int16: _ops.INT16,
+    torch.bool: _ops.BOOL,
 }
 _DTYPES = {code: dtype for dtype, code in _CODES.items()}
 SUPPORTED = ", ".join(str(d) for d in _CODES)
@@ -29,7 +30,8 @@ def check(tensor, what):
         raise ValueError("%s: tensor is on device %s; cohort works on CPU tensors only (move it "
                          "with .cpu())" % (what, tensor.device))
     if tensor.is_sparse:
-        raise ValueError("%s: sparse tensors are not supported; use .to_dense()" % what)
+        raise ValueError("%s: sparse tensors are only accepted by allreduce and allreduce_async "
+                         "(as in Horovod); use .to_dense()" % what)
     dtype_code(tensor.dtype, what)
     return tensor
 

@@ -1,11 +1,9 @@
 """Helpers built on the collectives, as in horovod.torch.functions: bring
 every rank to root's parameters, optimizer state and Python objects."""
-import io
-
 import cloudpickle
 import torch
 
-from .. import _ops
+from .. import _cohort
 from ..process_sets import global_process_set
 from .mpi_ops import allgather_async, broadcast_async_, synchronize
 
@@ -38,50 +36,61 @@ def broadcast_parameters(params, root_rank, prefix=None, process_set=global_proc
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes every rank's optimizer state (momentum buffers, Adam moments,
     steps, hyper-parameters) equal to root_rank's. The optimizers must have been
-    built over the same parameters in the same order."""
+    built over the same parameters in the same order. Parameters that require
+    gradients and have none get zero gradients, as after Horovod's dummy step;
+    the step itself is not run (root's whole state dict is sent, so no state
+    needs to exist first, and parameters and step counts stay untouched)."""
     del model  # accepted for Horovod compatibility; the state dict carries all
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
-    state = broadcast_object(optimizer.state_dict() if _rank_in(process_set) == root_rank
-                             else None, root_rank, "broadcast_optimizer_state", process_set)
-    if _rank_in(process_set) != root_rank:
+    _create_missing_grads(optimizer)
+    state = broadcast_object(optimizer.state_dict() if _cohort.rank() == root_rank else None,
+                             root_rank, "broadcast_optimizer_state", process_set)
+    if _cohort.rank() != root_rank:
         optimizer.load_state_dict(state)
 
 
-def _rank_in(process_set):
-    from .. import _cohort
-    from ..process_sets import set_id
-    return _cohort.process_set_rank(set_id(process_set))
+def _create_missing_grads(optimizer):
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam):
+                    p.grad = p.grad.to_sparse()
+
+
+def _pickled(obj):
+    data = cloudpickle.dumps(obj)
+    if not data:
+        return torch.empty(0, dtype=torch.uint8)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """root_rank's `obj` (anything cloudpickle serializes) on every rank."""
-    base = _ops.names.make("broadcast_object", name)
-    if _rank_in(process_set) == root_rank:
-        buf = io.BytesIO()
-        cloudpickle.dump(obj, buf)
-        payload = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8) \
-            if buf.getbuffer().nbytes else torch.empty(0, dtype=torch.uint8)
-        length = torch.tensor([payload.numel()], dtype=torch.int64)
-    else:
-        length = torch.zeros(1, dtype=torch.int64)
-    synchronize(broadcast_async_(length, root_rank, base + ".size", process_set))
-    if _rank_in(process_set) != root_rank:
+    """root_rank's `obj` (anything cloudpickle serializes) on every rank.
+    root_rank is a global rank. Unnamed calls are named after the object's
+    type, as in Horovod (so every rank passes an object of the same type)."""
+    base = type(obj).__name__ if name is None else name
+    is_root = _cohort.rank() == root_rank
+    payload = _pickled(obj) if is_root else None
+    length = torch.tensor([payload.numel() if is_root else 0], dtype=torch.int64)
+    synchronize(broadcast_async_(length, root_rank, base + ".sz", process_set))
+    if not is_root:
         payload = torch.empty(int(length[0]), dtype=torch.uint8)
-    synchronize(broadcast_async_(payload, root_rank, base + ".data", process_set))
-    if _rank_in(process_set) == root_rank:
+    synchronize(broadcast_async_(payload, root_rank, base + ".t", process_set))
+    if is_root:
         return obj
     return cloudpickle.loads(payload.numpy().tobytes())
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """The list of every rank's `obj`, in rank order."""
-    base = _ops.names.make("allgather_object", name)
-    data = cloudpickle.dumps(obj)
-    payload = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    sizes = synchronize(allgather_async(torch.tensor([len(data)], dtype=torch.int64),
-                                        base + ".sizes", process_set))
-    gathered = synchronize(allgather_async(payload, base + ".data", process_set))
+    """The list of every rank's `obj`, in rank order. Unnamed calls are named
+    after the object's type, as in Horovod."""
+    base = type(obj).__name__ if name is None else name
+    payload = _pickled(obj)
+    sizes = synchronize(allgather_async(torch.tensor([payload.numel()], dtype=torch.int64),
+                                        base + ".sz", process_set))
+    gathered = synchronize(allgather_async(payload, base + ".t", process_set))
     out, offset = [], 0
     for n in sizes.tolist():
         out.append(cloudpickle.loads(gathered[offset:offset + n].numpy().tobytes()))

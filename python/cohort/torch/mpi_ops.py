@@ -10,8 +10,8 @@ import warnings
 
 import torch
 
-from .. import _ops
-from .._ops import Sum, Average, Min, Max, Product  # noqa: F401 -- part of the API
+from .. import _cohort, _ops
+from .._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: F401 -- part of the API
 from ..process_sets import global_process_set, set_id, set_size
 from ._kind import KIND, check, contiguous
 from .compression import Compression
@@ -66,9 +66,34 @@ def _returning(tensor, copy_back):
 
 # ---- allreduce ----
 
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Handle of the reduction of a sparse COO tensor, as Horovod does it:
+    indices and values are allgathered (Average divides the values by the set's
+    size), so the result is uncoalesced: a position several ranks hold appears
+    once per rank."""
+    if op not in (Sum, Average):
+        raise ValueError("sparse allreduce: op must be Sum or Average, got %s" %
+                         _ops.OP_NAMES.get(op, op))
+    base = _ops.names.make("sparse_allreduce", name, set_id(process_set))
+    indices = allgather_async(tensor._indices().transpose(0, 1).contiguous(),
+                              base + ".indices", process_set)
+    values = allgather_async(tensor._values(), base + ".values", process_set)
+
+    def finish(_):
+        vals = values.wait()
+        idx = indices.wait()
+        if op == Average:
+            vals = vals / set_size(process_set)
+        return torch.sparse_coo_tensor(idx.transpose(0, 1), vals, tensor.size())
+
+    return _ops.Handle([], (indices, values), finish)
+
+
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
     op = handle_average_backwards_compatibility(op, average)
+    if isinstance(tensor, torch.Tensor) and tensor.is_sparse:
+        return sparse_allreduce_async(tensor, name, op, process_set)
     send = contiguous(tensor, "allreduce")
     out = torch.empty_like(send, memory_format=torch.contiguous_format)
     return _ops.allreduce_async(KIND, send, out, name, op, prescale_factor, postscale_factor, 0,
@@ -115,8 +140,11 @@ class _AllreduceFunction(torch.autograd.Function):
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
-    """A new tensor: postscale * op over ranks of (prescale * tensor). Differentiable."""
+    """A new tensor: postscale * op over ranks of (prescale * tensor). Differentiable
+    (a sparse COO tensor goes through sparse_allreduce_async, not differentiated)."""
     op = handle_average_backwards_compatibility(op, average)
+    if isinstance(tensor, torch.Tensor) and tensor.is_sparse:
+        return synchronize(sparse_allreduce_async(tensor.detach(), name, op, process_set))
     check(tensor, "allreduce")
     compressed, cctx = compression.compress(tensor)
     out = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor,
@@ -212,7 +240,9 @@ class _AllgatherFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        reduced = synchronize(allreduce_async(grad, op=Sum, process_set=ctx.process_set))
+        # Horovod's definition: the average over ranks of the output's
+        # gradient, this rank's rows of it.
+        reduced = synchronize(allreduce_async(grad, op=Average, process_set=ctx.process_set))
         rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64),
                                            process_set=ctx.process_set))
         offset = int(rows[:_position(ctx.process_set)].sum())
@@ -220,7 +250,6 @@ class _AllgatherFunction(torch.autograd.Function):
 
 
 def _position(process_set):
-    from .. import _cohort
     return _cohort.process_set_rank(set_id(process_set))
 
 
@@ -264,10 +293,10 @@ class _BroadcastFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # Every rank's output is root's input: root's gradient is the sum over
-        # ranks (Horovod averages here instead), the others' is zero.
-        reduced = synchronize(allreduce_async(grad, op=Sum, process_set=ctx.process_set))
-        if _position(ctx.process_set) != ctx.root_rank:
+        # Horovod's definition: root's gradient is the average over ranks of
+        # the output's gradient, the others' is zero.
+        reduced = synchronize(allreduce_async(grad, op=Average, process_set=ctx.process_set))
+        if _cohort.rank() != ctx.root_rank:
             reduced = torch.zeros_like(reduced)
         return reduced, None, None, None
 
@@ -289,6 +318,10 @@ def _splits_list(splits, tensor, process_set):
         rows = tensor.shape[0] if tensor.dim() else 1
         return _ops.even_splits(rows, set_size(process_set), "alltoall")
     if isinstance(splits, torch.Tensor):
+        if splits.dtype.is_floating_point or splits.dtype.is_complex or \
+                splits.dtype == torch.bool:
+            raise ValueError("alltoall: splits must hold integers, got a %s tensor" %
+                             splits.dtype)
         return [int(s) for s in splits.reshape(-1).tolist()]
     return [int(s) for s in splits]
 
@@ -329,13 +362,26 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 # ---- reducescatter ----
 
 def _scaled(tensor, factor):
+    """tensor * factor computed as Horovod does before casting back: float16
+    and bfloat16 in float32, integers in float64 (truncated toward zero)."""
     if factor == 1.0:
         return tensor
-    return (tensor * factor).to(tensor.dtype)
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        return (tensor.float() * factor).to(tensor.dtype)
+    if not tensor.dtype.is_floating_point:
+        return (tensor.double() * factor).to(tensor.dtype)
+    return tensor * factor
+
+
+def _check_scatterable(tensor):
+    if tensor.dim() == 0:
+        raise ValueError("reducescatter: the tensor is a scalar (0-d); it needs a first "
+                         "dimension to scatter")
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
+    _check_scatterable(check(tensor, "reducescatter"))
     send = _scaled(contiguous(tensor, "reducescatter"), prescale_factor)
     h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set))
     return h.then(lambda out: _scaled(out, postscale_factor))
@@ -353,9 +399,11 @@ class _ReducescatterFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        # Horovod's definition: the allgather of the output's gradient, times
+        # the set's size for Sum (Average is not divided), times the scales.
         op, process_set, scale = ctx.args
-        if op == Average:
-            scale /= set_size(process_set)
+        if op == Sum:
+            scale *= set_size(process_set)
         return _scaled(synchronize(allgather_async(grad, process_set=process_set)), scale), \
             None, None, None, None, None
 
@@ -364,7 +412,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """This rank's block of the first dimension of op (Sum or Average) over
     ranks; the first rows % size ranks get one row more. Differentiable."""
-    check(tensor, "reducescatter")
+    _check_scatterable(check(tensor, "reducescatter"))
     compressed, cctx = compression.compress(tensor)
     out = _ReducescatterFunction.apply(compressed, name, op, process_set, prescale_factor,
                                        postscale_factor)

@@ -13,17 +13,20 @@ from contextlib import contextmanager
 import torch
 
 from .. import _cohort
-from ..process_sets import global_process_set
+from ..process_sets import global_process_set, set_id
 from .compression import Compression
-from .mpi_ops import Average, allreduce_async_, grouped_allreduce_async_, synchronize
+from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
+                      sparse_allreduce_async, synchronize)
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None,
-                 process_set=global_process_set):
+                 process_set=global_process_set, sparse_as_dense=False):
         super(self.__class__, self).__init__(params)
+        _require_member(process_set)
         self._compression = compression
+        self.sparse_as_dense = sparse_as_dense
         self._parameter_names = self._names_of(named_parameters)
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {p: backward_passes_per_step for p in self._parameter_names}
@@ -106,6 +109,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self.sparse_as_dense:
+                # Horovod's way: indices and values allgathered, no compression.
+                handle = sparse_allreduce_async(p.grad, self._parameter_names[p], self.op,
+                                                self.process_set)
+                return handle, (None, None)
+            p.grad = p.grad.to_dense()
         compressed, ctx = self._compression.compress(p.grad)
         pre, post = self._scale_factors()
         handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
@@ -118,6 +128,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in members:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:  # grouped allreduce is dense only
+                p.grad = p.grad.to_dense()
         compressed = [self._compression.compress(p.grad) for p in members]
         pre, post = self._scale_factors()
         handle = grouped_allreduce_async_(
@@ -167,9 +179,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             del self._group_ready[g]
             self._allreduce_group_async(g)
         for p, (handle, (compressed, ctx)) in list(self._handles.items()):
-            synchronize(handle)
+            out = synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
-            p.grad.set_(self._compression.decompress(compressed, ctx))
+            if compressed is None:  # a sparse gradient: the result is a new tensor
+                p.grad = out
+            else:
+                p.grad.set_(self._compression.decompress(compressed, ctx))
         self._handles.clear()
         self._synchronized = True
 
@@ -213,14 +228,100 @@ def _report_step_to_tracking(params, wait_s):
         run._log_engine_step(wait_s, reduced)
 
 
+def _require_member(process_set):
+    """Horovod refuses a DistributedOptimizer on a rank outside its process set."""
+    ps = set_id(process_set)
+    if ps and _cohort.process_set_rank(ps) < 0:
+        raise ValueError("DistributedOptimizer: rank %d is not a member of process set %d "
+                         "(ranks %s)" % (_cohort.rank(), ps, _cohort.process_set_ranks(ps)))
+
+
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    """Horovod's delta optimizer for op=Adasum: when a parameter's gradient is
+    ready, the wrapped optimizer steps that parameter alone, and the change it
+    made (the delta) is what is combined over the ranks with Adasum; step()
+    then sets each parameter to its value before the local step plus the
+    combined delta."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._parameter_names = _DistributedOptimizer._names_of(self, named_parameters)
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {p: backward_passes_per_step for p in self._parameter_names}
+        self._handles = {}  # parameter -> (handle or None, compression context)
+        self._starts = {p: torch.zeros_like(p, requires_grad=False)
+                        for p in self._parameter_names}
+        self._requires_update = set()
+        self._grad_accs = []
+        _DistributedOptimizer._register_hooks(self)
+
+    def _allreduce_grad_async(self, p):
+        # Step the wrapped optimizer on p alone: delta = p after - p before.
+        stashed = [group["params"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["params"] = [p] if any(p is q for q in group["params"]) else []
+        start = self._starts[p]
+        start.copy_(p.detach())
+        try:
+            super(self.__class__, self).step()
+        finally:
+            for group, params in zip(self.param_groups, stashed):
+                group["params"] = params
+        with torch.no_grad():
+            p.sub_(start)
+        compressed, ctx = self._compression.compress(p.detach())
+        return allreduce_async_(compressed, name=self._parameter_names[p], op=Adasum), \
+            (compressed, ctx)
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None and \
+                    self._allreduce_delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times "
+                    "before call to step(). Increase backward_passes_per_step to "
+                    "accumulate gradients locally.")
+            self._allreduce_delay[p] -= 1
+            self._handles[p] = (None, None)
+            if self._allreduce_delay[p] == 0:
+                self._handles[p] = self._allreduce_grad_async(p)
+        return hook
+
+    def synchronize(self):
+        pass  # step() does the waiting, as in Horovod
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("Skipping synchronization is not supported when using Adasum "
+                             "optimizer.")
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for p in self._requires_update:
+            if self._handles.get(p, (None, None))[0] is None:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, (compressed, ctx)) in self._handles.items():
+            synchronize(handle)
+            delta = self._compression.decompress(compressed, ctx)
+            with torch.no_grad():
+                p.copy_(self._starts[p] + delta.to(p.dtype))
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        return loss
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
                          process_set=global_process_set):
     """An optimizer of optimizer's class whose step() first averages (op)
     each gradient over the ranks of process_set. `groups`: a number of groups
-    or a list of lists of parameters whose gradients are reduced together."""
-    del sparse_as_dense  # gradients are dense on CPU; kept for Horovod's signature
+    or a list of lists of parameters whose gradients are reduced together.
+    Sparse gradients are allgathered (Horovod's way) unless sparse_as_dense.
+    op=Adasum gives Horovod's delta optimizer (_DistributedAdasumOptimizer)."""
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if num_groups != 0:
@@ -231,7 +332,15 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)
+    if op == Adasum and _cohort.size() > 1:
+        if process_set is not global_process_set and set_id(process_set) != 0:
+            raise ValueError("DistributedOptimizer: op=Adasum works on the global process set "
+                             "only (as in Horovod)")
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedAdasumOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, process_set)
+               op, gradient_predivide_factor, groups, process_set, sparse_as_dense)

@@ -138,6 +138,13 @@ void BindOperations(py::module_& m) {
       },
       py::arg("name"), py::arg("process_set") = 0);
   m.def("join_async", [] { return Submit(cohort_join_async); });
+  m.def(
+      "start_timeline_marking_cycles",
+      [](const std::string& path, bool mark_cycles) {
+        cohort_error err{};
+        Check(cohort_start_timeline_marking_cycles(path.c_str(), mark_cycles ? 1 : 0, &err), err);
+      },
+      py::arg("path"), py::arg("mark_cycles"));
 }
 
 }  // namespace cohort_python
