@@ -29,6 +29,5 @@ from ..capabilities import (mpi_built, mpi_enabled, mpi_threads_supported,  # no
                             gloo_built, gloo_enabled, nccl_built, ddl_built, ccl_built,
                             cuda_built, rocm_built, is_homogeneous)
 
-HorovodInternalError = CohortError
 from .zero import ZeroRedundancyOptimizer  # noqa: F401,E402
 from .fsdp import FullyShardedDataParallel  # noqa: F401,E402
