@@ -274,19 +274,10 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         return allreduce_async_(compressed, name=self._parameter_names[p], op=Adasum), \
             (compressed, ctx)
 
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None and \
-                    self._allreduce_delay[p] <= 0:
-                raise AssertionError(
-                    "Gradients were computed more than backward_passes_per_step times "
-                    "before call to step(). Increase backward_passes_per_step to "
-                    "accumulate gradients locally.")
-            self._allreduce_delay[p] -= 1
-            self._handles[p] = (None, None)
-            if self._allreduce_delay[p] == 0:
-                self._handles[p] = self._allreduce_grad_async(p)
-        return hook
+    def _submit(self, p):
+        self._handles[p] = self._allreduce_grad_async(p)
+
+    _make_hook = _DistributedOptimizer._make_hook  # the same accumulation rules
 
     def synchronize(self):
         pass  # step() does the waiting, as in Horovod
