@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config   # toolchain
+  ccache                                         # rebuilds after a change reuse unchanged objects
   libgtest-dev                                   # C++ tests
   libssl-dev                                     # HMAC-SHA256 for job authentication; dataset object ids
   libzstd-dev liblz4-dev libxxhash-dev           # dataset chunks: compression, checksums
@@ -65,13 +66,18 @@ if [[ ! -f build-tools/web/node_modules/playwright-core/package.json ]]; then
 fi
 
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+# ccache: building again, here or in another checkout of the same sources
+# (paths are taken relative to this folder), compiles only what changed.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > /dev/null
 cmake --build build -j"$jobs"
 # Makes `/usr/bin/python3 -c "import cohort"` find python/ (and through it the
 # extension modules in build/python).
 site=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/python" > "$site/cohort.pth"
 if [[ "${1:-}" == "--asan" ]]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON > /dev/null
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
+    "${launcher[@]}" > /dev/null
   cmake --build build-asan -j"$jobs"
 fi
