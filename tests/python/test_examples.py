@@ -5,6 +5,7 @@ each example is started with `cohort run`."""
 import json
 import os
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -14,7 +15,10 @@ BUILD = os.environ.get("COHORT_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
 def run_example(np, script, *args, timeout=150):
-    env = dict(os.environ, COHORT_BUILD_DIR=BUILD,
+    # The digits example records itself: into a store of this test's own,
+    # never the tester's ~/.cohort/tracking.db.
+    store = os.path.join(tempfile.mkdtemp(prefix="cohort-examples-"), "tracking.db")
+    env = dict(os.environ, COHORT_BUILD_DIR=BUILD, COHORT_TRACKING_URI="sqlite:" + store,
                PYTHONPATH=os.path.join(ROOT, "python"))
     proc = subprocess.run(
         [os.path.join(BUILD, "cohort"), "run", "-np", str(np), "--timeout", "60", "--",
