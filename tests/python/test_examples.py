@@ -5,8 +5,8 @@ each example is started with `cohort run`."""
 import json
 import os
 import subprocess
-import tempfile
 import sys
+import tempfile
 
 import pytest
 
