@@ -545,7 +545,19 @@ HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::s
     return JsonResponse(200, json::object());
   }
   if (request.method == "DELETE") {
-    return MlflowError("NOT_IMPLEMENTED", "Deleting artifacts is not supported by this server");
+    // The path is a file or a folder (everything under "path/"), as MLflow's
+    // artifact repositories delete either; deleting what is absent is no error.
+    // A folder lists its objects; a file lists nothing (or, on a directory
+    // store, fails to list), and is the one key to delete.
+    auto listed = artifacts_->List(path);
+    std::vector<std::string> keys{path};
+    if (listed.ok() && !listed->empty()) keys = std::move(*listed);
+    for (const std::string& key : keys) {
+      if (key != path && key.compare(0, path.size() + 1, path + "/") != 0) continue;
+      Status s = artifacts_->Delete(key);
+      if (!s.ok()) return MlflowError(s);
+    }
+    return JsonResponse(200, json::object());
   }
   HttpResponse r = MlflowError("BAD_REQUEST",
                                "Method " + request.method + " is not allowed for " + request.path);

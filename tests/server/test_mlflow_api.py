@@ -287,6 +287,14 @@ def test_artifacts_proxy(server):
     assert error(server.request("PUT", base + "/0/../../etc/passwd", raw=b"x")) == \
         (400, "INVALID_PARAMETER_VALUE", "Invalid artifact path '0/../../etc/passwd'")
     assert error(server.request("GET", base, query={"path": "../x"}))[:2] == (400, "INVALID_PARAMETER_VALUE")
+    # DELETE takes a file or a whole folder; deleting again is no error.
+    assert server.request("DELETE", base + "/0/run1/artifacts/notes.txt") == (200, {})
+    assert error(server.request("GET", base + "/0/run1/artifacts/notes.txt"))[:2] == (404, "RESOURCE_DOES_NOT_EXIST")
+    assert server.request("DELETE", base + "/0/run1/artifacts/model") == (200, {})
+    assert server.request("DELETE", base + "/0/run1/artifacts/model") == (200, {})
+    assert error(server.request("GET", base + "/0/run1/artifacts/model/weights.bin"))[:2] == \
+        (404, "RESOURCE_DOES_NOT_EXIST")
+    assert error(server.request("DELETE", base + "/0/../x"))[:2] == (400, "INVALID_PARAMETER_VALUE")
 
 
 def raw_exchange(port, payload):
