@@ -55,19 +55,6 @@ Status ColumnBatcher::AddArray(uint64_t row, const ValueView& value, DataType dt
   return Status::OK();
 }
 
-Status ColumnBatcher::CheckImageShape(int height, int width) {
-  const std::vector<uint64_t> shape = {3, uint64_t(height), uint64_t(width)};
-  const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
-  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
-  if (shape != row_shape_) {
-    return Status::InvalidArgument("column '" + column_.name + "': an image of " +
-                                   ShapeName(shape) + " cannot join a batch of " +
-                                   ShapeName(row_shape_) +
-                                   " (set the loader's image size to crop every image alike)");
-  }
-  return Status::OK();
-}
-
 Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t key) {
   ShuffleRng rng(key);
   Image image;
@@ -87,19 +74,21 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
                                        : DecodeJpeg(value.bytes, &region, &origin, scale);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
     const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
-    if (image_.to_float) {  // resize, flip and normalise in one pass into the batch
-      COHORT_RETURN_IF_ERROR(CheckImageShape(image_.size, image_.size));
-      ResizeRegionToChwFloat(*decoded, in_decoded, image_.size, flip, image_.mean, image_.std,
-                             reinterpret_cast<float*>(tensor_.storage.get() + row * row_bytes_));
-      return Status::OK();
-    }
     image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
   } else {
     Result<Image> decoded = DecodeImage(value.bytes);
     if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
     image = std::move(*decoded);
   }
-  COHORT_RETURN_IF_ERROR(CheckImageShape(image.height, image.width));
+  const std::vector<uint64_t> shape = {3, uint64_t(image.height), uint64_t(image.width)};
+  const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
+  if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
+  if (shape != row_shape_) {
+    return Status::InvalidArgument("column '" + column_.name + "': an image of " +
+                                   ShapeName(shape) + " cannot join a batch of " +
+                                   ShapeName(row_shape_) +
+                                   " (set the loader's image size to crop every image alike)");
+  }
   uint8_t* out = tensor_.storage.get() + row * row_bytes_;
   if (image_.to_float) {
     WriteChwFloat(image, flip, image_.mean, image_.std, reinterpret_cast<float*>(out));

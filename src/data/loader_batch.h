@@ -30,8 +30,6 @@ class ColumnBatcher {
   Status Allocate(DataType dtype, std::vector<uint64_t> row_shape);
   Status AddArray(uint64_t row, const ValueView& value, DataType dtype);
   Status AddImage(uint64_t row, const ValueView& value, uint64_t key);
-  // Allocates the batch at the first image; fails when an image's CHW shape differs.
-  Status CheckImageShape(int height, int width);
 
   const Column& column_;
   const ImageOptions& image_;

@@ -85,13 +85,11 @@ Box CenterCropBox(int width, int height, double fraction) {
   return {(width - side) / 2, (height - side) / 2, side, side};
 }
 
-namespace {
-
-// The horizontal pass of ResizeRegion over the rows its vertical taps `ys` read.
-Image HorizontalPass(const Image& src, const Box& box, int out_width,
-                     const std::vector<Taps>& ys) {
+Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height) {
   const int c = src.channels;
   const std::vector<Taps> xs = BilinearTaps(box.width, out_width);
+  const std::vector<Taps> ys = BilinearTaps(box.height, out_height);
+  // Horizontal pass over the rows the vertical pass will read.
   const int row_lo = ys.front().first;
   const int row_hi = ys.back().first + int(ys.back().weights.size());
   Image mid;
@@ -125,60 +123,25 @@ Image HorizontalPass(const Image& src, const Box& box, int out_width,
       }
     }
   }
-  return mid;
-}
-
-// Output row `o` of the vertical pass into `out` (row_len bytes).
-void VerticalRow(const Image& mid, const Taps& t, int row_lo, std::vector<int32_t>* acc,
-                 uint8_t* out) {
-  const size_t row_len = acc->size();
-  std::fill(acc->begin(), acc->end(), 1 << (kPrecisionBits - 1));
-  for (size_t k = 0; k < t.weights.size(); ++k) {
-    const uint8_t* in = mid.row(t.first - row_lo + int(k));
-    const int32_t w = t.weights[k];
-    for (size_t i = 0; i < row_len; ++i) (*acc)[i] += in[i] * w;
-  }
-  for (size_t i = 0; i < row_len; ++i) out[i] = Clip8((*acc)[i]);
-}
-
-}  // namespace
-
-Image ResizeRegion(const Image& src, const Box& box, int out_width, int out_height) {
-  const std::vector<Taps> ys = BilinearTaps(box.height, out_height);
-  const Image mid = HorizontalPass(src, box, out_width, ys);
   Image dst;
   dst.width = out_width;
   dst.height = out_height;
-  dst.channels = src.channels;
-  dst.pixels.resize(size_t(out_width) * out_height * dst.channels);
-  std::vector<int32_t> acc(size_t(out_width) * dst.channels);
-  for (int o = 0; o < out_height; ++o) VerticalRow(mid, ys[o], ys.front().first, &acc, dst.row(o));
-  return dst;
-}
-
-void ResizeRegionToChwFloat(const Image& src, const Box& box, int size, bool flip,
-                            const std::array<float, 3>& mean, const std::array<float, 3>& std,
-                            float* out) {
-  const std::vector<Taps> ys = BilinearTaps(box.height, size);
-  const Image mid = HorizontalPass(src, box, size, ys);
-  std::vector<int32_t> acc(size_t(size) * 3);
-  std::vector<uint8_t> row(size_t(size) * 3);
-  std::array<float, 3> scale, shift;
-  for (int ch = 0; ch < 3; ++ch) {
-    scale[ch] = 1.0f / (255.0f * std[ch]);
-    shift[ch] = mean[ch] / std[ch];
-  }
-  const size_t plane = size_t(size) * size;
-  for (int o = 0; o < size; ++o) {
-    VerticalRow(mid, ys[o], ys.front().first, &acc, row.data());
-    for (int ch = 0; ch < 3; ++ch) {
-      float* d = out + ch * plane + size_t(o) * size;
-      for (int x = 0; x < size; ++x) {
-        const int sx = flip ? size - 1 - x : x;
-        d[x] = row[size_t(sx) * 3 + ch] * scale[ch] - shift[ch];
-      }
+  dst.channels = c;
+  dst.pixels.resize(size_t(out_width) * out_height * c);
+  const size_t row_len = size_t(out_width) * c;
+  std::vector<int32_t> acc(row_len);
+  for (int o = 0; o < out_height; ++o) {
+    const Taps& t = ys[o];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (size_t k = 0; k < t.weights.size(); ++k) {
+      const uint8_t* in = mid.row(t.first - row_lo + int(k));
+      const int32_t w = t.weights[k];
+      for (size_t i = 0; i < row_len; ++i) acc[i] += in[i] * w;
     }
+    uint8_t* out = dst.row(o);
+    for (size_t i = 0; i < row_len; ++i) out[i] = Clip8(acc[i]);
   }
+  return dst;
 }
 
 void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,

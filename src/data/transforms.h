@@ -21,12 +21,6 @@ Box CenterCropBox(int width, int height, double fraction);
 
 // ResizeRegion (PIL's antialiased bilinear resize) is declared in include/cohort/loader.h.
 
-// ResizeRegion to size x size and WriteChwFloat in one pass (the resized
-// image is never stored): the same floats as the two steps, for 3 channels.
-void ResizeRegionToChwFloat(const Image& src, const Box& box, int size, bool flip,
-                            const std::array<float, 3>& mean, const std::array<float, 3>& std,
-                            float* out);
-
 // Writes `image` (3 channels) as planes C x H x W, mirrored left-right with `flip`.
 void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,
                    const std::array<float, 3>& std, float* out);

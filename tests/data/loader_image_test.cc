@@ -129,22 +129,6 @@ TEST(TransformsTest, ResizeKeepsAConstantImageAndAveragesWhenHalving) {
     for (int x = 3; x < 21; ++x) EXPECT_EQ(half.row(y)[x], 100) << x << "," << y;
 }
 
-// The fused resize + flip + normalise writes exactly the floats of the two steps.
-TEST(TransformsTest, FusedResizeToChwEqualsResizeThenWrite) {
-  const Image src = Gradient(97, 71, 3);
-  const std::array<float, 3> mean = {0.485f, 0.456f, 0.406f}, std = {0.229f, 0.224f, 0.225f};
-  for (const Box& box : {Box{0, 0, 97, 71}, Box{13, 7, 50, 41}, Box{90, 60, 7, 11}}) {
-    for (bool flip : {false, true}) {
-      const int size = 24;
-      std::vector<float> two(3 * size * size), one(3 * size * size);
-      WriteChwFloat(ResizeRegion(src, box, size, size), flip, mean, std, two.data());
-      ResizeRegionToChwFloat(src, box, size, flip, mean, std, one.data());
-      EXPECT_EQ(0, std::memcmp(two.data(), one.data(), two.size() * sizeof(float)))
-          << "box " << box.x << "," << box.y << " flip " << flip;
-    }
-  }
-}
-
 TEST(TransformsTest, ChwWritesAreExactWithAndWithoutFlip) {
   const Image src = Noise(5, 3, 4);
   std::vector<uint8_t> plain(45), flipped(45);
