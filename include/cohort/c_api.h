@@ -72,20 +72,12 @@ int cohort_local_size(void);
 int cohort_cross_rank(void);
 int cohort_cross_size(void);
 
+/* Blocking operations. The other collectives are reached through the
+ * engine's named, asynchronous forms below (what every binding uses). */
 int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, int op,
                      double prescale, double postscale, cohort_error* err);
-int cohort_reducescatter(const void* send, void* recv, const uint64_t* recv_counts, int dtype,
-                         int op, cohort_error* err);
 /* counts_out has cohort_size() entries. */
 int cohort_allgather_counts(uint64_t my_count, uint64_t* counts_out, cohort_error* err);
-int cohort_allgather(const void* send, uint64_t send_count, void* recv, const uint64_t* recv_counts,
-                     int dtype, cohort_error* err);
-int cohort_broadcast(void* buf, uint64_t count, int dtype, int root, cohort_error* err);
-int cohort_alltoall_counts(const uint64_t* send_counts, uint64_t* recv_counts_out,
-                           cohort_error* err);
-int cohort_alltoall(const void* send, const uint64_t* send_counts, void* recv,
-                    const uint64_t* recv_counts, int dtype, cohort_error* err);
-int cohort_barrier(cohort_error* err);
 
 /* ---- Process sets (see cohort.h): subsets of ranks with their own
  * negotiation. Set 0 is every rank. Adding and removing are collective over
@@ -144,8 +136,6 @@ int cohort_alltoall_async(const char* name, const void* send, const int64_t* sha
                           int64_t* handle_out, cohort_error* err);
 int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out, cohort_error* err);
 int cohort_join_async(int64_t* handle_out, cohort_error* err);
-/* Blocking join: *last_rank_out is the last rank to join. */
-int cohort_join(int* last_rank_out, cohort_error* err);
 
 /* *done_out = 1 once the handle completed (successfully or not). */
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err);

@@ -18,7 +18,6 @@ OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Pr
 UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT16, BOOL = range(10)
 DTYPE_NAMES = ("uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
                "int16", "bool")
-DTYPE_SIZES = (1, 1, 4, 8, 2, 2, 4, 8, 2, 1)
 
 
 class ArrayKind:

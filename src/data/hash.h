@@ -20,8 +20,6 @@ uint64_t Checksum64(std::string_view a, std::string_view b);
 std::pair<uint64_t, uint64_t> Digest128(std::string_view bytes);
 // True for 64 lowercase hex digits (an object id).
 bool IsObjectId(std::string_view s);
-// First 12 hex digits: how ids are shown to people.
-inline std::string ShortId(const std::string& id) { return id.substr(0, 12); }
 
 }  // namespace cohort::data
 

@@ -31,8 +31,6 @@ int Report(const Status& status, cohort_error* err) {
   return code;
 }
 
-const size_t* AsSizes(const uint64_t* p) { return reinterpret_cast<const size_t*>(p); }
-
 // Null pointers and negative counts are rejected here, before a C++ container
 // is built from them; every other check is the runtime's.
 int BadArgument(const std::string& what, cohort_error* err) {
@@ -100,47 +98,12 @@ int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, in
   return Report(cohort::Allreduce(send, recv, count, static_cast<DataType>(dtype), options), err);
 }
 
-int cohort_reducescatter(const void* send, void* recv, const uint64_t* recv_counts, int dtype,
-                         int op, cohort_error* err) {
-  return Report(cohort::ReduceScatter(send, recv, AsSizes(recv_counts),
-                                      static_cast<DataType>(dtype), static_cast<ReduceOp>(op)),
-                err);
-}
-
 int cohort_allgather_counts(uint64_t my_count, uint64_t* counts_out, cohort_error* err) {
   cohort::Result<std::vector<size_t>> counts = cohort::AllgatherCounts(my_count);
   if (!counts.ok()) return Report(counts.status(), err);
   std::memcpy(counts_out, counts->data(), counts->size() * sizeof(uint64_t));
   return COHORT_OK;
 }
-
-int cohort_allgather(const void* send, uint64_t send_count, void* recv, const uint64_t* recv_counts,
-                     int dtype, cohort_error* err) {
-  return Report(
-      cohort::Allgather(send, send_count, recv, AsSizes(recv_counts), static_cast<DataType>(dtype)),
-      err);
-}
-
-int cohort_broadcast(void* buf, uint64_t count, int dtype, int root, cohort_error* err) {
-  return Report(cohort::Broadcast(buf, count, static_cast<DataType>(dtype), root), err);
-}
-
-int cohort_alltoall_counts(const uint64_t* send_counts, uint64_t* recv_counts_out,
-                           cohort_error* err) {
-  cohort::Result<std::vector<size_t>> counts = cohort::AlltoallCounts(AsSizes(send_counts));
-  if (!counts.ok()) return Report(counts.status(), err);
-  std::memcpy(recv_counts_out, counts->data(), counts->size() * sizeof(uint64_t));
-  return COHORT_OK;
-}
-
-int cohort_alltoall(const void* send, const uint64_t* send_counts, void* recv,
-                    const uint64_t* recv_counts, int dtype, cohort_error* err) {
-  return Report(cohort::Alltoall(send, AsSizes(send_counts), recv, AsSizes(recv_counts),
-                                 static_cast<DataType>(dtype)),
-                err);
-}
-
-int cohort_barrier(cohort_error* err) { return Report(cohort::Barrier(), err); }
 
 int cohort_add_process_set(const int* ranks, int num_ranks, int* id_out, cohort_error* err) {
   if (num_ranks < 0 || (num_ranks > 0 && ranks == nullptr) || id_out == nullptr) {
@@ -277,11 +240,6 @@ int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out,
 int cohort_join_async(int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("join: null handle_out", err);
   return ReportValue(cohort::JoinAsync(), handle_out, err);
-}
-
-int cohort_join(int* last_rank_out, cohort_error* err) {
-  if (last_rank_out == nullptr) return BadArgument("join: null last_rank_out", err);
-  return ReportValue(cohort::Join(), last_rank_out, err);
 }
 
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err) {
