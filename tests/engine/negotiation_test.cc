@@ -1,0 +1,162 @@
+// Unit tests of negotiation without processes: the NegotiationTable's
+// agreement (a name is ready once every rank announced it, in first-submitted
+// order), its validation (disagreements fail the name on every rank, naming
+// the ranks), its fusion rules, and the cycle message's wire format.
+#include "engine/negotiation.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace cohort {
+namespace {
+
+Announcement Allreduce(const std::string& name, int64_t n, DataType dtype = DataType::kFloat32) {
+  Announcement a;
+  a.name = name;
+  a.shape = {n};
+  a.dtype = dtype;
+  return a;
+}
+
+std::vector<std::string> Names(const std::vector<Response>& responses) {
+  std::vector<std::string> out;
+  for (const Response& r : responses) {
+    std::string joined;
+    for (const std::string& n : r.names) joined += (joined.empty() ? "" : "+") + n;
+    out.push_back(joined);
+  }
+  return out;
+}
+
+constexpr uint64_t kNoFusion = 0;
+
+TEST(NegotiationTable, ANameIsReadyOnlyOnceEveryRankAnnouncedIt) {
+  NegotiationTable table(3);
+  table.Apply({{Allreduce("a", 4)}, {Allreduce("a", 4)}, {}});
+  EXPECT_TRUE(table.TakeResponses(kNoFusion, 0).empty());
+  ASSERT_EQ(table.Waiting().size(), 1u);
+  EXPECT_EQ(table.Waiting()[0].first, "a");
+  EXPECT_EQ(table.Waiting()[0].second, std::vector<int>{2});
+  table.Apply({{}, {}, {Allreduce("a", 4)}});
+  std::vector<Response> ready = table.TakeResponses(kNoFusion, 0);
+  EXPECT_EQ(Names(ready), std::vector<std::string>{"a"});
+  EXPECT_TRUE(ready[0].error.ok());
+  EXPECT_TRUE(table.Waiting().empty());
+  EXPECT_TRUE(table.empty());
+}
+
+TEST(NegotiationTable, EveryRankComputesTheSameOrderWhateverOrderItSubmittedIn) {
+  // Rank 0 submits a then b, rank 1 b then a. Every rank applies the same
+  // messages in rank order, so a name is ready when its last announcement is
+  // applied: b (completed by rank 1's first) before a.
+  const std::vector<std::vector<Announcement>> cycle = {{Allreduce("a", 4), Allreduce("b", 4)},
+                                                        {Allreduce("b", 4), Allreduce("a", 4)}};
+  NegotiationTable on_rank0(2), on_rank1(2);
+  on_rank0.Apply(cycle);
+  on_rank1.Apply(cycle);
+  const std::vector<std::string> order = Names(on_rank0.TakeResponses(kNoFusion, 0));
+  EXPECT_EQ(order, (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(Names(on_rank1.TakeResponses(kNoFusion, 0)), order);
+}
+
+TEST(NegotiationTable, DisagreementFailsTheNameNamingTheRanks) {
+  NegotiationTable table(3);
+  table.Apply({{Allreduce("w", 3)}, {Allreduce("w", 3)}, {Allreduce("w", 4)}});
+  std::vector<Response> ready = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].error.code(), Status::Code::kMismatch);
+  EXPECT_NE(ready[0].error.message().find("ranks 0, 1: [3]; rank 2: [4]"), std::string::npos)
+      << ready[0].error.message();
+  EXPECT_NE(ready[0].error.message().find("'w'"), std::string::npos) << ready[0].error.message();
+
+  table.Apply({{Allreduce("d", 3)},
+               {Allreduce("d", 3, DataType::kFloat64)},
+               {Allreduce("d", 3)}});
+  ready = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_NE(ready[0].error.message().find("float64"), std::string::npos) << ready[0].error.message();
+}
+
+TEST(NegotiationTable, MessagesNameRanksByTheirJobRanks) {
+  // A process set of job ranks 4 and 7: positions 0 and 1 in the table.
+  NegotiationTable table(2, {4, 7});
+  table.Apply({{Allreduce("s", 2)}, {}});
+  ASSERT_EQ(table.Waiting().size(), 1u);
+  EXPECT_EQ(table.Waiting()[0].second, std::vector<int>{1});  // positions, for the engine
+  table.Apply({{}, {Allreduce("s", 5)}});
+  std::vector<Response> ready = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_NE(ready[0].error.message().find("rank 4: [2]; rank 7: [5]"), std::string::npos)
+      << ready[0].error.message();
+}
+
+TEST(NegotiationTable, SmallAllreducesOfOneKindAreFusedWithinTheThreshold) {
+  NegotiationTable table(2);
+  const std::vector<Announcement> mine = {
+      Allreduce("a", 16), Allreduce("b", 16),                    // fused: 64 + 64 bytes
+      Allreduce("c", 16, DataType::kFloat64),                    // another dtype: alone
+      Allreduce("big", 1 << 20),                                 // larger than a fused tensor
+      Allreduce("d", 16), Allreduce("e", 16), Allreduce("f", 16)};  // 192 bytes: 2 + 1
+  table.Apply({mine, mine});
+  const uint64_t threshold = 128, max_fused_tensor = 1024;
+  EXPECT_EQ(Names(table.TakeResponses(threshold, max_fused_tensor)),
+            (std::vector<std::string>{"a+b", "c", "big", "d+e", "f"}));
+}
+
+TEST(NegotiationTable, ZeroThresholdDisablesFusion) {
+  NegotiationTable table(2);
+  const std::vector<Announcement> mine = {Allreduce("a", 4), Allreduce("b", 4)};
+  table.Apply({mine, mine});
+  EXPECT_EQ(Names(table.TakeResponses(kNoFusion, 1024)), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(CycleMessage, RoundTripsEveryAnnouncementField) {
+  CycleMessage m;
+  Announcement a = Allreduce("grad.layer3.weight", 12, DataType::kBFloat16);
+  a.kind = RequestKind::kAlltoall;
+  a.op = ReduceOp::kMax;
+  a.root = 3;
+  a.prescale = 0.5;
+  a.postscale = 2.5;
+  a.compression = 1;
+  a.shape = {3, 4};
+  a.splits = {1, 2};
+  a.group_id = 77;
+  a.group_size = 5;
+  m.announcements = {a, Allreduce("", 0)};
+  m.shutdown = true;
+  CycleMessage back;
+  ASSERT_TRUE(DecodeCycleMessage(EncodeCycleMessage(m), &back));
+  ASSERT_EQ(back.announcements.size(), 2u);
+  const Announcement& b = back.announcements[0];
+  EXPECT_EQ(b.name, a.name);
+  EXPECT_EQ(b.kind, a.kind);
+  EXPECT_EQ(b.dtype, a.dtype);
+  EXPECT_EQ(b.op, a.op);
+  EXPECT_EQ(b.root, a.root);
+  EXPECT_EQ(b.prescale, a.prescale);
+  EXPECT_EQ(b.postscale, a.postscale);
+  EXPECT_EQ(b.compression, a.compression);
+  EXPECT_EQ(b.shape, a.shape);
+  EXPECT_EQ(b.splits, a.splits);
+  EXPECT_EQ(b.group_id, a.group_id);
+  EXPECT_EQ(b.group_size, a.group_size);
+  EXPECT_TRUE(back.shutdown);
+}
+
+TEST(CycleMessage, EveryTruncationIsRejected) {
+  CycleMessage m;
+  m.announcements = {Allreduce("a", 4), Allreduce("bb", 8)};
+  m.stalled = {"x"};
+  const std::string bytes = EncodeCycleMessage(m);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    CycleMessage back;
+    EXPECT_FALSE(DecodeCycleMessage(bytes.substr(0, n), &back)) << "accepted " << n << " of "
+                                                                  << bytes.size() << " bytes";
+  }
+}
+
+}  // namespace
+}  // namespace cohort
