@@ -19,6 +19,7 @@ PACKAGES=(
   python3 python3-torch python3-numpy python3-pytest  # peer benchmark: torch gloo; Python tests
   python3-botocore                               # storage tests: an independent SigV4 signer
   python3-dev pybind11-dev python3-pybind11      # the Python package's extension modules
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install of the package (pyproject.toml; its test)
   python3-cloudpickle                            # cohort.run, broadcast_object/allgather_object
   python3-sklearn python3-torchvision python3-pil  # examples: digits data, synthetic benchmark models; PIL: loader tests, dashboard screenshots
   libtorch-dev                                   # the LibTorch adapter's tests and C++ example; the torch.distributed backend (cohort._c10d)

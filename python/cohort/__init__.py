@@ -9,12 +9,21 @@ Every collective is called by every rank of the process set with matching
 arguments; a mismatch raises CohortError (a RuntimeError) on every rank.
 
 The compiled extension modules live in the build tree (<build>/python/cohort);
-COHORT_BUILD_DIR picks the build (default: the repository's build/)."""
+COHORT_BUILD_DIR picks the build (default: the repository's build/). Installed
+with pip (pyproject.toml), the package carries its extension modules, libcohort.so
+and the `cohort` launcher (bin/cohort) itself."""
 import os as _os
 
-_repo = _os.path.dirname(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
-_build = _os.environ.get("COHORT_BUILD_DIR", _os.path.join(_repo, "build"))
-__path__.append(_os.path.join(_build, "python", "cohort"))
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_installed = _os.path.isfile(_os.path.join(_here, "bin", "cohort"))
+if _installed and "COHORT_BUILD_DIR" not in _os.environ:
+    _build = None
+    _launcher_path = _os.path.join(_here, "bin", "cohort")
+else:
+    _repo = _os.path.dirname(_os.path.dirname(_here))
+    _build = _os.environ.get("COHORT_BUILD_DIR", _os.path.join(_repo, "build"))
+    _launcher_path = _os.path.join(_build, "cohort")
+    __path__.append(_os.path.join(_build, "python", "cohort"))
 
 from ._cohort import (CohortError, CohortValueError, is_initialized,  # noqa: E402
                       stop_timeline, shutdown)

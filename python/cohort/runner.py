@@ -20,7 +20,7 @@ def _build_dir():
 
 
 def _launcher():
-    path = os.path.join(_build_dir(), "cohort")
+    from . import _launcher_path as path
     if not os.access(path, os.X_OK):
         raise RuntimeError("cohort.run: the launcher %s does not exist; build the `cohort_cli` "
                            "target or set COHORT_BUILD_DIR" % path)
@@ -75,7 +75,8 @@ def run(fn, args=(), kwargs=None, np=None, env=None, launcher_args=(), timeout=N
             cloudpickle.dump((fn, tuple(args), dict(kwargs or {})), f)
         child_env = dict(os.environ)
         child_env.update({k: str(v) for k, v in (env or {}).items()})
-        child_env["COHORT_BUILD_DIR"] = _build_dir()
+        if _build_dir() is not None:  # a source checkout's build, not an installed package
+            child_env["COHORT_BUILD_DIR"] = _build_dir()
         # Workers import what this process can: functions and classes that
         # cloudpickle sends by reference (module-level ones) resolve there too.
         child_env["PYTHONPATH"] = os.pathsep.join(
