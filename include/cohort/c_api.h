@@ -145,8 +145,8 @@ int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err);
 /* Like cohort_wait, calling interrupted(ctx) about every 100 ms while it
  * waits; a nonzero return ends the wait with COHORT_ERR_INTERRUPTED (the
  * operation goes on). */
-int cohort_wait_interruptible(int64_t handle, double timeout_seconds,
-                              int (*interrupted)(void* ctx), void* ctx, cohort_error* err);
+int cohort_wait_interruptible(int64_t handle, double timeout_seconds, int (*interrupted)(void* ctx),
+                              void* ctx, cohort_error* err);
 
 /* The output of a completed allgather, reduce-scatter, alltoall or join,
  * owned by the caller until cohort_result_free. */

@@ -247,9 +247,10 @@ int cohort_poll(int64_t handle, int* done_out, cohort_error* err) {
   return ReportValue(cohort::Poll(handle), done_out, err);
 }
 
-int cohort_wait_interruptible(int64_t handle, double timeout_seconds,
-                              int (*interrupted)(void* ctx), void* ctx, cohort_error* err) {
-  if (interrupted == nullptr) return BadArgument("cohort_wait_interruptible: interrupted is NULL", err);
+int cohort_wait_interruptible(int64_t handle, double timeout_seconds, int (*interrupted)(void* ctx),
+                              void* ctx, cohort_error* err) {
+  if (interrupted == nullptr)
+    return BadArgument("cohort_wait_interruptible: interrupted is NULL", err);
   return Report(
       cohort::WaitInterruptible(handle, timeout_seconds, [&] { return interrupted(ctx) != 0; }),
       err);

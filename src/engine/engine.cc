@@ -552,6 +552,7 @@ Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds) {
       set_id = key.first;
       name = key.second;
       what = std::string(RequestKindName(request.what.kind)) + " '" + name + "'";
+      break;
     }
   }
   if (name.empty()) return Status::Timeout(what + " did not complete in time");
@@ -562,7 +563,8 @@ Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds) {
     // after ours; its error names the peer it waits for. Give it that moment.
     Status late = handles_.Wait(handle, Deadline::AfterSeconds(std::min(timeout_seconds, 3.0)));
     Result<bool> done = handles_.Poll(handle);
-    if (done.ok() && *done) return late.ok() ? late : Status(late.code(), what + ": " + late.message());
+    if (done.ok() && *done)
+      return late.ok() ? late : Status(late.code(), what + ": " + late.message());
   }
   return Status::Timeout(DescribeTimedOutWait(what, set_id, name, timeout_seconds, snapshot));
 }

@@ -45,8 +45,8 @@ Status HandleTable::Wait(int64_t handle, Deadline deadline,
     return Status::InvalidArgument("unknown handle " + std::to_string(handle));
   }
   for (;;) {
-    const auto until = interrupted ? std::min(deadline.at(), Clock::now() + kCheckEvery)
-                                   : deadline.at();
+    const auto until =
+        interrupted ? std::min(deadline.at(), Clock::now() + kCheckEvery) : deadline.at();
     if (it->second.done_cv->wait_until(lock, until, [&] { return it->second.done; })) break;
     if (Clock::now() >= deadline.at()) {
       return Status::Timeout("handle " + std::to_string(handle) + " did not complete in time");
@@ -55,8 +55,9 @@ Status HandleTable::Wait(int64_t handle, Deadline deadline,
     lock.unlock();
     const bool stop = interrupted();
     lock.lock();
-    if (stop) return Status::Interrupted("the wait for handle " + std::to_string(handle) +
-                                         " was interrupted");
+    if (stop)
+      return Status::Interrupted("the wait for handle " + std::to_string(handle) +
+                                 " was interrupted");
     it = states_.find(handle);  // a concurrent Release may have erased it
     if (it == states_.end()) {
       return Status::InvalidArgument("unknown handle " + std::to_string(handle));

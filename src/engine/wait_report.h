@@ -47,8 +47,8 @@ class WaitReport {
   std::atomic<int> asks_{0};
   std::mutex mu_;
   std::condition_variable answered_;
-  uint64_t answers_ = 0;   // guarded by mu_
-  WaitSnapshot latest_;    // guarded by mu_
+  uint64_t answers_ = 0;  // guarded by mu_
+  WaitSnapshot latest_;   // guarded by mu_
 };
 
 // The message of a wait that timed out: `what` ("allreduce 'grad.w'"), its

@@ -5,10 +5,12 @@
 // Precedence, first match wins: COHORT_RANK (cohort run); RANK + WORLD_SIZE
 // with TORCHELASTIC_RUN_ID (torchrun, even when started by srun);
 // OMPI_COMM_WORLD_RANK (mpirun); SLURM_PROCID (srun); RANK + WORLD_SIZE
-// (torchrun); none of them: a job of one process (launcher "none"). Under a foreign launcher there is no `cohort run` store, so
-// rank 0 hosts one; its address is COHORT_STORE_ADDR when set, else derived
-// from what the launcher provides (see launcher_env.cc). The secret is
-// COHORT_SECRET, or empty under a foreign launcher when that is unset.
+// (torchrun); none of them: a job of one process (launcher "none").
+// Under a foreign launcher there is no `cohort run` store, so rank 0 hosts
+// one; its address is COHORT_STORE_ADDR when set, else derived from what the
+// launcher provides (see launcher_env.cc). The secret is COHORT_SECRET, or
+// empty here under a foreign launcher, where the runtime derives one
+// (rendezvous/foreign_job.h).
 #ifndef COHORT_RENDEZVOUS_LAUNCHER_ENV_H_
 #define COHORT_RENDEZVOUS_LAUNCHER_ENV_H_
 
@@ -38,8 +40,9 @@ struct JobEnvironment {
   // that started one process): rank 0 hosts the store on loopback, on a free
   // port, with a fresh random secret; nothing outside the process can join.
   bool private_store = false;
-  // Job secret. Empty only under a foreign launcher without COHORT_SECRET
-  // (and not private_store); the caller then logs a warning.
+  // Job secret. Empty under a foreign launcher without COHORT_SECRET, and
+  // for private_store: the runtime then derives one (foreign_job.h) or makes
+  // a random one.
   std::string secret;
 };
 

@@ -3,10 +3,10 @@
 
 namespace cohort {
 
-Result<std::unique_ptr<StoreClient>> ScopeToThisJoin(std::unique_ptr<StoreClient> base,
-                                                     int rank) {
+Result<std::unique_ptr<StoreClient>> ScopeToThisJoin(std::unique_ptr<StoreClient> base, int rank) {
   Result<int64_t> join = base->Add("joins/" + std::to_string(rank), 1);
-  if (!join.ok()) return join.status().WithContext("counting rank " + std::to_string(rank) + "'s joins");
+  if (!join.ok())
+    return join.status().WithContext("counting rank " + std::to_string(rank) + "'s joins");
   return std::unique_ptr<StoreClient>(
       new PrefixedStore(std::move(base), "join" + std::to_string(*join) + "/"));
 }

@@ -71,12 +71,11 @@ TEST(NegotiationTable, DisagreementFailsTheNameNamingTheRanks) {
       << ready[0].error.message();
   EXPECT_NE(ready[0].error.message().find("'w'"), std::string::npos) << ready[0].error.message();
 
-  table.Apply({{Allreduce("d", 3)},
-               {Allreduce("d", 3, DataType::kFloat64)},
-               {Allreduce("d", 3)}});
+  table.Apply({{Allreduce("d", 3)}, {Allreduce("d", 3, DataType::kFloat64)}, {Allreduce("d", 3)}});
   ready = table.TakeResponses(kNoFusion, 0);
   ASSERT_EQ(ready.size(), 1u);
-  EXPECT_NE(ready[0].error.message().find("float64"), std::string::npos) << ready[0].error.message();
+  EXPECT_NE(ready[0].error.message().find("float64"), std::string::npos)
+      << ready[0].error.message();
 }
 
 TEST(NegotiationTable, MessagesNameRanksByTheirJobRanks) {
@@ -95,10 +94,13 @@ TEST(NegotiationTable, MessagesNameRanksByTheirJobRanks) {
 TEST(NegotiationTable, SmallAllreducesOfOneKindAreFusedWithinTheThreshold) {
   NegotiationTable table(2);
   const std::vector<Announcement> mine = {
-      Allreduce("a", 16), Allreduce("b", 16),                    // fused: 64 + 64 bytes
-      Allreduce("c", 16, DataType::kFloat64),                    // another dtype: alone
-      Allreduce("big", 1 << 20),                                 // larger than a fused tensor
-      Allreduce("d", 16), Allreduce("e", 16), Allreduce("f", 16)};  // 192 bytes: 2 + 1
+      Allreduce("a", 16),
+      Allreduce("b", 16),                      // fused: 64 + 64 bytes
+      Allreduce("c", 16, DataType::kFloat64),  // another dtype: alone
+      Allreduce("big", 1 << 20),               // larger than a fused tensor
+      Allreduce("d", 16),
+      Allreduce("e", 16),
+      Allreduce("f", 16)};  // 192 bytes: 2 + 1
   table.Apply({mine, mine});
   const uint64_t threshold = 128, max_fused_tensor = 1024;
   EXPECT_EQ(Names(table.TakeResponses(threshold, max_fused_tensor)),
@@ -153,8 +155,8 @@ TEST(CycleMessage, EveryTruncationIsRejected) {
   const std::string bytes = EncodeCycleMessage(m);
   for (size_t n = 0; n < bytes.size(); ++n) {
     CycleMessage back;
-    EXPECT_FALSE(DecodeCycleMessage(bytes.substr(0, n), &back)) << "accepted " << n << " of "
-                                                                  << bytes.size() << " bytes";
+    EXPECT_FALSE(DecodeCycleMessage(bytes.substr(0, n), &back))
+        << "accepted " << n << " of " << bytes.size() << " bytes";
   }
 }
 

@@ -61,9 +61,10 @@ LinkPair ShmPair() {
     InitShmRing(p, kCapacity);
     return std::shared_ptr<void>(p, std::free);
   };
-  auto control = [] { return std::shared_ptr<void>(new HostControl{}, [](void* p) {
-                        delete static_cast<HostControl*>(p);
-                      }); };
+  auto control = [] {
+    return std::shared_ptr<void>(new HostControl{},
+                                 [](void* p) { delete static_cast<HostControl*>(p); });
+  };
   std::shared_ptr<void> a_to_b = ring(), b_to_a = ring(), ctl_a = control(), ctl_b = control();
   LinkPair pair;
   pair.a = MakeShmLink(a_to_b.get(), b_to_a.get(), static_cast<HostControl*>(ctl_b.get()));
