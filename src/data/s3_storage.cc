@@ -66,14 +66,21 @@ int64_t ParseIsoTime(const std::string& text) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+// endpoint/bucket[/prefix]. Built by appending: GCC 12's -Wrestrict misfires on
+// `"/" + std::string` chains inlined into a constructor's initializer list.
+std::string ObjectBaseUrl(const std::string& endpoint, const std::string& bucket,
+                          const std::string& prefix) {
+  std::string url = endpoint;
+  url.append("/").append(bucket);
+  if (!prefix.empty()) url.append("/").append(UriEncode(prefix, false));
+  return url;
+}
+
 class S3Storage : public HttpStorage {
  public:
   S3Storage(std::string location, std::string endpoint, std::string bucket, std::string prefix,
             AwsCredentials credentials, std::string region, const StorageOptions& options)
-      : HttpStorage(
-            location,
-            endpoint + "/" + bucket + (prefix.empty() ? "" : "/" + UriEncode(prefix, false)),
-            options),
+      : HttpStorage(location, ObjectBaseUrl(endpoint, bucket, prefix), options),
         bucket_url_(endpoint + "/" + bucket),
         prefix_(std::move(prefix)),
         credentials_(std::move(credentials)),

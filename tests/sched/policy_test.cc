@@ -11,7 +11,11 @@ namespace {
 QueueState Pool(int hosts, int slots, double now = 0) {
   QueueState state;
   state.now = now;
-  for (int h = 0; h < hosts; ++h) state.hosts.push_back({"h" + std::to_string(h), slots});
+  for (int h = 0; h < hosts; ++h) {
+    std::string name = "h";  // appended, not `"h" + ...`: GCC 12 -Wrestrict misfires on that
+    name += std::to_string(h);
+    state.hosts.push_back({name, slots});
+  }
   return state;
 }
 
