@@ -203,12 +203,15 @@ def allgather_async(kind, send, name=None, process_set=0):
     return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 
-def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0):
-    """This rank's block of the first dimension of op over ranks of `send`."""
+def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's block of the first dimension of postscale * op over ranks of
+    (prescale * `send`); the engine scales (one path for every binding)."""
     addr, shape, dtype = kind.describe(send)
     h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
                                     list(shape), dtype, int(op), [int(r) for r in recv_rows],
-                                    int(process_set))
+                                    int(process_set), float(prescale_factor),
+                                    float(postscale_factor))
     return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 

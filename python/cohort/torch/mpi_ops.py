@@ -363,7 +363,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def _scaled(tensor, factor):
     """tensor * factor computed as Horovod does before casting back: float16
-    and bfloat16 in float32, integers in float64 (truncated toward zero)."""
+    and bfloat16 in float32, integers in float64 (truncated toward zero).
+    Only for gradients: the collectives' own scale factors are the engine's."""
     if factor == 1.0:
         return tensor
     if tensor.dtype in (torch.float16, torch.bfloat16):
@@ -382,9 +383,9 @@ def _check_scatterable(tensor):
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     _check_scatterable(check(tensor, "reducescatter"))
-    send = _scaled(contiguous(tensor, "reducescatter"), prescale_factor)
-    h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set))
-    return h.then(lambda out: _scaled(out, postscale_factor))
+    send = contiguous(tensor, "reducescatter")
+    return _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set),
+                                    prescale_factor, postscale_factor)
 
 
 class _ReducescatterFunction(torch.autograd.Function):
