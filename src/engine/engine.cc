@@ -24,28 +24,34 @@ Engine::~Engine() { Shutdown(); }
 
 Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   const Announcement& a = request.what;
-  const std::string what = DescribeRequest(request);
-  COHORT_RETURN_IF_ERROR(CheckRequest(request, what));
+  // Errors name the request; the description is built only for them.
+  if (Status s = CheckRequest(request); !s.ok()) {
+    return a.name.empty() ? s : s.WithContext(DescribeRequest(request));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.ok()) return failure_;
   if (stopped_ || shutdown_requested_) {
-    return Status::NotInitialized(what + ": the engine is shutting down");
+    return Status::NotInitialized(DescribeRequest(request) + ": the engine is shutting down");
   }
   auto set = sets_.find(request.process_set);
   if (set == sets_.end()) {
-    return Status::InvalidArgument(what + ": " + NoSuchProcessSet(request.process_set).message());
+    return Status::InvalidArgument(DescribeRequest(request) + ": " +
+                                   NoSuchProcessSet(request.process_set).message());
   }
   if (!set->second->member()) {
-    return Status::InvalidArgument(what + ": rank " + std::to_string(comm_.rank()) +
-                                   " is not a member of process set " +
-                                   std::to_string(request.process_set));
+    return Status::InvalidArgument(
+        DescribeRequest(request) + ": rank " + std::to_string(comm_.rank()) +
+        " is not a member of process set " + std::to_string(request.process_set));
   }
-  COHORT_RETURN_IF_ERROR(CheckSplits(a, set->second->size()).WithContext(what));
+  if (Status s = CheckSplits(a, set->second->size()); !s.ok()) {
+    return s.WithContext(DescribeRequest(request));
+  }
   const auto key = std::make_pair(request.process_set, a.name);
   if (in_flight_.count(key) > 0) {
-    return Status::InvalidArgument(
-        what + ": a tensor named '" + a.name + "' is already in flight on rank " +
-        std::to_string(comm_.rank()) + "; wait for it before submitting the name again");
+    return Status::InvalidArgument(DescribeRequest(request) + ": a tensor named '" + a.name +
+                                   "' is already in flight on rank " +
+                                   std::to_string(comm_.rank()) +
+                                   "; wait for it before submitting the name again");
   }
   const int64_t handle = handles_.Create(std::move(callback));
   request.handle = handle;

@@ -37,35 +37,33 @@ std::string DescribeRequest(const Request& request) {
   return what;
 }
 
-Status CheckRequest(const Request& request, const std::string& what) {
+Status CheckRequest(const Request& request) {
   const Announcement& a = request.what;
   if (a.name.empty()) return Status::InvalidArgument("every tensor operation needs a name");
   if (!IsValidDataType(static_cast<int>(a.dtype)) || !IsValidReduceOp(static_cast<int>(a.op)) ||
       a.compression < 0 || a.compression > 2) {
-    return Status::InvalidArgument(what + ": invalid data type, reduce op or compression value");
+    return Status::InvalidArgument("invalid data type, reduce op or compression value");
   }
   if (a.op == ReduceOp::kAdasum &&
       (a.kind != RequestKind::kAllreduce || !IsFloatingPoint(a.dtype))) {
-    return Status::InvalidArgument(what +
-                                   ": op adasum is only for allreduce of floating-point "
-                                   "tensors, got " +
-                                   DataTypeName(a.dtype));
+    return Status::InvalidArgument(
+        std::string("op adasum is only for allreduce of floating-point tensors, got ") +
+        DataTypeName(a.dtype));
   }
   for (int64_t d : a.shape) {
-    if (d < 0) return Status::InvalidArgument(what + ": negative dimension in its shape");
+    if (d < 0) return Status::InvalidArgument("negative dimension in its shape");
   }
   const bool needs_send = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kAllgather ||
                           a.kind == RequestKind::kReduceScatter || a.kind == RequestKind::kAlltoall;
   const bool needs_recv = a.kind == RequestKind::kAllreduce || a.kind == RequestKind::kBroadcast;
   if (a.elements() > 0 &&
       ((needs_send && request.send == nullptr) || (needs_recv && request.recv == nullptr))) {
-    return Status::InvalidArgument(what + ": null buffer for " + std::to_string(a.elements()) +
-                                   " elements");
+    return Status::InvalidArgument("null buffer for " + std::to_string(a.elements()) + " elements");
   }
   const bool job_wide = a.kind == RequestKind::kJoin || a.kind == RequestKind::kAddProcessSet ||
                         a.kind == RequestKind::kRemoveProcessSet;
   if (job_wide && request.process_set != kGlobalProcessSet) {
-    return Status::InvalidArgument(what + ": only runs over the whole job (process set 0)");
+    return Status::InvalidArgument("only runs over the whole job (process set 0)");
   }
   return Status::OK();
 }

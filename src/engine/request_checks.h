@@ -14,8 +14,10 @@ namespace cohort {
 std::string DescribeRequest(const Request& request);
 
 // Name, dtype, op and compression values, shape, buffers, and whether the
-// kind may run in the request's process set. Errors start with `what`.
-Status CheckRequest(const Request& request, const std::string& what);
+// kind may run in the request's process set. Errors do not name the request
+// (the caller adds DescribeRequest only when there is one: the check runs on
+// every submission).
+Status CheckRequest(const Request& request);
 
 // The rows-per-rank argument of reduce-scatter and alltoall against the
 // size of the set the request runs in.
