@@ -126,10 +126,13 @@ int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, in
 int cohort_allgather_async(const char* name, const void* send, const int64_t* shape, int ndim,
                            int dtype, int process_set, int64_t* handle_out, cohort_error* err);
 /* recv_rows: num_recv_rows == 0 for an even split of the first dimension,
- * else one entry per rank of the set. */
+ * else one entry per rank of the set. prescale multiplies each rank's input
+ * before reducing, postscale this rank's block after (1.0: none), as for
+ * allreduce; the engine applies both, so bindings never scale themselves. */
 int cohort_reducescatter_async(const char* name, const void* send, const int64_t* shape, int ndim,
                                int dtype, int op, const int64_t* recv_rows, int num_recv_rows,
-                               int process_set, int64_t* handle_out, cohort_error* err);
+                               int process_set, double prescale, double postscale,
+                               int64_t* handle_out, cohort_error* err);
 /* splits: one entry per rank of the set, summing to shape[0]. */
 int cohort_alltoall_async(const char* name, const void* send, const int64_t* shape, int ndim,
                           int dtype, const int64_t* splits, int num_splits, int process_set,

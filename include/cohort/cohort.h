@@ -47,10 +47,8 @@ int LocalSize();  // number of ranks on this host
 int CrossRank();  // index of this host among the job's hosts
 int CrossSize();  // number of hosts
 
-// Lossy compression of float32 data for transfer: values are rounded to 16
-// bits, reduced in float32 arithmetic and widened back. Other dtypes are sent
-// as they are.
-enum class Compression : int { kNone = 0, kFloat16 = 1, kBFloat16 = 2 };
+// Compression (float32 sent as 16 bits), Shape and TensorResult live in
+// cohort/types.h, which the runtime's internals share.
 
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
@@ -102,7 +100,7 @@ Status Barrier();
 // disjoint sets run at the same time, and a rank that belongs to several sets
 // runs their collectives one after another.
 
-inline constexpr int kGlobalProcessSet = 0;
+// kGlobalProcessSet (0, every rank) is in cohort/types.h.
 // Collective over every rank of the job, each passing the same ranks (any
 // order, no repeats). Returns the new set's id, the same on every rank.
 // Starts the engine.
@@ -132,7 +130,6 @@ std::vector<int> ProcessSetIds();
 // until the handle completes.
 
 using Handle = int64_t;
-using Shape = std::vector<int64_t>;
 // Runs on the engine thread when an operation completes; keep it short.
 using DoneCallback = std::function<void(const Status&)>;
 
@@ -189,13 +186,7 @@ Status Wait(Handle handle, double timeout_seconds = -1);
 // returns true the wait ends with kInterrupted (the operation goes on).
 Status WaitInterruptible(Handle handle, double timeout_seconds,
                          const std::function<bool()>& interrupted);
-// The output of a completed allgather, reduce-scatter or alltoall.
-struct TensorResult {
-  std::vector<unsigned char> data;
-  Shape shape;
-  std::vector<int64_t> received_splits;  // alltoall: rows received from each rank
-  int64_t last_joined_rank = -1;         // join: the last rank to join
-};
+// The output of a completed allgather, reduce-scatter or alltoall (TensorResult: types.h).
 Status TakeResult(Handle handle, TensorResult* result);
 // Forgets a completed handle.
 void Release(Handle handle);

@@ -158,7 +158,6 @@ struct Pending {
   at::Tensor output;  // written by the engine (allreduce, broadcast)
   at::Tensor target;  // where an in-place call on a non-contiguous tensor copies the output
   at::ScalarType result_type = at::kFloat;  // reducescatter: dtype before compression
-  double postscale = 1.0;                   // reducescatter: applied here
   bool finished = false;
   Status status;
   at::Tensor result;
@@ -199,9 +198,8 @@ struct Pending {
     status = ::cohort::TakeResult(id, &taken);
     if (status.ok()) status = ToTensor(std::move(taken));
     if (!status.ok()) return;
-    if (kind == Kind::kReduceScatter) {
-      if (result.scalar_type() != result_type) result = result.to(result_type);
-      if (postscale != 1.0) result.mul_(postscale);
+    if (kind == Kind::kReduceScatter && result.scalar_type() != result_type) {
+      result = result.to(result_type);
     }
   }
 };
@@ -446,16 +444,16 @@ inline Handle reducescatter_async(const at::Tensor& tensor, const ReduceOptions&
                 p->what + ": prescale/postscale factors need a floating-point tensor, got " +
                     std::string(c10::toString(tensor.scalar_type())));
   }
-  if (options.prescale_factor != 1.0) p->input = p->input * options.prescale_factor;
   if (tensor.scalar_type() == at::kFloat && options.compression != Compression::kNone) {
     p->input =
         p->input.to(options.compression == Compression::kFloat16 ? at::kHalf : at::kBFloat16);
   }
-  p->postscale = options.postscale_factor;
   const DataType type = *detail::ToDataType(p->input.scalar_type());
-  p->id = detail::ValueOrThrow(
-      ::cohort::ReduceScatterAsync(n, p->input.data_ptr(), detail::ShapeOf(p->input), type,
-                                   options.op, {}, nullptr, options.process_set));
+  // The engine scales (as for every binding); with compression the factors
+  // apply to the 16-bit values, computed in float32.
+  p->id = detail::ValueOrThrow(::cohort::ReduceScatterAsync(
+      n, p->input.data_ptr(), detail::ShapeOf(p->input), type, options.op, {}, nullptr,
+      options.process_set, options.prescale_factor, options.postscale_factor));
   p->submitted = true;
   return Handle(std::move(p));
 }

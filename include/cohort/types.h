@@ -3,7 +3,9 @@
 #define COHORT_TYPES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cohort/status.h"
 
@@ -37,6 +39,26 @@ enum class ReduceOp : int {
   kAdasum = 5,
 };
 inline constexpr int kNumReduceOps = 6;
+
+// Lossy compression of float32 data for transfer: values are rounded to 16
+// bits, reduced in float32 arithmetic and widened back. Other dtypes are sent
+// as they are. The numeric values are part of the C ABI; never renumber.
+enum class Compression : int { kNone = 0, kFloat16 = 1, kBFloat16 = 2 };
+
+// The process set of every rank of the job (cohort.h, Process sets).
+inline constexpr int kGlobalProcessSet = 0;
+
+// A tensor's dimensions, outermost first.
+using Shape = std::vector<int64_t>;
+
+// The output of a completed allgather, reduce-scatter, alltoall or join
+// (operations whose result size only the collective knows).
+struct TensorResult {
+  std::vector<unsigned char> data;
+  Shape shape;
+  std::vector<int64_t> received_splits;  // alltoall: rows received from each rank
+  int64_t last_joined_rank = -1;         // join: the last rank to join
+};
 
 // Bytes per element.
 size_t DataTypeSize(DataType type);

@@ -99,7 +99,7 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
     send = _numpy.as_array(array, "allreduce")
     recv = _numpy.KIND.empty(send.shape, _numpy.dtype_code(send.dtype), send)
     return _ops.allreduce_async(_numpy.KIND, send, recv, name, op, prescale_factor,
-                                postscale_factor, 0, _set_id(process_set)).wait()
+                                postscale_factor, _set_id(process_set)).wait()
 
 
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -107,7 +107,7 @@ def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_fact
     """In place on a writable C-contiguous numpy array; returns it."""
     _require_inplace(array, "allreduce_")
     return _ops.allreduce_async(_numpy.KIND, array, array, name, op, prescale_factor,
-                                postscale_factor, 0, _set_id(process_set)).wait()
+                                postscale_factor, _set_id(process_set)).wait()
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -115,7 +115,7 @@ def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postsc
     sends = [_numpy.as_array(a, "grouped_allreduce") for a in arrays]
     recvs = [_numpy.KIND.empty(s.shape, _numpy.dtype_code(s.dtype), s) for s in sends]
     return _ops.grouped_allreduce_async(_numpy.KIND, sends, recvs, name, op, prescale_factor,
-                                        postscale_factor, 0, _set_id(process_set)).wait()
+                                        postscale_factor, _set_id(process_set)).wait()
 
 
 def allgather(array, name=None, process_set=global_process_set):

@@ -152,21 +152,31 @@ def set_position(root_rank, process_set, what):
 
 
 def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0,
-                    postscale_factor=1.0, compression=0, process_set=0):
-    """recv = op over ranks of send (recv may be send: in place)."""
+                    postscale_factor=1.0, process_set=0, output=None):
+    """recv = op over ranks of send (recv may be send: in place). wait() returns
+    `output` when given (the caller's tensor that `recv` is), else `recv`.
+    The hot path of a training step: one describe when in place, the shape
+    passed as the tuple it is (issue 11 item 17). The engine's wire compression
+    (the 0 passed below) is a C/C++ option; from Python, compression is
+    Horovod's Compression classes (cohort.torch.Compression), applied to the
+    tensor before and after."""
     s_addr, shape, dtype = kind.describe(send)
-    r_addr, r_shape, r_dtype = kind.describe(recv)
-    if r_shape != shape or r_dtype != dtype:
-        raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
-            r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
+    if recv is send:
+        r_addr = s_addr
+    else:
+        r_addr, r_shape, r_dtype = kind.describe(recv)
+        if r_shape != shape or r_dtype != dtype:
+            raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
+                r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
     h = _cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
-                                list(shape), dtype, int(op), float(prescale_factor),
-                                float(postscale_factor), int(compression), int(process_set))
-    return Handle([h], (send, recv), lambda ids: recv, process_set)
+                                shape, dtype, int(op), float(prescale_factor),
+                                float(postscale_factor), 0, int(process_set))
+    result = recv if output is None else output
+    return Handle((h,), (send, recv), lambda ids: result, process_set)
 
 
 def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_factor=1.0,
-                            postscale_factor=1.0, compression=0, process_set=0):
+                            postscale_factor=1.0, process_set=0):
     """One negotiation per dtype for a list of tensors; output is the list `recvs`."""
     if len(sends) != len(recvs):
         raise ValueError("grouped allreduce: %d inputs but %d outputs" % (len(sends), len(recvs)))
@@ -179,8 +189,7 @@ def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_
         got = _cohort.grouped_allreduce_async(
             ["%s.%d" % (base, i) for i in members], [s_desc[i][0] for i in members],
             [r_desc[i][0] for i in members], [list(s_desc[i][1]) for i in members], dtype,
-            int(op), float(prescale_factor), float(postscale_factor), int(compression),
-            int(process_set))
+            int(op), float(prescale_factor), float(postscale_factor), 0, int(process_set))
         for i, h in zip(members, got):
             ids[i] = h
     return Handle(ids, (sends, recvs), lambda ids: list(recvs), process_set)
@@ -203,12 +212,15 @@ def allgather_async(kind, send, name=None, process_set=0):
     return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 
-def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0):
-    """This rank's block of the first dimension of op over ranks of `send`."""
+def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's block of the first dimension of postscale * op over ranks of
+    (prescale * `send`); the engine scales (one path for every binding)."""
     addr, shape, dtype = kind.describe(send)
     h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
                                     list(shape), dtype, int(op), [int(r) for r in recv_rows],
-                                    int(process_set))
+                                    int(process_set), float(prescale_factor),
+                                    float(postscale_factor))
     return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
 
 

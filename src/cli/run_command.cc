@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "cohort/status.h"
+#include "common/settings.h"
 #include "launch/local_launcher.h"
 #include "launch/remote_agent.h"
 
@@ -18,51 +19,6 @@ namespace cohort::cli {
 namespace {
 
 constexpr int kExitUsage = 2;
-
-// Settings that are passed to every worker as they are; the runtime checks
-// their values at init and names the variable in any error.
-struct EnvFlag {
-  const char* flag;
-  const char* variable;
-  const char* help;
-};
-constexpr EnvFlag kEnvFlags[] = {
-    {"--fusion-threshold", "COHORT_FUSION_THRESHOLD",
-     "bytes of small allreduces fused into one (0: off)"},
-    {"--fusion-max-tensor", "COHORT_FUSION_MAX_TENSOR",
-     "largest tensor copied into the fusion buffer"},
-    {"--cache-capacity", "COHORT_CACHE_CAPACITY",
-     "response-cache slots for repeated steps (0: off)"},
-    {"--cycle-time", "COHORT_CYCLE_TIME", "ms an idle engine waits before negotiating again"},
-    {"--stall-check-time", "COHORT_STALL_CHECK_TIME",
-     "s before tensors missing on some ranks are reported"},
-    {"--stall-shutdown-time", "COHORT_STALL_SHUTDOWN_TIME",
-     "s before they fail on every rank (0: never)"},
-    {"--allreduce-algorithm", "COHORT_ALLREDUCE_ALGORITHM",
-     "auto, shm, ring, recursive_doubling or hierarchical"},
-    {"--small-message-bytes", "COHORT_SMALL_MESSAGE_BYTES",
-     "size up to which latency-optimal algorithms run"},
-    {"--chunk-bytes", "COHORT_CHUNK_BYTES", "pipelining chunk of the link-based algorithms"},
-    {"--tcp-streams", "COHORT_TCP_STREAMS",
-     "TCP connections per pair of ranks, bytes striped over them"},
-    {"--shm-slot-bytes", "COHORT_SHM_SLOT_BYTES", "chunk of the shared-memory allreduce"},
-    {"--loader-threads", "COHORT_LOADER_THREADS", "data loader decode/batch threads per rank"},
-    {"--loader-prefetch", "COHORT_LOADER_PREFETCH", "batches the data loader builds ahead"},
-    {"--shuffle-window", "COHORT_SHUFFLE_WINDOW", "chunks whose samples the loader mixes together"},
-    {"--log-level", "COHORT_LOG_LEVEL", "debug, info, warning or error"},
-    {"--data-cache-dir", "COHORT_DATA_CACHE_DIR", "local cache of remote dataset chunks"},
-    {"--data-cache-size", "COHORT_DATA_CACHE_SIZE", "size limit of that cache (LRU eviction)"},
-    {"--data-retries", "COHORT_DATA_RETRIES", "retries of a failed dataset request"},
-    {"--data-request-timeout", "COHORT_DATA_REQUEST_TIMEOUT", "s one dataset request may take"},
-    {"--data-in-flight", "COHORT_DATA_IN_FLIGHT", "dataset requests in flight per batch"},
-};
-
-const EnvFlag* FindEnvFlag(const std::string& name) {
-  for (const EnvFlag& f : kEnvFlags) {
-    if (name == f.flag) return &f;
-  }
-  return nullptr;
-}
 
 // Multi-host settings: flag, variable. -x accumulates and has no variable.
 constexpr std::pair<const char*, const char*> kHostFlags[] = {
@@ -159,12 +115,13 @@ void PrintUsage(FILE* out) {
                "\n"
                "options:\n"
                "  -np N, -n N          number of workers (required, 1 to 16384, within ulimit -u)\n"
-               "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n"
-               "  --timeout S          COHORT_TIMEOUT: seconds any one rendezvous or collective\n"
-               "                       wait may take before it fails (default 300)\n"
-               "  --transport T        COHORT_TRANSPORT: auto, shm or tcp\n");
-  for (const EnvFlag& f : kEnvFlags) {
-    std::fprintf(out, "  %-20s %s: %s\n", (std::string(f.flag) + " V").c_str(), f.variable, f.help);
+               "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n");
+  // The runtime settings' flags, from the settings table (common/settings.h).
+  for (const SettingSpec& s : AllSettings()) {
+    if (s.flag == nullptr) continue;
+    const std::string default_text = s.default_text[0] == '\0' ? "unset" : s.default_text;
+    std::fprintf(out, "  %-20s %s: %s (default %s)\n", (std::string(s.flag) + " V").c_str(),
+                 s.variable, s.help, default_text.c_str());
   }
   std::fprintf(out,
                "  -h, --help           print this help\n"
@@ -233,8 +190,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (name == "-np" || name == "--np" || name == "-n" || name == "--timeout-secs" ||
-               name == "--timeout" || name == "--transport" || IsHostFlag(name) ||
-               FindEnvFlag(name) != nullptr) {
+               IsHostFlag(name) || FindSettingByFlag(name) != nullptr) {
       if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
       value = argv[++i];
     }
@@ -246,20 +202,15 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       Result<double> seconds = ParsePositiveSeconds(name, value);
       if (!seconds.ok()) return seconds.status();
       flags.options.timeout_seconds = *seconds;
-    } else if (name == "--timeout") {
-      Result<double> seconds = ParsePositiveSeconds(name, value);
-      if (!seconds.ok()) return seconds.status();
-      flags.options.extra_env["COHORT_TIMEOUT"] = value;
-    } else if (name == "--transport") {
-      if (value != "auto" && value != "shm" && value != "tcp") {
-        return Status::InvalidArgument("--transport '" + value + "' is not auto, shm or tcp");
-      }
-      flags.options.extra_env["COHORT_TRANSPORT"] = value;
     } else if (IsHostFlag(name)) {
       host_settings[HostFlagVariable(name)] = value;
       if (name == "-x") flags.options.exported_env.push_back(value);
-    } else if (const EnvFlag* f = FindEnvFlag(name)) {
-      flags.options.extra_env[f->variable] = value;
+    } else if (const SettingSpec* setting = FindSettingByFlag(name)) {
+      // Checked here with the runtime's own parser: a bad value is a usage
+      // error before any worker starts.
+      Result<SettingValue> checked = ParseSetting(*setting, value, name);
+      if (!checked.ok()) return checked.status();
+      flags.options.extra_env[setting->variable] = value;
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "'");
     }

@@ -10,7 +10,6 @@
 
 #include <string>
 
-#include "cohort/cohort.h"
 #include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "collectives/shm_allreduce.h"

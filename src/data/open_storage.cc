@@ -1,6 +1,7 @@
 // OpenStorage: picks a backend from the location's form and reads the
 // storage settings from COHORT_DATA_* and AWS_* variables.
 #include "common/env_config.h"
+#include "common/settings.h"
 #include "data/storage.h"
 #include "data/storage_cache.h"
 
@@ -23,30 +24,20 @@ std::string FirstSet(const EnvLookup& env, std::initializer_list<const char*> na
 Result<StorageOptions> StorageOptionsFromEnv() {
   const EnvLookup env = ProcessEnv();
   StorageOptions o;
-  Result<int64_t> attempts = EnvInt(env, "COHORT_DATA_RETRIES", o.retry.max_attempts - 1);
-  if (!attempts.ok()) return attempts.status();
-  if (*attempts < 0 || *attempts > 100)
-    return Status::InvalidArgument("COHORT_DATA_RETRIES must be between 0 and 100");
-  o.retry.max_attempts = static_cast<int>(*attempts) + 1;
-  Result<double> timeout = EnvDouble(env, "COHORT_DATA_REQUEST_TIMEOUT", o.retry.request_timeout_s);
-  if (!timeout.ok()) return timeout.status();
-  if (*timeout <= 0) return Status::InvalidArgument("COHORT_DATA_REQUEST_TIMEOUT must be > 0");
-  o.retry.request_timeout_s = *timeout;
-  Result<int64_t> in_flight = EnvInt(env, "COHORT_DATA_IN_FLIGHT", o.max_in_flight);
-  if (!in_flight.ok()) return in_flight.status();
-  if (*in_flight < 1 || *in_flight > 1024)
-    return Status::InvalidArgument("COHORT_DATA_IN_FLIGHT must be between 1 and 1024");
-  o.max_in_flight = static_cast<int>(*in_flight);
-  o.cache_dir = FirstSet(env, {"COHORT_DATA_CACHE_DIR"});
-  std::string cache_size = FirstSet(env, {"COHORT_DATA_CACHE_SIZE"});
-  if (!cache_size.empty()) {
-    Result<uint64_t> bytes = ParseByteSize(cache_size);
-    if (!bytes.ok() || *bytes == 0) {
-      return Status::InvalidArgument("COHORT_DATA_CACHE_SIZE='" + cache_size +
-                                     "' is not a positive size (e.g. 512M, 20G)");
-    }
-    o.cache_bytes = *bytes;
+  // Values, defaults and bounds: the settings table (common/settings.h).
+  Result<SettingValue> retries = ReadSetting(env, "COHORT_DATA_RETRIES");
+  Result<SettingValue> timeout = ReadSetting(env, "COHORT_DATA_REQUEST_TIMEOUT");
+  Result<SettingValue> in_flight = ReadSetting(env, "COHORT_DATA_IN_FLIGHT");
+  Result<SettingValue> cache_size = ReadSetting(env, "COHORT_DATA_CACHE_SIZE");
+  for (const Status& st :
+       {retries.status(), timeout.status(), in_flight.status(), cache_size.status()}) {
+    if (!st.ok()) return st;
   }
+  o.retry.max_attempts = static_cast<int>(retries->number) + 1;
+  o.retry.request_timeout_s = timeout->number;
+  o.max_in_flight = static_cast<int>(in_flight->number);
+  o.cache_bytes = static_cast<uint64_t>(cache_size->number);
+  o.cache_dir = FirstSet(env, {"COHORT_DATA_CACHE_DIR"});
   o.s3_endpoint = FirstSet(env, {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"});
   o.s3_region = FirstSet(env, {"AWS_REGION", "AWS_DEFAULT_REGION"});
   o.s3_access_key = FirstSet(env, {"AWS_ACCESS_KEY_ID"});

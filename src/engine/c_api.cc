@@ -205,7 +205,8 @@ int cohort_allgather_async(const char* name, const void* send, const int64_t* sh
 
 int cohort_reducescatter_async(const char* name, const void* send, const int64_t* shape, int ndim,
                                int dtype, int op, const int64_t* recv_rows, int num_recv_rows,
-                               int process_set, int64_t* handle_out, cohort_error* err) {
+                               int process_set, double prescale, double postscale,
+                               int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("reducescatter: null handle_out", err);
   if (BadTensor(name, shape, ndim) || (num_recv_rows > 0 && recv_rows == nullptr)) {
     return BadArgument("reducescatter: null name, bad shape or null recv_rows", err);
@@ -213,7 +214,7 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
   return ReportValue(
       cohort::ReduceScatterAsync(name, send, ToShape(shape, ndim), static_cast<DataType>(dtype),
                                  static_cast<ReduceOp>(op), ToVector(recv_rows, num_recv_rows),
-                                 nullptr, process_set),
+                                 nullptr, process_set, prescale, postscale),
       handle_out, err);
 }
 

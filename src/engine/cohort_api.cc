@@ -382,7 +382,7 @@ Result<int> AddProcessSet(const std::vector<int>& ranks) {
   Request r;
   r.what = Describe(g_runtime->NextSyncName("add_process_set"), RequestKind::kAddProcessSet, {},
                     DataType::kUInt8);
-  r.what.splits.assign(sorted.begin(), sorted.end());
+  r.what.set_members.assign(sorted.begin(), sorted.end());
   Result<TensorResult> result = SubmitWaitAndTake(std::move(r));
   if (!result.ok()) return result.status();
   int32_t id = 0;
@@ -396,7 +396,7 @@ Status RemoveProcessSet(int process_set) {
   Request r;
   r.what = Describe(g_runtime->NextSyncName("remove_process_set"), RequestKind::kRemoveProcessSet,
                     {}, DataType::kUInt8);
-  r.what.root = process_set;
+  r.what.set_id = process_set;
   return SubmitAndWait(std::move(r));
 }
 

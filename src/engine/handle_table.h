@@ -11,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "cohort/cohort.h"
 #include "cohort/status.h"
+#include "cohort/types.h"
 #include "common/deadline.h"
 
 namespace cohort {

@@ -149,11 +149,13 @@ Status NegotiationTable::Validate(const Ready& ready) const {
                                    " have joined; only allreduce runs while ranks are joined");
   }
   if (k == RequestKind::kAddProcessSet) {
-    auto members = [](const Announcement& x) { return ShapeText(x.splits); };
+    auto members = [](const Announcement& x) {
+      return ShapeText(std::vector<int64_t>(x.set_members.begin(), x.set_members.end()));
+    };
     if (!AllSame(a, members)) return mismatch("member ranks of the new process set", members);
   }
   if (k == RequestKind::kRemoveProcessSet) {
-    auto id = [](const Announcement& x) { return std::to_string(x.root); };
+    auto id = [](const Announcement& x) { return std::to_string(x.set_id); };
     if (!AllSame(a, id)) return mismatch("process set to remove", id);
   }
   if (k == RequestKind::kReduceScatter) {

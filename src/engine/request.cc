@@ -1,7 +1,8 @@
 // Request helpers and the negotiation wire format (little-endian, packed):
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
 //   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 |
-//   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size }
+//   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size
+//   [process-set changes only: i32 set_id | u32 nmembers | nmembers x i32] }
 //   | u32 stalled | stalled x { u32 len | name } | u32 cached_bytes | cached bit vector
 #include "engine/request.h"
 
@@ -98,6 +99,11 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     for (int64_t d : a.splits) Put<int64_t>(&out, d);
     Put<uint64_t>(&out, a.group_id);
     Put<uint32_t>(&out, a.group_size);
+    if (IsProcessSetChange(a.kind)) {
+      Put<int32_t>(&out, a.set_id);
+      Put<uint32_t>(&out, static_cast<uint32_t>(a.set_members.size()));
+      for (int32_t rank : a.set_members) Put<int32_t>(&out, rank);
+    }
   }
   Put<uint32_t>(&out, static_cast<uint32_t>(message.stalled.size()));
   for (const std::string& name : message.stalled) {
@@ -141,6 +147,14 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
       if (!in.Get(&d)) return false;
     }
     if (!in.Get(&a.group_id) || !in.Get(&a.group_size)) return false;
+    if (IsProcessSetChange(a.kind)) {
+      uint32_t nmembers = 0;
+      if (!in.Get(&a.set_id) || !in.Get(&nmembers) || nmembers > bytes.size()) return false;
+      a.set_members.resize(nmembers);
+      for (int32_t& rank : a.set_members) {
+        if (!in.Get(&rank)) return false;
+      }
+    }
     announcements->push_back(std::move(a));
   }
   uint32_t stalled = 0;

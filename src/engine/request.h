@@ -20,8 +20,7 @@ enum class RequestKind : int32_t {
   kAlltoall,
   kJoin,  // this rank has no more data: it joins the others' allreduces with identity values
   // Process-set changes, negotiated in the global set so every rank applies
-  // them between the same two cycles. Add: `splits` holds the member ranks;
-  // remove: `root` holds the set's id.
+  // them between the same two cycles (Announcement::set_members, set_id).
   kAddProcessSet,
   kRemoveProcessSet,
 };
@@ -29,6 +28,10 @@ enum class RequestKind : int32_t {
 // The name every rank's join request carries.
 inline constexpr const char* kJoinName = "cohort.join";
 const char* RequestKindName(RequestKind kind);
+// kAddProcessSet or kRemoveProcessSet: announcements that carry set fields.
+inline bool IsProcessSetChange(RequestKind kind) {
+  return kind == RequestKind::kAddProcessSet || kind == RequestKind::kRemoveProcessSet;
+}
 
 // The part of a request every rank must agree on (sent during negotiation).
 struct Announcement {
@@ -44,8 +47,10 @@ struct Announcement {
   // Rows per rank: alltoall, rows sent to each rank; reduce-scatter, rows
   // each rank receives (empty: an even split).
   std::vector<int64_t> splits;
-  uint64_t group_id = 0;    // 0: not part of a group
-  uint32_t group_size = 0;  // number of tensors in the group
+  uint64_t group_id = 0;             // 0: not part of a group
+  uint32_t group_size = 0;           // number of tensors in the group
+  std::vector<int32_t> set_members;  // kAddProcessSet: the new set's job ranks, ascending
+  int32_t set_id = 0;                // kRemoveProcessSet: the set to remove
 
   uint64_t elements() const;
   // Elements per first-dimension row (1 for scalars).

@@ -2,8 +2,10 @@
 #include "engine/runtime.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/logging.h"
+#include "common/settings.h"
 #include "net/auth.h"
 #include "rendezvous/foreign_job.h"
 #include "rendezvous/local_address.h"
@@ -12,85 +14,40 @@
 #include "rendezvous/store_client.h"
 
 namespace cohort {
-namespace {
-
-// Each stream is one connection (and descriptor) per pair of ranks, so the
-// count multiplies a rank's open sockets; more than 16 only costs.
-constexpr int kMaxTcpStreams = 16;
-
-Result<size_t> EnvBytes(const EnvLookup& env, const char* name, size_t fallback) {
-  std::optional<std::string> text = EnvString(env, name);
-  if (!text) return fallback;
-  Result<uint64_t> bytes = ParseByteSize(*text);
-  if (!bytes.ok()) return bytes.status().WithContext(name);
-  if (*bytes == 0) return Status::InvalidArgument(std::string(name) + " must be positive");
-  return static_cast<size_t>(*bytes);
-}
-
-}  // namespace
-
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
-  RuntimeSettings s;
-  Result<double> timeout = EnvDouble(env, "COHORT_TIMEOUT", s.timeout_seconds);
-  if (!timeout.ok()) return timeout.status();
-  if (*timeout <= 0) return Status::InvalidArgument("COHORT_TIMEOUT must be positive seconds");
-  s.timeout_seconds = *timeout;
-  std::string transport = EnvString(env, "COHORT_TRANSPORT").value_or("auto");
-  if (transport != "auto" && transport != "shm" && transport != "tcp") {
-    return Status::InvalidArgument("COHORT_TRANSPORT='" + transport +
-                                   "' (expected auto, shm or tcp)");
+  // Every value, default and bound comes from the settings table
+  // (common/settings.h); this only moves the parsed values into place.
+  std::map<std::string, SettingValue> v;
+  for (const char* name :
+       {"COHORT_TIMEOUT", "COHORT_TRANSPORT", "COHORT_ALLREDUCE_ALGORITHM",
+        "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
+        "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
+        "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_TIMELINE",
+        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY"}) {
+    Result<SettingValue> value = ReadSetting(env, name);
+    if (!value.ok()) return value.status();
+    v[name] = std::move(value).value();
   }
-  s.force_tcp = transport == "tcp";
+  RuntimeSettings s;
+  s.timeout_seconds = v["COHORT_TIMEOUT"].number;
+  s.force_tcp = v["COHORT_TRANSPORT"].text == "tcp";
   Result<AllreduceAlgorithm> algorithm =
-      ParseAllreduceAlgorithm(EnvString(env, "COHORT_ALLREDUCE_ALGORITHM").value_or("auto"));
+      ParseAllreduceAlgorithm(v["COHORT_ALLREDUCE_ALGORITHM"].text);
   if (!algorithm.ok()) return algorithm.status().WithContext("COHORT_ALLREDUCE_ALGORITHM");
   s.allreduce_algorithm = *algorithm;
-  Result<size_t> small = EnvBytes(env, "COHORT_SMALL_MESSAGE_BYTES", s.small_message_bytes);
-  Result<size_t> chunk = EnvBytes(env, "COHORT_CHUNK_BYTES", s.chunk_bytes);
-  Result<size_t> slot = EnvBytes(env, "COHORT_SHM_SLOT_BYTES", s.shm_slot_bytes);
-  for (const Status& st : {small.status(), chunk.status(), slot.status()}) {
-    if (!st.ok()) return st;
-  }
-  s.small_message_bytes = *small;
-  s.chunk_bytes = *chunk;
-  s.shm_slot_bytes = (*slot + 4095) / 4096 * 4096;
-  for (auto [name, field] :
-       {std::pair{"COHORT_FUSION_THRESHOLD", &s.engine.fusion_threshold_bytes},
-        std::pair{"COHORT_FUSION_MAX_TENSOR", &s.engine.fusion_max_tensor_bytes}}) {
-    std::optional<std::string> text = EnvString(env, name);
-    if (!text) continue;
-    Result<uint64_t> bytes = ParseByteSize(*text);
-    if (!bytes.ok()) return bytes.status().WithContext(name);
-    *field = *bytes;
-  }
-  Result<double> cycle = EnvDouble(env, "COHORT_CYCLE_TIME", s.engine.cycle_time_ms);
-  if (!cycle.ok()) return cycle.status();
-  if (*cycle < 0) return Status::InvalidArgument("COHORT_CYCLE_TIME must not be negative (ms)");
-  s.engine.cycle_time_ms = *cycle;
-  Result<double> check = EnvDouble(env, "COHORT_STALL_CHECK_TIME", s.engine.stall_check_seconds);
-  Result<double> stop =
-      EnvDouble(env, "COHORT_STALL_SHUTDOWN_TIME", s.engine.stall_shutdown_seconds);
-  if (!check.ok()) return check.status();
-  if (!stop.ok()) return stop.status();
-  if (*check <= 0)
-    return Status::InvalidArgument("COHORT_STALL_CHECK_TIME must be positive seconds");
-  s.engine.stall_check_seconds = *check;
-  s.engine.stall_shutdown_seconds = *stop;
-  s.engine.timeline_path = EnvString(env, "COHORT_TIMELINE").value_or("");
-  Result<int64_t> streams = EnvInt(env, "COHORT_TCP_STREAMS", s.tcp_streams);
-  if (!streams.ok()) return streams.status();
-  if (*streams < 1 || *streams > kMaxTcpStreams) {
-    return Status::InvalidArgument("COHORT_TCP_STREAMS must be between 1 and " +
-                                   std::to_string(kMaxTcpStreams) + ", not " +
-                                   std::to_string(*streams));
-  }
-  s.tcp_streams = static_cast<int>(*streams);
-  s.test_hosts = EnvString(env, "COHORT_TEST_HOSTS").value_or("");
-  Result<int64_t> cache =
-      EnvInt(env, "COHORT_CACHE_CAPACITY", static_cast<int64_t>(s.engine.cache_capacity));
-  if (!cache.ok()) return cache.status();
-  if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
-  s.engine.cache_capacity = static_cast<size_t>(*cache);
+  s.small_message_bytes = static_cast<size_t>(v["COHORT_SMALL_MESSAGE_BYTES"].number);
+  s.chunk_bytes = static_cast<size_t>(v["COHORT_CHUNK_BYTES"].number);
+  const size_t slot = static_cast<size_t>(v["COHORT_SHM_SLOT_BYTES"].number);
+  s.shm_slot_bytes = (slot + 4095) / 4096 * 4096;
+  s.engine.fusion_threshold_bytes = static_cast<uint64_t>(v["COHORT_FUSION_THRESHOLD"].number);
+  s.engine.fusion_max_tensor_bytes = static_cast<uint64_t>(v["COHORT_FUSION_MAX_TENSOR"].number);
+  s.engine.cycle_time_ms = v["COHORT_CYCLE_TIME"].number;
+  s.engine.stall_check_seconds = v["COHORT_STALL_CHECK_TIME"].number;
+  s.engine.stall_shutdown_seconds = v["COHORT_STALL_SHUTDOWN_TIME"].number;
+  s.engine.timeline_path = v["COHORT_TIMELINE"].text;
+  s.tcp_streams = static_cast<int>(v["COHORT_TCP_STREAMS"].number);
+  s.test_hosts = v["COHORT_TEST_HOSTS"].text;
+  s.engine.cache_capacity = static_cast<size_t>(v["COHORT_CACHE_CAPACITY"].number);
   return s;
 }
 

@@ -18,7 +18,9 @@
 
 namespace cohort {
 
-// Settings that come from COHORT_* variables (docs/configuration.md).
+// Settings that come from COHORT_* variables. Their defaults and bounds are
+// the settings table's (common/settings.h); the initializers below equal
+// them (RuntimeSettings.DefaultsAreTheTables checks).
 struct RuntimeSettings {
   double timeout_seconds = 300;                                        // COHORT_TIMEOUT
   bool force_tcp = false;                                              // COHORT_TRANSPORT=tcp

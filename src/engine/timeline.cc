@@ -21,8 +21,6 @@ namespace {
 
 // Offsets into a batch's bytes are 32-bit to keep records small.
 constexpr size_t kMaxBatchBytes = std::numeric_limits<uint32_t>::max();
-// Nesting limit for IsJsonObject, so hostile args cannot overflow the stack.
-constexpr int kMaxJsonDepth = 64;
 
 void AppendInt(std::string* out, int64_t v) {
   char buf[24];
@@ -30,132 +28,6 @@ void AppendInt(std::string* out, int64_t v) {
   (void)ec;  // 24 chars always fit an int64
   out->append(buf, end);
 }
-
-// Validates JSON text by recursive descent; builds nothing.
-class JsonChecker {
- public:
-  explicit JsonChecker(std::string_view text) : t_(text) {}
-
-  bool IsObject() {
-    SkipSpace();
-    if (!Object(0)) return false;
-    SkipSpace();
-    return i_ == t_.size();
-  }
-
- private:
-  bool Value(int depth) {
-    SkipSpace();
-    if (i_ >= t_.size()) return false;
-    switch (t_[i_]) {
-      case '{':
-        return Object(depth);
-      case '[':
-        return Array(depth);
-      case '"':
-        return String();
-      case 't':
-        return Word("true");
-      case 'f':
-        return Word("false");
-      case 'n':
-        return Word("null");
-      default:
-        return Number();
-    }
-  }
-
-  bool Object(int depth) {
-    if (depth > kMaxJsonDepth || !Eat('{')) return false;
-    SkipSpace();
-    if (Eat('}')) return true;
-    do {
-      SkipSpace();
-      if (!String()) return false;
-      SkipSpace();
-      if (!Eat(':') || !Value(depth + 1)) return false;
-      SkipSpace();
-    } while (Eat(','));
-    return Eat('}');
-  }
-
-  bool Array(int depth) {
-    if (depth > kMaxJsonDepth || !Eat('[')) return false;
-    SkipSpace();
-    if (Eat(']')) return true;
-    do {
-      if (!Value(depth + 1)) return false;
-      SkipSpace();
-    } while (Eat(','));
-    return Eat(']');
-  }
-
-  bool String() {
-    if (!Eat('"')) return false;
-    while (i_ < t_.size()) {
-      unsigned char c = static_cast<unsigned char>(t_[i_++]);
-      if (c == '"') return true;
-      if (c < 0x20) return false;
-      if (c == '\\' && !Escape()) return false;
-    }
-    return false;
-  }
-
-  bool Escape() {
-    if (i_ >= t_.size()) return false;
-    char c = t_[i_++];
-    if (std::strchr("\"\\/bfnrt", c) != nullptr) return true;
-    if (c != 'u' || t_.size() - i_ < 4) return false;
-    for (int k = 0; k < 4; ++k) {
-      if (!std::isxdigit(static_cast<unsigned char>(t_[i_++]))) return false;
-    }
-    return true;
-  }
-
-  bool Number() {
-    Eat('-');
-    if (Eat('0')) {
-    } else if (!Digits()) {
-      return false;
-    }
-    if (Eat('.') && !Digits()) return false;
-    if (Eat('e') || Eat('E')) {
-      if (!Eat('+')) Eat('-');
-      if (!Digits()) return false;
-    }
-    return true;
-  }
-
-  bool Digits() {
-    size_t start = i_;
-    while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
-    return i_ > start;
-  }
-
-  bool Word(std::string_view w) {
-    if (t_.substr(i_, w.size()) != w) return false;
-    i_ += w.size();
-    return true;
-  }
-
-  bool Eat(char c) {
-    if (i_ < t_.size() && t_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-
-  void SkipSpace() {
-    while (i_ < t_.size() &&
-           (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\r' || t_[i_] == '\n')) {
-      ++i_;
-    }
-  }
-
-  std::string_view t_;
-  size_t i_ = 0;
-};
 
 // Writes all of `data`, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data, const std::string& path) {
@@ -206,7 +78,36 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
-bool IsJsonObject(std::string_view text) { return JsonChecker(text).IsObject(); }
+void TimelineArgs::Key(std::string_view key) {
+  if (json_.empty()) {
+    json_.push_back('{');
+  } else {
+    json_.back() = ',';  // the closing brace becomes a separator
+  }
+  AppendJsonString(&json_, key);
+  json_.push_back(':');
+}
+
+TimelineArgs& TimelineArgs::Int(std::string_view key, int64_t value) {
+  Key(key);
+  AppendInt(&json_, value);
+  json_.push_back('}');
+  return *this;
+}
+
+TimelineArgs& TimelineArgs::Bool(std::string_view key, bool value) {
+  Key(key);
+  json_.append(value ? "true" : "false");
+  json_.push_back('}');
+  return *this;
+}
+
+TimelineArgs& TimelineArgs::Text(std::string_view key, std::string_view value) {
+  Key(key);
+  AppendJsonString(&json_, value);
+  json_.push_back('}');
+  return *this;
+}
 
 Result<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, int rank,
                                                  const TimelineOptions& options) {
@@ -254,13 +155,13 @@ void Timeline::End(std::string_view tensor, Clock::time_point at) {
 }
 
 void Timeline::Span(std::string_view tensor, std::string_view phase, Clock::time_point begin,
-                    Clock::time_point end, std::string_view args_json) {
-  Record(Kind::kComplete, tensor, phase, begin, end - begin, args_json);
+                    Clock::time_point end, const TimelineArgs& args) {
+  Record(Kind::kComplete, tensor, phase, begin, end - begin, args.json());
 }
 
 void Timeline::Instant(std::string_view tensor, std::string_view name, Clock::time_point at,
-                       std::string_view args_json) {
-  Record(Kind::kInstant, tensor, name, at, {}, args_json);
+                       const TimelineArgs& args) {
+  Record(Kind::kInstant, tensor, name, at, {}, args.json());
 }
 
 // The hot path: no allocation in steady state (the batch keeps its capacity
@@ -425,16 +326,11 @@ void Timeline::StartEvent(std::string_view name, const char* ph, int pid) {
   AppendInt(&out_, rank_);
 }
 
+// `args_json` was built by TimelineArgs: a complete object or empty.
 void Timeline::AppendArgs(std::string_view args_json) {
   if (args_json.empty()) return;
   out_.append(",\"args\":");
-  if (IsJsonObject(args_json)) {
-    out_.append(args_json);
-  } else {
-    out_.append("{\"invalid_args\":");
-    AppendJsonString(&out_, args_json);
-    out_.push_back('}');
-  }
+  out_.append(args_json);
 }
 
 // Chrome trace times are microseconds; three decimals keep nanoseconds.

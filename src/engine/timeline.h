@@ -38,6 +38,23 @@
 
 namespace cohort {
 
+// Typed arguments of one event (the trace's "args" object), e.g.
+// TimelineArgs().Int("fused_tensors", 3).Bool("in_place", true). Each call adds
+// one key; the values are formatted (and strings escaped) here, so callers
+// never write JSON and the file cannot be corrupted by what they pass.
+class TimelineArgs {
+ public:
+  TimelineArgs& Int(std::string_view key, int64_t value);
+  TimelineArgs& Bool(std::string_view key, bool value);
+  TimelineArgs& Text(std::string_view key, std::string_view value);
+  // The JSON object ("{...}"), or "" when no key was added.
+  std::string_view json() const { return json_; }
+
+ private:
+  void Key(std::string_view key);
+  std::string json_;  // a complete object once a key was added
+};
+
 struct TimelineOptions {
   // Memory bound: events (and their name bytes) waiting for the writer. When
   // the writer falls this far behind, new events are dropped and counted, and
@@ -63,10 +80,8 @@ class Timeline {
 
   // Recording: callable from any thread, concurrently with each other and with
   // Close(). Each one copies its strings into a buffer under a mutex and
-  // returns; after Close() they do nothing. `args_json`, when not empty, must
-  // be a JSON object such as {"bytes":4096}; build string values with
-  // AppendJsonString. An args string that is not a JSON object is written as
-  // {"invalid_args":"<the text>"} so one bad caller cannot corrupt the file.
+  // returns; after Close() they do nothing. `args` become the event's "args"
+  // object (left out when empty).
 
   // Starts `phase` on the tensor's row ("B").
   void Begin(std::string_view tensor, std::string_view phase, Clock::time_point at);
@@ -75,10 +90,10 @@ class Timeline {
   void End(std::string_view tensor, Clock::time_point at);
   // A phase whose begin and end are both known ("X", complete event).
   void Span(std::string_view tensor, std::string_view phase, Clock::time_point begin,
-            Clock::time_point end, std::string_view args_json = {});
+            Clock::time_point end, const TimelineArgs& args = {});
   // A moment on the tensor's row ("i", thread scope), e.g. "rank 3 ready".
   void Instant(std::string_view tensor, std::string_view name, Clock::time_point at,
-               std::string_view args_json = {});
+               const TimelineArgs& args = {});
 
   // Writes everything recorded so far, then the closing "]", and joins the
   // writer. Idempotent: later calls return the first call's Status. Fails with
@@ -165,10 +180,6 @@ class Timeline {
 // and control characters. Bytes >= 0x80 are copied as they are (UTF-8 names
 // stay readable).
 void AppendJsonString(std::string* out, std::string_view s);
-
-// True when `text` is exactly one JSON object (surrounding spaces allowed).
-// Used by the writer to keep caller-provided args from corrupting the file.
-bool IsJsonObject(std::string_view text);
 
 }  // namespace cohort
 

@@ -148,9 +148,41 @@ TEST(CycleMessage, RoundTripsEveryAnnouncementField) {
   EXPECT_TRUE(back.shutdown);
 }
 
+TEST(CycleMessage, ProcessSetChangesCarryTheirOwnFields) {
+  Announcement add = Allreduce("add_process_set.0", 0, DataType::kUInt8);
+  add.kind = RequestKind::kAddProcessSet;
+  add.set_members = {0, 2, 5};
+  Announcement remove = Allreduce("remove_process_set.0", 0, DataType::kUInt8);
+  remove.kind = RequestKind::kRemoveProcessSet;
+  remove.set_id = 4;
+  CycleMessage m;
+  m.announcements = {add, remove};
+  CycleMessage back;
+  ASSERT_TRUE(DecodeCycleMessage(EncodeCycleMessage(m), &back));
+  ASSERT_EQ(back.announcements.size(), 2u);
+  EXPECT_EQ(back.announcements[0].set_members, (std::vector<int32_t>{0, 2, 5}));
+  EXPECT_TRUE(back.announcements[0].splits.empty()) << "members are not rows per rank";
+  EXPECT_EQ(back.announcements[1].set_id, 4);
+  EXPECT_EQ(back.announcements[1].root, 0) << "the set id is not a root";
+
+  // Two ranks adding different sets disagree on the members, named as such.
+  Announcement other = add;
+  other.set_members = {0, 2};
+  NegotiationTable table(2);
+  table.Apply({{add}, {other}});
+  const std::vector<Response> responses = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_NE(responses[0].error.message().find("member ranks of the new process set"),
+            std::string::npos)
+      << responses[0].error.message();
+}
+
 TEST(CycleMessage, EveryTruncationIsRejected) {
   CycleMessage m;
-  m.announcements = {Allreduce("a", 4), Allreduce("bb", 8)};
+  Announcement add = Allreduce("s", 0, DataType::kUInt8);
+  add.kind = RequestKind::kAddProcessSet;
+  add.set_members = {1, 3};
+  m.announcements = {Allreduce("a", 4), Allreduce("bb", 8), add};
   m.stalled = {"x"};
   const std::string bytes = EncodeCycleMessage(m);
   for (size_t n = 0; n < bytes.size(); ++n) {

@@ -79,12 +79,12 @@ TEST(Timeline, ValidJsonWithRowsPerTensorAndNestedPhases) {
   Clock::time_point t = Clock::now();
   auto us = [t](int n) { return t + std::chrono::microseconds(n); };
   timeline->Begin("grad.a", "NEGOTIATE", us(0));
-  timeline->Instant("grad.a", "rank 1 ready", us(5), R"({"rank":1})");
+  timeline->Instant("grad.a", "rank 1 ready", us(5), TimelineArgs().Int("rank", 1));
   timeline->Begin("grad.b", "NEGOTIATE", us(6));
   timeline->End("grad.a", us(10));
   timeline->Begin("grad.a", "ALLREDUCE", us(20));
   timeline->Span("grad.a", "COPY_IN", us(21), us(21) + std::chrono::nanoseconds(2500),
-                 R"({"bytes":4096})");
+                 TimelineArgs().Int("bytes", 4096));
   timeline->End("grad.a", us(40));
   timeline->End("grad.b", us(41));
   timeline->End("grad.b", us(42));  // unmatched: not written
@@ -151,21 +151,36 @@ TEST(Timeline, EscapesNames) {
   EXPECT_EQ(quoted, R"("a\"b\\c\n\u0002")");
 }
 
-TEST(Timeline, InvalidArgsDoNotCorruptTheFile) {
+TEST(Timeline, TypedArgsAreWrittenWithTheirTypes) {
+  EXPECT_EQ(TimelineArgs().json(), "");
+  EXPECT_EQ(TimelineArgs().Int("n", -3).Bool("in_place", true).Text("e", "a\"b").json(),
+            R"({"n":-3,"in_place":true,"e":"a\"b"})");
+
   TempPath path("args");
   auto timeline = OpenOrDie(path.str(), 0);
   ASSERT_NE(timeline, nullptr);
-  timeline->Instant("t", "bad", Clock::now(), R"({"x": "unterminated})");
-  timeline->Instant("t", "not an object", Clock::now(), "[1,2]");
-  timeline->Instant("t", "good", Clock::now(), R"( {"a":[1,-2.5e3,true,null,{"b":"\u00e9"}]} )");
+  // A message with every character JSON must escape, as an error's text may hold.
+  const std::string error = "rank 1: \"x\"}\\\n\x01{";
+  timeline->Instant("t", "ERROR", Clock::now(), TimelineArgs().Text("error", error));
+  timeline->Span("t", "ALLREDUCE", Clock::now(), Clock::now(),
+                 TimelineArgs()
+                     .Int("fused_tensors", 161)
+                     .Int("fused_bytes", int64_t{1} << 40)
+                     .Bool("in_place", false));
+  timeline->Instant("t", "plain", Clock::now());
   ASSERT_TRUE(timeline->Close().ok());
 
   std::vector<Json> row = EventsOn(ParseTrace(ReadFile(path.str())), 1);
   ASSERT_EQ(row.size(), 3u);
-  EXPECT_EQ(row[0].Find("args")->Str("invalid_args"), R"({"x": "unterminated})");
-  EXPECT_EQ(row[1].Find("args")->Str("invalid_args"), "[1,2]");
-  ASSERT_NE(row[2].Find("args")->Find("a"), nullptr);
-  EXPECT_EQ(row[2].Find("args")->Find("a")->items.at(4).Str("b"), "\u00e9");
+  EXPECT_EQ(row[0].Find("args")->Str("error"), error);
+  const Json* fused = row[1].Find("args");
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->Num("fused_tensors"), 161);
+  EXPECT_EQ(fused->Num("fused_bytes"), static_cast<double>(int64_t{1} << 40));
+  ASSERT_NE(fused->Find("in_place"), nullptr);
+  EXPECT_EQ(fused->Find("in_place")->type, Json::Type::kBool);
+  EXPECT_FALSE(fused->Find("in_place")->boolean);
+  EXPECT_EQ(row[2].Find("args"), nullptr) << "no args, no args object";
 }
 
 TEST(Timeline, ConcurrentRecordingKeepsEveryEvent) {

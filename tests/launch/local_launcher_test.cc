@@ -85,6 +85,10 @@ TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
       {{"run", "-np", "2", "--transport", "ib", "true"},
        "--transport 'ib' is not auto, shm or tcp"},
       {{"run", "-np", "2", "--timeout", "soon", "true"}, "--timeout 'soon'"},
+      {{"run", "-np", "2", "--tcp-streams", "99", "true"},
+       "--tcp-streams must be between 1 and 16, not 99"},
+      {{"run", "-np", "2", "--fusion-threshold=1X", "true"},
+       "--fusion-threshold: '1X' has an unknown unit"},
       {{"run", "-np", "2", "--timeout-secs=-1", "true"}, "--timeout-secs '-1'"},
   };
   for (const auto& [args, message] : cases) {

@@ -41,7 +41,7 @@ struct Json {
 };
 
 // Strict RFC 8259 recursive-descent parser, written independently of the
-// timeline's own args checker so the test does not trust the code under test.
+// timeline's own args formatting so the test does not trust the code under test.
 class JsonParser {
  public:
   explicit JsonParser(std::string_view text) : t_(text) {}

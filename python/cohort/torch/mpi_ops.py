@@ -96,7 +96,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
         return sparse_allreduce_async(tensor, name, op, process_set)
     send = contiguous(tensor, "allreduce")
     out = torch.empty_like(send, memory_format=torch.contiguous_format)
-    return _ops.allreduce_async(KIND, send, out, name, op, prescale_factor, postscale_factor, 0,
+    return _ops.allreduce_async(KIND, send, out, name, op, prescale_factor, postscale_factor,
                                 set_id(process_set))
 
 
@@ -104,7 +104,10 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      postscale_factor=1.0, process_set=global_process_set):
     op = handle_average_backwards_compatibility(op, average)
     buf, copy_back = _inplace_buffer(tensor, "allreduce_")
-    h = _ops.allreduce_async(KIND, buf, buf, name, op, prescale_factor, postscale_factor, 0,
+    if copy_back is None:  # the common case: the engine writes into `tensor` itself
+        return _ops.allreduce_async(KIND, buf, buf, name, op, prescale_factor, postscale_factor,
+                                    set_id(process_set), output=tensor)
+    h = _ops.allreduce_async(KIND, buf, buf, name, op, prescale_factor, postscale_factor,
                              set_id(process_set))
     return h.then(_returning(tensor, copy_back))
 
@@ -166,7 +169,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     sends = [contiguous(t, "grouped_allreduce") for t in tensors]
     outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in sends]
     return _ops.grouped_allreduce_async(KIND, sends, outs, name, op, prescale_factor,
-                                        postscale_factor, 0, set_id(process_set))
+                                        postscale_factor, set_id(process_set))
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -174,7 +177,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     op = handle_average_backwards_compatibility(op, average)
     bufs = [_inplace_buffer(t, "grouped_allreduce_") for t in tensors]
     h = _ops.grouped_allreduce_async(KIND, [b for b, _ in bufs], [b for b, _ in bufs], name, op,
-                                     prescale_factor, postscale_factor, 0, set_id(process_set))
+                                     prescale_factor, postscale_factor, set_id(process_set))
 
     def finish(_):
         for _, copy_back in bufs:
@@ -363,7 +366,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def _scaled(tensor, factor):
     """tensor * factor computed as Horovod does before casting back: float16
-    and bfloat16 in float32, integers in float64 (truncated toward zero)."""
+    and bfloat16 in float32, integers in float64 (truncated toward zero).
+    Only for gradients: the collectives' own scale factors are the engine's."""
     if factor == 1.0:
         return tensor
     if tensor.dtype in (torch.float16, torch.bfloat16):
@@ -382,9 +386,9 @@ def _check_scatterable(tensor):
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     _check_scatterable(check(tensor, "reducescatter"))
-    send = _scaled(contiguous(tensor, "reducescatter"), prescale_factor)
-    h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set))
-    return h.then(lambda out: _scaled(out, postscale_factor))
+    send = contiguous(tensor, "reducescatter")
+    return _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set),
+                                    prescale_factor, postscale_factor)
 
 
 class _ReducescatterFunction(torch.autograd.Function):

@@ -456,13 +456,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_reduce_scatter_base(
   TORCH_CHECK(op >= 0, "cohort reduce_scatter: ReduceOp ", static_cast<int>(type),
               " is not supported (supported: SUM, AVG, PRODUCT, MIN, MAX, PREMUL_SUM)");
   at::Tensor send = input.reshape({-1}).contiguous();
-  if (type == c10d::ReduceOp::PREMUL_SUM) send = send * PremulFactor(opts.reduceOp);
+  // PREMUL_SUM's factor is the engine's prescale (the one scaling path).
+  const double prescale = type == c10d::ReduceOp::PREMUL_SUM ? PremulFactor(opts.reduceOp) : 1.0;
   const int64_t shape[1] = {send.numel()};
   int64_t handle = 0;
   cohort_error err;
   CheckCode(cohort_reducescatter_async(NextName("reduce_scatter").c_str(), send.data_ptr(), shape,
                                        1, CohortDType(send, "reduce_scatter"), op, nullptr, 0,
-                                       process_set_, &handle, &err),
+                                       process_set_, prescale, 1.0, &handle, &err),
             err, "reduce_scatter");
   at::Tensor target = output;
   return Enqueue(

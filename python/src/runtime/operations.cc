@@ -108,15 +108,17 @@ void BindOperations(py::module_& m) {
   m.def(
       "reducescatter_async",
       [](const std::string& name, uintptr_t send, const Shape& shape, int dtype, int op,
-         const std::vector<int64_t>& recv_rows, int process_set) {
+         const std::vector<int64_t>& recv_rows, int process_set, double prescale,
+         double postscale) {
         return Submit([&](int64_t* h, cohort_error* e) {
-          return cohort_reducescatter_async(name.c_str(), Address(send), shape.data(), NDim(shape),
-                                            dtype, op, recv_rows.data(),
-                                            static_cast<int>(recv_rows.size()), process_set, h, e);
+          return cohort_reducescatter_async(
+              name.c_str(), Address(send), shape.data(), NDim(shape), dtype, op, recv_rows.data(),
+              static_cast<int>(recv_rows.size()), process_set, prescale, postscale, h, e);
         });
       },
       py::arg("name"), py::arg("send"), py::arg("shape"), py::arg("dtype"), py::arg("op"),
-      py::arg("recv_rows") = std::vector<int64_t>{}, py::arg("process_set") = 0);
+      py::arg("recv_rows") = std::vector<int64_t>{}, py::arg("process_set") = 0,
+      py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
   m.def(
       "alltoall_async",
       [](const std::string& name, uintptr_t send, const Shape& shape, int dtype,

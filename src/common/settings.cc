@@ -1,0 +1,180 @@
+// The settings table and the one parser every COHORT_* value goes through.
+#include "common/settings.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace cohort {
+namespace {
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+using T = SettingType;
+
+// clang-format off
+const std::vector<SettingSpec> kSettings = {
+  {"COHORT_TIMEOUT", "--timeout", T::kSeconds, "300", 0, kNone, true, nullptr,
+   "seconds any one rendezvous or collective wait may take"},
+  {"COHORT_TRANSPORT", "--transport", T::kChoice, "auto", 0, 0, false, "auto,shm,tcp",
+   "auto, shm or tcp"},
+  {"COHORT_ALLREDUCE_ALGORITHM", "--allreduce-algorithm", T::kChoice, "auto", 0, 0, false,
+   "auto,shm,ring,recursive_doubling,hierarchical",
+   "auto, shm, ring, recursive_doubling or hierarchical"},
+  {"COHORT_SMALL_MESSAGE_BYTES", "--small-message-bytes", T::kBytes, "64K", 1, kNone, false,
+   nullptr, "size up to which latency-optimal algorithms run"},
+  {"COHORT_CHUNK_BYTES", "--chunk-bytes", T::kBytes, "256K", 1, kNone, false, nullptr,
+   "pipelining chunk of the link-based algorithms"},
+  {"COHORT_TCP_STREAMS", "--tcp-streams", T::kCount, "1", 1, 16, false, nullptr,
+   "TCP connections per pair of ranks, bytes striped over them"},
+  {"COHORT_SHM_SLOT_BYTES", "--shm-slot-bytes", T::kBytes, "1M", 1, kNone, false, nullptr,
+   "chunk of the shared-memory allreduce"},
+  {"COHORT_FUSION_THRESHOLD", "--fusion-threshold", T::kBytes, "64M", 0, kNone, false, nullptr,
+   "bytes of small allreduces fused into one (0: off)"},
+  {"COHORT_FUSION_MAX_TENSOR", "--fusion-max-tensor", T::kBytes, "64K", 0, kNone, false, nullptr,
+   "largest tensor copied into the fusion buffer"},
+  {"COHORT_CACHE_CAPACITY", "--cache-capacity", T::kCount, "1024", 0, kNone, false, nullptr,
+   "response-cache slots for repeated steps (0: off)"},
+  {"COHORT_CYCLE_TIME", "--cycle-time", T::kMilliseconds, "1", 0, kNone, false, nullptr,
+   "ms an idle engine waits before negotiating again"},
+  {"COHORT_STALL_CHECK_TIME", "--stall-check-time", T::kSeconds, "60", 0, kNone, true, nullptr,
+   "s before tensors missing on some ranks are reported"},
+  {"COHORT_STALL_SHUTDOWN_TIME", "--stall-shutdown-time", T::kSeconds, "0", 0, kNone, false,
+   nullptr, "s before they fail on every rank (0: never)"},
+  {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "Chrome-trace timeline path ({rank} for every rank)"},
+  // The loader and dataset settings' bounds are checked where they are used
+  // (data::Loader's options, StorageOptionsFromEnv), for arguments too.
+  {"COHORT_LOADER_THREADS", "--loader-threads", T::kCount, "2", -kNone, kNone, false, nullptr,
+   "data loader decode/batch threads per rank"},
+  {"COHORT_LOADER_PREFETCH", "--loader-prefetch", T::kCount, "4", -kNone, kNone, false, nullptr,
+   "batches the data loader builds ahead"},
+  {"COHORT_SHUFFLE_WINDOW", "--shuffle-window", T::kCount, "8", -kNone, kNone, false, nullptr,
+   "chunks whose samples the loader mixes together"},
+  {"COHORT_LOG_LEVEL", "--log-level", T::kChoice, "warning", 0, 0, false,
+   "debug,info,warning,error", "debug, info, warning or error"},
+  {"COHORT_TEST_HOSTS", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "testing: emulated host of each rank, e.g. 0,0,1,1"},
+  {"COHORT_DATA_CACHE_DIR", "--data-cache-dir", T::kText, "", 0, 0, false, nullptr,
+   "local cache of remote dataset chunks"},
+  {"COHORT_DATA_CACHE_SIZE", "--data-cache-size", T::kBytes, "10G", 1, kNone, false, nullptr,
+   "size limit of that cache (LRU eviction)"},
+  {"COHORT_DATA_RETRIES", "--data-retries", T::kCount, "4", 0, 100, false, nullptr,
+   "retries of a failed dataset request"},
+  {"COHORT_DATA_REQUEST_TIMEOUT", "--data-request-timeout", T::kSeconds, "120", 0, kNone, true,
+   nullptr, "s one dataset request may take"},
+  {"COHORT_DATA_IN_FLIGHT", "--data-in-flight", T::kCount, "16", 1, 1024, false, nullptr,
+   "dataset requests in flight per batch"},
+};
+// clang-format on
+
+// "COHORT_X='v'" for a variable, "--x 'v'" for a flag.
+std::string Quoted(const std::string& who, const std::string& text) {
+  return who + (who.rfind("--", 0) == 0 ? " '" : "='") + text + "'";
+}
+
+std::string NumberText(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+Status CheckBounds(const SettingSpec& spec, double v, const std::string& who) {
+  const bool low = spec.min_exclusive ? !(v > spec.min) : !(v >= spec.min);
+  if (!low && v <= spec.max) return Status::OK();
+  if (spec.max != kNone) {
+    return Status::InvalidArgument(who + " must be between " + NumberText(spec.min) + " and " +
+                                   NumberText(spec.max) + ", not " + NumberText(v));
+  }
+  if (spec.min == 0) {
+    return Status::InvalidArgument(
+        who + (spec.min_exclusive ? " must be positive, not " : " must not be negative, not ") +
+        NumberText(v));
+  }
+  if (spec.min == 1 && spec.type != T::kSeconds && spec.type != T::kMilliseconds) {
+    return Status::InvalidArgument(who + " must be positive, not " + NumberText(v));
+  }
+  return Status::InvalidArgument(who + " must be at least " + NumberText(spec.min) + ", not " +
+                                 NumberText(v));
+}
+
+Result<double> ParseNumeric(const SettingSpec& spec, const std::string& text,
+                            const std::string& who) {
+  char* end = nullptr;
+  errno = 0;
+  if (spec.type == T::kBytes) {
+    Result<uint64_t> bytes = ParseByteSize(text);
+    if (!bytes.ok()) return bytes.status().WithContext(who);
+    return static_cast<double>(*bytes);
+  }
+  if (spec.type == T::kCount) {
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (errno != 0 || end == text.c_str() || *end != '\0') {
+      return Status::InvalidArgument(Quoted(who, text) + " is not an integer");
+    }
+    return static_cast<double>(v);
+  }
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || std::isnan(v)) {
+    return Status::InvalidArgument(Quoted(who, text) + " is not a number");
+  }
+  return v;
+}
+
+}  // namespace
+
+const std::vector<SettingSpec>& AllSettings() { return kSettings; }
+
+const SettingSpec* FindSetting(std::string_view variable) {
+  for (const SettingSpec& s : kSettings) {
+    if (variable == s.variable) return &s;
+  }
+  return nullptr;
+}
+
+const SettingSpec* FindSettingByFlag(std::string_view flag) {
+  for (const SettingSpec& s : kSettings) {
+    if (s.flag != nullptr && flag == s.flag) return &s;
+  }
+  return nullptr;
+}
+
+Result<SettingValue> ParseSetting(const SettingSpec& spec, const std::string& text,
+                                  const std::string& who) {
+  SettingValue value;
+  value.text = text;
+  if (spec.type == T::kText) return value;
+  if (spec.type == T::kChoice) {
+    std::string choices = spec.choices;
+    std::string listed;  // "auto, shm or tcp"
+    size_t start = 0;
+    bool found = false;
+    while (start <= choices.size()) {
+      size_t comma = choices.find(',', start);
+      if (comma == std::string::npos) comma = choices.size();
+      const std::string choice = choices.substr(start, comma - start);
+      found = found || choice == text;
+      listed += (start == 0 ? "" : comma == choices.size() ? " or " : ", ") + choice;
+      start = comma + 1;
+    }
+    if (!found) return Status::InvalidArgument(Quoted(who, text) + " is not " + listed);
+    return value;
+  }
+  Result<double> number = ParseNumeric(spec, text, who);
+  if (!number.ok()) return number.status();
+  COHORT_RETURN_IF_ERROR(CheckBounds(spec, *number, who));
+  value.number = *number;
+  return value;
+}
+
+Result<SettingValue> ReadSetting(const EnvLookup& env, const char* variable) {
+  const SettingSpec* spec = FindSetting(variable);
+  if (spec == nullptr)
+    return Status::Internal(std::string(variable) + " is not in the settings table");
+  const std::optional<std::string> text = EnvString(env, variable);
+  return ParseSetting(*spec, text ? *text : spec->default_text, variable);
+}
+
+}  // namespace cohort
