@@ -91,8 +91,13 @@ class TrackingStore {
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or
-// "postgresql://...". Fails naming the URI when the scheme is unknown.
+// "postgresql://..." (postgres_store.h). Fails naming the URI when the
+// scheme is unknown or the store cannot be opened.
 Result<std::unique_ptr<TrackingStore>> OpenStore(const std::string& uri);
+
+// The URI as messages may show it: a PostgreSQL URI's password (in its
+// user info or a password= parameter) left out.
+std::string RedactStoreUri(const std::string& uri);
 
 // The default store, "sqlite:~/.cohort/tracking.db".
 std::string DefaultStoreUri();

@@ -310,7 +310,8 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   EXPECT_EQ(got->metrics.size(), 1u);
   EXPECT_EQ(SqliteSchemaVersion(), 5);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
-            "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH");
+            "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
+            " postgresql://USER@HOST:PORT/DB");
 }
 
 }  // namespace
