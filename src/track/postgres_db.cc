@@ -129,6 +129,11 @@ Result<std::unique_ptr<PostgresDb>> PostgresDb::Open(const std::string& uri) {
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string message = Trimmed(PQerrorMessage(conn));
     PQfinish(conn);
+    // libpq quotes a URI it cannot parse, password included.
+    for (size_t at = message.find(uri); at != std::string::npos; at = message.find(uri, at)) {
+      message.replace(at, uri.size(), name);
+      at += name.size();
+    }
     return Status::IoError("cannot connect to tracking store " + name + ": " + message);
   }
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // "already exists, skipping"
@@ -184,6 +189,22 @@ Status PostgresDb::EnsureConnected() {
   return Reconnect();
 }
 
+PGresult* PostgresDb::RunOnce(const std::string& sql, const std::string& key, int n,
+                               const Oid* types, const char* const* values) {
+  auto found = prepared_.find(key);
+  if (found == prepared_.end() && prepared_.size() < kMaxPrepared) {
+    std::string statement = "cohort_" + std::to_string(prepared_.size());
+    PGresult* prepared = PQprepare(conn_, statement.c_str(), sql.c_str(), n, types);
+    if (PQresultStatus(prepared) != PGRES_COMMAND_OK) return prepared;
+    PQclear(prepared);
+    found = prepared_.emplace(key, statement).first;
+  }
+  if (found != prepared_.end()) {
+    return PQexecPrepared(conn_, found->second.c_str(), n, values, nullptr, nullptr, 0);
+  }
+  return PQexecParams(conn_, sql.c_str(), n, types, values, nullptr, nullptr, 0);
+}
+
 Result<PGresult*> PostgresDb::Execute(const std::string& sql, const std::vector<SqlValue>& values) {
   COHORT_RETURN_IF_ERROR(EnsureConnected());
   std::vector<std::string> texts(values.size());
@@ -197,20 +218,13 @@ Result<PGresult*> PostgresDb::Execute(const std::string& sql, const std::vector<
     key += std::to_string(types[i]) + ",";
   }
   int n = static_cast<int>(values.size());
-  PGresult* result = nullptr;
-  auto found = prepared_.find(key);
-  if (found == prepared_.end() && prepared_.size() < kMaxPrepared) {
-    std::string statement = "cohort_" + std::to_string(prepared_.size());
-    PGresult* prepared = PQprepare(conn_, statement.c_str(), sql.c_str(), n, types.data());
-    Status s = Check(prepared, sql);
-    PQclear(prepared);
-    COHORT_RETURN_IF_ERROR(s);
-    found = prepared_.emplace(key, statement).first;
-  }
-  if (found != prepared_.end()) {
-    result = PQexecPrepared(conn_, found->second.c_str(), n, pointers.data(), nullptr, nullptr, 0);
-  } else {
-    result = PQexecParams(conn_, sql.c_str(), n, types.data(), pointers.data(), nullptr, nullptr, 0);
+  PGresult* result = RunOnce(sql, key, n, types.data(), pointers.data());
+  // A dropped session shows on the first statement after it: a read outside
+  // a transaction is safe to run again on a new one.
+  if (PQstatus(conn_) != CONNECTION_OK && !in_transaction_ && sql.rfind("SELECT", 0) == 0) {
+    PQclear(result);
+    COHORT_RETURN_IF_ERROR(Reconnect());
+    result = RunOnce(sql, key, n, types.data(), pointers.data());
   }
   Status s = Check(result, sql);
   if (!s.ok()) {
@@ -237,6 +251,11 @@ Status PostgresDb::Exec(const std::string& sql) {
   if (ends_transaction) in_transaction_ = false;
   COHORT_RETURN_IF_ERROR(EnsureConnected());
   PGresult* result = PQexec(conn_, sql.c_str());
+  if (sql == "BEGIN" && PQstatus(conn_) != CONNECTION_OK) {  // nothing ran: start on a new session
+    PQclear(result);
+    COHORT_RETURN_IF_ERROR(Reconnect());
+    result = PQexec(conn_, sql.c_str());
+  }
   Status s = Check(result, sql);
   PQclear(result);
   return s;

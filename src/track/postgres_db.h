@@ -17,6 +17,7 @@
 
 struct pg_conn;
 struct pg_result;
+typedef struct pg_result PGresult;
 
 namespace cohort::track {
 
@@ -73,6 +74,9 @@ class PostgresDb : public SqlConnection {
  private:
   PostgresDb(pg_conn* conn, std::string name) : conn_(conn), name_(std::move(name)) {}
   Status Reconnect();
+  // One run of `sql` (prepared the first time when there is room).
+  PGresult* RunOnce(const std::string& sql, const std::string& key, int n, const unsigned* types,
+                    const char* const* values);
   // Reconnects a dropped connection, unless a transaction was open on it.
   Status EnsureConnected();
   // The result's status as a Status (its SQLSTATE mapped like SQLite's errors).

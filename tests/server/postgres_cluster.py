@@ -46,13 +46,20 @@ class PostgresCluster:
             self._run(os.path.join(BIN, "initdb"), "-D", self.data, "-U", USER, "--pwfile", pwfile,
                       "--auth-local=trust", "--auth-host=scram-sha-256", "--locale=C",
                       "--encoding=UTF8", "--no-sync")
-            options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir}"
+            self._options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir}"
                        f" -c fsync={'on' if fsync else 'off'} -c max_connections=40")
-            self._run(os.path.join(BIN, "pg_ctl"), "-D", self.data, "-o", options, "-w", "-t", "60",
-                      "-l", os.path.join(self.dir, "log"), "start")
+            self._pg_ctl("start")
         except BaseException:
             self.stop()
             raise
+
+    def _pg_ctl(self, action):
+        self._run(os.path.join(BIN, "pg_ctl"), "-D", self.data, "-o", self._options, "-w", "-t", "60",
+                  "-m", "fast", "-l", os.path.join(self.dir, "log"), action)
+
+    def restart(self):
+        """Stops and starts PostgreSQL: every open session is dropped."""
+        self._pg_ctl("restart")
 
     def _run(self, *args):
         cmd = ["runuser", "-u", self.owner, "--", *args] if self.owner else list(args)

@@ -10,6 +10,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+import postgres_cluster  # noqa: E402
 from tracking_server_fixture import TrackingServer  # noqa: E402
 
 import cohort.track  # noqa: E402
@@ -90,10 +91,22 @@ def test_other_ranks_do_not_record(tmp_path, monkeypatch):
     assert run.id is None and not (tmp_path / "x.db").exists()
 
 
-def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
+@pytest.fixture(scope="module")
+def pg_cluster():
+    if not postgres_cluster.available():
+        pytest.skip(f"PostgreSQL 15 is not installed ({postgres_cluster.BIN}/initdb missing): "
+                    "apt-get install postgresql-15")
+    cluster = postgres_cluster.PostgresCluster()  # durable (fsync on), as in production
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_server_killed_while_logging_loses_and_doubles_nothing(backend, tmp_path, request):
     port = free_port()
     args = ["--port", str(port)]
-    server = TrackingServer(tmp_path, args)
+    store = None if backend == "sqlite" else request.getfixturevalue("pg_cluster").new_database()
+    server = TrackingServer(tmp_path, args, store=store)
     spool = tmp_path / "spool"
     run = cohort.track.init(project="kill", uri=f"http://127.0.0.1:{port}", spool_dir=str(spool),
                             flush_interval_ms=20)
@@ -107,7 +120,7 @@ def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
     assert run.spooled_batches() > 0
     assert len(list(spool.glob("*.jsonl"))) == 1
 
-    server = TrackingServer(tmp_path, args)  # the same store and port
+    server = TrackingServer(tmp_path, args, store=store)  # the same store and port
     try:
         assert len(history(server, run.id, "loss")) == 1000
         run.finish()  # replays the spool, then ends the run
