@@ -63,6 +63,19 @@ const std::vector<const char*> kMigrations = {
     "CREATE TABLE experiment_permissions (experiment_id BIGINT NOT NULL REFERENCES experiments,"
     "  \"user\" " COHORT_PG_TEXT " NOT NULL REFERENCES users, level " COHORT_PG_TEXT " NOT NULL,"
     "  PRIMARY KEY (experiment_id, \"user\"));",
+    // 6: datasets runs used (runs/log-inputs): one per experiment, name and
+    // digest; which run used which, with the input's tags.
+    "CREATE TABLE datasets (experiment_id BIGINT NOT NULL REFERENCES experiments,"
+    "  name " COHORT_PG_TEXT " NOT NULL, digest " COHORT_PG_TEXT " NOT NULL,"
+    "  source_type " COHORT_PG_TEXT " NOT NULL, source " COHORT_PG_TEXT " NOT NULL,"
+    "  dataset_schema " COHORT_PG_TEXT " NOT NULL, dataset_profile " COHORT_PG_TEXT " NOT NULL,"
+    "  PRIMARY KEY (experiment_id, name, digest));"
+    "CREATE TABLE inputs (run_uuid " COHORT_PG_TEXT " NOT NULL REFERENCES runs,"
+    "  name " COHORT_PG_TEXT " NOT NULL, digest " COHORT_PG_TEXT " NOT NULL,"
+    "  PRIMARY KEY (run_uuid, name, digest));"
+    "CREATE TABLE input_tags (run_uuid " COHORT_PG_TEXT " NOT NULL, name " COHORT_PG_TEXT
+    "  NOT NULL, digest " COHORT_PG_TEXT " NOT NULL, key " COHORT_PG_TEXT " NOT NULL,"
+    "  value " COHORT_PG_TEXT " NOT NULL, PRIMARY KEY (run_uuid, name, digest, key));",
 };
 
 #undef COHORT_PG_TEXT

@@ -605,6 +605,7 @@ Result<std::vector<Run>> SqlStore::LoadRuns(const std::vector<std::string>& ids)
                               [](Run& r, const SqlStatement& s) {
                                 r.tags.push_back({s.Text(1), s.Text(2)});
                               }));
+  COHORT_RETURN_IF_ERROR(LoadInputs(in, values, &found));
   for (const std::string& id : ids) {
     auto it = found.find(id);
     if (it != found.end()) runs.push_back(std::move(it->second));

@@ -3,7 +3,8 @@
 // over an SqlConnection. The backends add their connection, their schema
 // migrations and how one process claims the store (sqlite_store.h,
 // postgres_store.h). Experiments, runs, search and users are in
-// sql_store.cc; batches and metric histories in sql_store_metrics.cc.
+// sql_store.cc; batches and metric histories in sql_store_metrics.cc;
+// dataset inputs in sql_store_inputs.cc.
 #ifndef COHORT_TRACK_SQL_STORE_H_
 #define COHORT_TRACK_SQL_STORE_H_
 
@@ -59,6 +60,7 @@ class SqlStore : public TrackingStore {
   Result<Page<Run>> SearchRuns(const RunSearch& search) override;
   Status LogBatch(const std::string& run_id, const Batch& batch) override;
   Status DeleteTag(const std::string& run_id, const std::string& key) override;
+  Status LogInputs(const std::string& run_id, const std::vector<DatasetInput>& inputs) override;
   Result<std::vector<Metric>> GetMetricHistory(const std::string& run_id,
                                                const std::string& key) override;
   Result<std::vector<HistoryPoint>> GetMetricHistoryBulkInterval(
@@ -102,6 +104,10 @@ class SqlStore : public TrackingStore {
   // The runs with these ids, in this order, with their latest metrics,
   // params and tags (one query per table for the whole page).
   Result<std::vector<Run>> LoadRuns(const std::vector<std::string>& ids);
+  // The dataset inputs of the runs in `found` (`in` = "(?,?...)" of their
+  // ids, bound to `values`); sql_store_inputs.cc.
+  Status LoadInputs(const std::string& in, const std::vector<SqlValue>& values,
+                    std::map<std::string, Run>* found);
   // Params are immutable: the same value again is fine, a different one
   // fails the batch naming every changed key.
   Status WriteParams(const std::string& run_id, const std::vector<Param>& params);

@@ -73,6 +73,17 @@ const std::vector<const char*> kMigrations = {
     "CREATE TABLE experiment_permissions (experiment_id INTEGER NOT NULL REFERENCES experiments,"
     "  user TEXT NOT NULL REFERENCES users, level TEXT NOT NULL,"
     "  PRIMARY KEY (experiment_id, user)) WITHOUT ROWID;",
+    // 6: datasets runs used (runs/log-inputs): one per experiment, name and
+    // digest; which run used which, with the input's tags.
+    "CREATE TABLE datasets (experiment_id INTEGER NOT NULL REFERENCES experiments,"
+    "  name TEXT NOT NULL, digest TEXT NOT NULL, source_type TEXT NOT NULL, source TEXT NOT NULL,"
+    "  dataset_schema TEXT NOT NULL, dataset_profile TEXT NOT NULL,"
+    "  PRIMARY KEY (experiment_id, name, digest)) WITHOUT ROWID;"
+    "CREATE TABLE inputs (run_uuid TEXT NOT NULL REFERENCES runs, name TEXT NOT NULL,"
+    "  digest TEXT NOT NULL, PRIMARY KEY (run_uuid, name, digest)) WITHOUT ROWID;"
+    "CREATE TABLE input_tags (run_uuid TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL,"
+    "  key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_uuid, name, digest, key))"
+    "  WITHOUT ROWID;",
 };
 std::string ExpandHome(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;

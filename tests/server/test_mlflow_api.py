@@ -497,3 +497,45 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_
                        {"run_id": rid, "key": "m", "value": 1, "timestamp": 1}) == (200, {})
     finally:
         s.stop()
+
+
+def test_log_inputs_are_returned_by_runs_get(server):
+    rid = new_run(server)
+    train = {"name": "digits", "digest": "c0ffee12", "source_type": "cohort",
+             "source": "/data/digits@c0ffee12", "schema": '{"x": "float32[64]"}'}
+    body = {"run_id": rid, "datasets": [
+        {"tags": [{"key": "mlflow.data.context", "value": "train"}], "dataset": train},
+        {"dataset": {"name": "digits-eval", "digest": "0d15ea5e", "source_type": "local",
+                     "source": "/data/eval", "profile": '{"rows": 360}'}}]}
+    assert server.post("runs/log-inputs", body) == (200, {})
+    # The same input again is skipped whole (its new tag too), as MLflow does.
+    again = {"run_id": rid, "datasets": [{"tags": [{"key": "extra", "value": "x"}],
+                                          "dataset": train}]}
+    assert server.post("runs/log-inputs", again) == (200, {})
+    status, got = server.get("runs/get", run_id=rid)
+    assert status == 200
+    assert got["run"]["inputs"] == {"dataset_inputs": [
+        {"dataset": train, "tags": [{"key": "mlflow.data.context", "value": "train"}]},
+        {"dataset": {"name": "digits-eval", "digest": "0d15ea5e", "source_type": "local",
+                     "source": "/data/eval", "profile": '{"rows": 360}'}}]}
+    status, found = server.post("runs/search", {"experiment_ids": ["0"],
+                                                "filter": f"attributes.run_id = '{rid}'"})
+    assert found["runs"][0]["inputs"] == got["run"]["inputs"]
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": {**train, "digest": "d" * 37}}]})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         f"Invalid value '{'d' * 37}' for parameter 'datasets[0].dataset.digest' supplied: "
+         "length 37 exceeds the limit of 36")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": {"name": "x", "digest": "y", "source_type": "z"}}]})) == \
+        (400, "INVALID_PARAMETER_VALUE", "Missing value for required parameter "
+         "'datasets[0].dataset.source'. See the API docs for more information about request "
+         "parameters.")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [{"tags": []}]})) == \
+        (400, "INVALID_PARAMETER_VALUE", "Missing value for required parameter "
+         "'datasets[0].dataset'. See the API docs for more information about request parameters.")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": train, "tags": [{"key": "k", "value": "v" * 501}]}]}))[:2] == \
+        (400, "INVALID_PARAMETER_VALUE")
+    assert error(server.post("runs/log-inputs", {"run_id": "nope", "datasets": []})) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "Run with id=nope not found")
