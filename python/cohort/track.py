@@ -189,14 +189,26 @@ class Run:
         if self._client:
             self._client.set_tag(str(key), str(value))
 
+    def log_input(self, name, digest, source, source_type="local", context=""):
+        """Records a dataset this run reads (MLflow's runs/log-inputs, shown by
+        runs/get under inputs.dataset_inputs): ``digest`` names its version (at
+        most 36 characters), ``context`` becomes its mlflow.data.context tag."""
+        if self._client:
+            self._client.log_input(str(name), str(digest), str(source_type), str(source),
+                                   str(context))
+
     def record_dataset(self, location, commit_id):
         """Notes a dataset this run reads (cohort.data's DataLoader calls it) as
-        the tag cohort.dataset.N = "LOCATION@COMMIT"; the same one is noted once."""
+        the tag cohort.dataset.N = "LOCATION@COMMIT" and as a dataset input
+        (name: the location's last part, digest: the commit id's first 36
+        characters, source: LOCATION@COMMIT); the same one is noted once."""
         seen = self.__dict__.setdefault("_datasets", [])
         entry = "%s@%s" % (location, commit_id)
         if entry not in seen:
             seen.append(entry)
             self.set_tag("cohort.dataset.%d" % (len(seen) - 1), entry)
+            name = str(location).rstrip("/").rsplit("/", 1)[-1] or str(location)
+            self.log_input(name, str(commit_id)[:36], entry, source_type="cohort.data")
 
     def log_artifact(self, path, name=None):
         """Uploads the file at ``path`` now, as ``name`` (default its file name)."""

@@ -282,5 +282,25 @@ def test_datasets_a_loader_opens_are_in_the_provenance(tmp_path):
         tags = {t["key"]: t["value"] for t in server.get("runs/get", run_id=run.id)[1]["run"]["data"]["tags"]}
         assert tags["cohort.dataset.0"] == f"{data}@{commit}"
         assert "cohort.dataset.1" not in tags
+        inputs = server.get("runs/get", run_id=run.id)[1]["run"]["inputs"]
+        assert inputs == {"dataset_inputs": [{"dataset": {
+            "name": "toy", "digest": commit[:36], "source_type": "cohort.data",
+            "source": f"{data}@{commit}"}}]}
+    finally:
+        server.stop()
+
+
+def test_log_input_over_http_with_context(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        run = cohort.track.init(project="inputs", uri=server.url, spool_dir=str(tmp_path / "spool"))
+        run.log_input("digits", "abc123", "/data/digits", context="train")
+        run.log_input("digits", "abc123", "/data/digits", context="train")  # once
+        run.finish()
+        inputs = server.get("runs/get", run_id=run.id)[1]["run"]["inputs"]
+        assert inputs == {"dataset_inputs": [{
+            "dataset": {"name": "digits", "digest": "abc123", "source_type": "local",
+                        "source": "/data/digits"},
+            "tags": [{"key": "mlflow.data.context", "value": "train"}]}]}
     finally:
         server.stop()
