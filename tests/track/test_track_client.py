@@ -234,6 +234,17 @@ def test_digits_job_records_itself_with_engine_figures(tmp_path):
         # DigitsCNN's 38,282 float32 parameters are reduced every step.
         assert {p["value"] for p in history(server, run_id, "engine/bytes_reduced")} == {153128.0}
         assert len(history(server, run_id, "engine/step_time_s")) == 21
+        # Fusion: every step reduces DigitsCNN's 8 gradient tensors in however
+        # many allreduces the engine fused them into.
+        allreduces = history(server, run_id, "engine/allreduces")
+        per_op = history(server, run_id, "engine/fusion/tensors_per_allreduce")
+        assert len(allreduces) == len(per_op) == 22
+        assert [round(a["value"] * t["value"]) for a, t in zip(allreduces, per_op)] == [8] * 22
+        assert all(0 <= p["value"] <= 1
+                   for p in history(server, run_id, "engine/fusion/fused_tensor_fraction"))
+        assert all(0 <= p["value"] <= 153128
+                   for p in history(server, run_id, "engine/fusion/fused_bytes"))
+        assert all(p["value"] >= 1 for p in history(server, run_id, "engine/cycles"))
         assert len(history(server, run_id, "test_accuracy")) == 1
     finally:
         server.stop()
