@@ -54,6 +54,10 @@ class SqlConnection {
   // inside a migration's transaction.
   virtual Result<int> SchemaVersion() = 0;
   virtual Status SetSchemaVersion(int version) = 0;
+  // Rows a multi-row INSERT should carry: where each statement is a round
+  // trip, many; where statements are calls into a library, one (a prepared
+  // statement reused beats re-parsing a long one).
+  virtual size_t RowsPerInsert() const { return 1; }
   // The store as error messages name it (a path, or a URI without password).
   virtual const std::string& name() const = 0;
 
