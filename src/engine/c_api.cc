@@ -299,7 +299,7 @@ int cohort_stop_timeline(cohort_error* err) { return Report(cohort::StopTimeline
 void cohort_get_engine_stats(cohort_engine_stats* out) {
   if (out == nullptr) return;
   const cohort::EngineStats s = cohort::GetEngineStats();
-  *out = {s.cycles,        s.allreduces,    s.allreduced_tensors,
+  *out = {s.cycles,           s.allreduces,    s.allreduced_tensors,
           s.fused_allreduces, s.fused_tensors, s.fused_bytes};
 }
 

@@ -136,7 +136,8 @@ Result<std::unique_ptr<PostgresDb>> PostgresDb::Open(const std::string& uri) {
     }
     return Status::IoError("cannot connect to tracking store " + name + ": " + message);
   }
-  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // "already exists, skipping"
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);  // "already exists, skipping"
   std::unique_ptr<PostgresDb> db(new PostgresDb(conn, name));
   COHORT_RETURN_IF_ERROR(db->Exec("SET client_encoding = 'UTF8'; SET synchronous_commit = on"));
   return db;
@@ -157,8 +158,9 @@ Status PostgresDb::Reconnect() {
     auto locked = TryLock(key);
     if (!locked.ok()) return locked.status();
     if (!*locked) {
-      return AlreadyExistsError("tracking store " + name_ +
-                                " was taken by another cohort server while the connection was down");
+      return AlreadyExistsError(
+          "tracking store " + name_ +
+          " was taken by another cohort server while the connection was down");
     }
   }
   return Exec("SET client_encoding = 'UTF8'; SET synchronous_commit = on");
@@ -190,7 +192,7 @@ Status PostgresDb::EnsureConnected() {
 }
 
 PGresult* PostgresDb::RunOnce(const std::string& sql, const std::string& key, int n,
-                               const Oid* types, const char* const* values) {
+                              const Oid* types, const char* const* values) {
   auto found = prepared_.find(key);
   if (found == prepared_.end() && prepared_.size() < kMaxPrepared) {
     std::string statement = "cohort_" + std::to_string(prepared_.size());

@@ -94,8 +94,8 @@ Status SqlStore::Migrate(const std::vector<const char*>& migrations) {
 }
 
 Result<std::string> SqlStore::CreateExperiment(const std::string& name,
-                                     const std::string& artifact_location,
-                                     const std::vector<Tag>& tags) {
+                                               const std::string& artifact_location,
+                                               const std::vector<Tag>& tags) {
   COHORT_RETURN_IF_ERROR(ValidateExperimentName(name));
   for (size_t i = 0; i < tags.size(); ++i) {
     COHORT_RETURN_IF_ERROR(ValidateKey("tags[" + std::to_string(i) + "].key", tags[i].key));
@@ -123,8 +123,7 @@ Result<std::string> SqlStore::CreateExperiment(const std::string& name,
                  {"mlflow-artifacts:/" + experiment_id, id}));
   }
   for (const Tag& t : tags) {
-    COHORT_RETURN_IF_ERROR(db_->Run(kUpsertExperimentTag,
-                                    {id, t.key, t.value}));
+    COHORT_RETURN_IF_ERROR(db_->Run(kUpsertExperimentTag, {id, t.key, t.value}));
   }
   COHORT_RETURN_IF_ERROR(tx.Commit());
   return experiment_id;
@@ -203,7 +202,7 @@ Status SqlStore::RenameExperiment(const std::string& experiment_id, const std::s
 }
 
 Status SqlStore::SetExperimentLifecycle(const std::string& experiment_id,
-                              const std::string& stage) {
+                                        const std::string& stage) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/false));
   SqlTransaction tx(db_.get());
@@ -222,13 +221,12 @@ Status SqlStore::SetExperimentTag(const std::string& experiment_id, const Tag& t
   COHORT_RETURN_IF_ERROR(ValidateKey("key", tag.key));
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/true));
-  return db_->Run(kUpsertExperimentTag,
-                  {ExperimentKey(experiment_id), tag.key, tag.value});
+  return db_->Run(kUpsertExperimentTag, {ExperimentKey(experiment_id), tag.key, tag.value});
 }
 
 Result<Run> SqlStore::CreateRun(const std::string& experiment_id, const std::string& user_id,
-                      int64_t start_time, const std::string& run_name,
-                      const std::vector<Tag>& tags) {
+                                int64_t start_time, const std::string& run_name,
+                                const std::vector<Tag>& tags) {
   for (size_t i = 0; i < tags.size(); ++i) {
     COHORT_RETURN_IF_ERROR(ValidateKey("tags[" + std::to_string(i) + "].key", tags[i].key));
   }
@@ -246,16 +244,14 @@ Result<Run> SqlStore::CreateRun(const std::string& experiment_id, const std::str
     if (!location.ok()) return location.status();
     SqlTransaction tx(db_.get());
     COHORT_RETURN_IF_ERROR(tx.Begin());
-    COHORT_RETURN_IF_ERROR(
-        db_->Run("INSERT INTO runs VALUES (?, ?, ?, ?, 'RUNNING', ?, NULL, 'active', ?)",
-                 {run_id, ExperimentKey(experiment_id), name, user_id,
-                  start_time ? start_time : NowMillis(),
-                  location->front() + "/" + run_id + "/artifacts"}));
+    COHORT_RETURN_IF_ERROR(db_->Run(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, 'RUNNING', ?, NULL, 'active', ?)",
+        {run_id, ExperimentKey(experiment_id), name, user_id, start_time ? start_time : NowMillis(),
+         location->front() + "/" + run_id + "/artifacts"}));
     bool has_name_tag = false;
     for (const Tag& t : tags) {
       has_name_tag |= t.key == "mlflow.runName";
-      COHORT_RETURN_IF_ERROR(
-          db_->Run(kUpsertTag, {run_id, t.key, t.value}));
+      COHORT_RETURN_IF_ERROR(db_->Run(kUpsertTag, {run_id, t.key, t.value}));
     }
     if (!has_name_tag) {
       COHORT_RETURN_IF_ERROR(
@@ -274,9 +270,10 @@ Result<Run> SqlStore::GetRun(const std::string& run_id) {
   return std::move(runs->front());
 }
 
-Result<RunInfo> SqlStore::UpdateRun(const std::string& run_id, const std::optional<std::string>& status,
-                          const std::optional<int64_t>& end_time,
-                          const std::optional<std::string>& run_name) {
+Result<RunInfo> SqlStore::UpdateRun(const std::string& run_id,
+                                    const std::optional<std::string>& status,
+                                    const std::optional<int64_t>& end_time,
+                                    const std::optional<std::string>& run_name) {
   if (status) COHORT_RETURN_IF_ERROR(ValidateRunStatus(*status));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -294,9 +291,10 @@ Result<RunInfo> SqlStore::UpdateRun(const std::string& run_id, const std::option
     if (run_name && !run_name->empty()) {
       COHORT_RETURN_IF_ERROR(
           db_->Run("UPDATE runs SET name = ? WHERE run_uuid = ?", {*run_name, run_id}));
-      COHORT_RETURN_IF_ERROR(db_->Run(
-          "INSERT INTO tags VALUES (?, 'mlflow.runName', ?) ON CONFLICT (run_uuid, key)"
-            " DO UPDATE SET value = excluded.value", {run_id, *run_name}));
+      COHORT_RETURN_IF_ERROR(
+          db_->Run("INSERT INTO tags VALUES (?, 'mlflow.runName', ?) ON CONFLICT (run_uuid, key)"
+                   " DO UPDATE SET value = excluded.value",
+                   {run_id, *run_name}));
     }
     COHORT_RETURN_IF_ERROR(tx.Commit());
   }
@@ -397,8 +395,8 @@ Result<std::string> SqlStore::CreateToken(const std::string& user) {
   if (!known.ok()) return known.status();
   if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
   std::string token = "cohort_" + GenerateSecret();
-  COHORT_RETURN_IF_ERROR(db_->Run("INSERT INTO tokens VALUES (?, ?, ?)",
-                                  {data::Sha256Hex(token), user, NowMillis()}));
+  COHORT_RETURN_IF_ERROR(
+      db_->Run("INSERT INTO tokens VALUES (?, ?, ?)", {data::Sha256Hex(token), user, NowMillis()}));
   return token;
 }
 
@@ -412,7 +410,7 @@ Result<std::string> SqlStore::UserForToken(const std::string& token) {
 }
 
 Status SqlStore::Grant(const std::string& experiment_id, const std::string& user,
-             const std::string& level) {
+                       const std::string& level) {
   if (level != "READ" && level != "EDIT") {
     return Status::InvalidArgument("Invalid permission '" + level + "': expected READ or EDIT");
   }
@@ -421,13 +419,14 @@ Status SqlStore::Grant(const std::string& experiment_id, const std::string& user
   auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
   if (!known.ok()) return known.status();
   if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
-  return db_->Run("INSERT INTO experiment_permissions VALUES (?, ?, ?)"
-                  " ON CONFLICT (experiment_id, \"user\") DO UPDATE SET level = excluded.level",
-                  {ExperimentKey(experiment_id), user, level});
+  return db_->Run(
+      "INSERT INTO experiment_permissions VALUES (?, ?, ?)"
+      " ON CONFLICT (experiment_id, \"user\") DO UPDATE SET level = excluded.level",
+      {ExperimentKey(experiment_id), user, level});
 }
 
 Result<std::string> SqlStore::Permission(const std::string& experiment_id,
-                               const std::string& user) {
+                                         const std::string& user) {
   std::lock_guard<std::mutex> lock(mu_);
   auto level =
       QueryIds("SELECT level FROM experiment_permissions WHERE experiment_id = ? AND \"user\" = ?",
@@ -457,7 +456,7 @@ Status SqlStore::RunNotFound(const std::string& run_id) {
 }
 
 Result<std::vector<std::string>> SqlStore::QueryIds(const std::string& sql,
-                                          const std::vector<SqlValue>& values) {
+                                                    const std::vector<SqlValue>& values) {
   auto stmt = db_->Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   COHORT_RETURN_IF_ERROR((*stmt)->BindAll(values));
@@ -511,12 +510,12 @@ std::string SqlStore::RunCondition(const FilterClause& c, std::vector<SqlValue>*
                                                    : "tags";
   values->push_back(c.key);
   return std::string("EXISTS (SELECT 1 FROM ") + table +
-         " f WHERE f.run_uuid = r.run_uuid AND f.key = ? AND " +
-         Comparison("f.value", c, values) + ")";
+         " f WHERE f.run_uuid = r.run_uuid AND f.key = ? AND " + Comparison("f.value", c, values) +
+         ")";
 }
 
 Result<Experiment> SqlStore::LoadExperiment(const std::string& where, const SqlValue& value,
-                                  const std::string& not_found) {
+                                            const std::string& not_found) {
   auto stmt = db_->Prepare(
       "SELECT e.experiment_id, e.name, e.artifact_location, e.lifecycle_stage,"
       " e.creation_time, e.last_update_time FROM experiments e WHERE " +

@@ -53,9 +53,10 @@ Status SqlStore::LoadInputs(const std::string& in, const std::vector<SqlValue>& 
     it->second.inputs.push_back(
         {{s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6)}, {}});
   }
-  auto tags = db_->Prepare("SELECT run_uuid, name, digest, key, value FROM input_tags"
-                           " WHERE run_uuid IN " +
-                           in + " ORDER BY run_uuid, name, digest, key");
+  auto tags = db_->Prepare(
+      "SELECT run_uuid, name, digest, key, value FROM input_tags"
+      " WHERE run_uuid IN " +
+      in + " ORDER BY run_uuid, name, digest, key");
   if (!tags.ok()) return tags.status();
   COHORT_RETURN_IF_ERROR((*tags)->BindAll(values));
   while (true) {

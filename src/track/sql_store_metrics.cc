@@ -41,7 +41,6 @@ struct SqlStore::BucketUpdate {
   }
 };
 
-
 Status SqlStore::LogBatch(const std::string& run_id, const Batch& batch) {
   COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
   std::lock_guard<std::mutex> lock(mu_);
@@ -49,21 +48,21 @@ Status SqlStore::LogBatch(const std::string& run_id, const Batch& batch) {
   COHORT_RETURN_IF_ERROR(tx.Begin());
   COHORT_RETURN_IF_ERROR(RequireActiveRun(run_id));
   if (!batch.batch_id.empty()) {
-    COHORT_RETURN_IF_ERROR(db_->Run("INSERT INTO applied_batches VALUES (?, ?) ON CONFLICT DO NOTHING",
-                                    {batch.batch_id, run_id}));
+    COHORT_RETURN_IF_ERROR(
+        db_->Run("INSERT INTO applied_batches VALUES (?, ?) ON CONFLICT DO NOTHING",
+                 {batch.batch_id, run_id}));
     if (db_->Changes() == 0) return Status::OK();  // applied before: a replay
   }
   COHORT_RETURN_IF_ERROR(WriteParams(run_id, batch.params));
   for (const Tag& t : batch.tags) {
-    COHORT_RETURN_IF_ERROR(
-        db_->Run(kUpsertTag, {run_id, t.key, t.value}));
+    COHORT_RETURN_IF_ERROR(db_->Run(kUpsertTag, {run_id, t.key, t.value}));
   }
   COHORT_RETURN_IF_ERROR(WriteMetrics(run_id, batch.metrics));
   return tx.Commit();
 }
 
 Result<std::vector<Metric>> SqlStore::GetMetricHistory(const std::string& run_id,
-                                             const std::string& key) {
+                                                       const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(RequireRun(run_id));
   auto stmt = db_->Prepare(
@@ -114,8 +113,8 @@ Result<std::vector<HistoryPoint>> SqlStore::GetMetricHistoryBulkInterval(
 // Points of a series with steps in [first, last], in order; `limit` > 0
 // keeps that many (from the end when `from_end`).
 Result<std::vector<Metric>> SqlStore::ReadSeries(const std::string& run_id, const std::string& key,
-                                       int64_t first, int64_t last, int64_t limit,
-                                       bool from_end) {
+                                                 int64_t first, int64_t last, int64_t limit,
+                                                 bool from_end) {
   const char* order =
       from_end ? " ORDER BY step DESC, timestamp DESC" : " ORDER BY step, timestamp";
   auto stmt = db_->Prepare(
@@ -123,7 +122,8 @@ Result<std::vector<Metric>> SqlStore::ReadSeries(const std::string& run_id, cons
                   " key = ? AND step >= ? AND step <= ?") +
       order + " LIMIT ?");
   if (!stmt.ok()) return stmt.status();
-  COHORT_RETURN_IF_ERROR((*stmt)->BindAll({run_id, key, first, last, limit > 0 ? limit : INT64_MAX}));
+  COHORT_RETURN_IF_ERROR(
+      (*stmt)->BindAll({run_id, key, first, last, limit > 0 ? limit : INT64_MAX}));
   std::vector<Metric> series;
   while (true) {
     auto row = (*stmt)->Step();
@@ -137,8 +137,8 @@ Result<std::vector<Metric>> SqlStore::ReadSeries(const std::string& run_id, cons
 // buckets [first, last] cuts, and the lowest and highest point of every
 // bucket inside: what min/max downsampling needs, from ~1/500 of the rows.
 Result<std::vector<Metric>> SqlStore::ReadSeriesFromBuckets(const std::string& run_id,
-                                                  const std::string& key, int64_t first,
-                                                  int64_t last) {
+                                                            const std::string& key, int64_t first,
+                                                            int64_t last) {
   int64_t lo = first >> kBucketShift, hi = last >> kBucketShift;
   // Buckets only partly inside [first, last] are read row by row.
   int64_t inner_lo = first == INT64_MIN || (lo << kBucketShift) == first ? lo : lo + 1;
@@ -190,8 +190,7 @@ Result<std::vector<Metric>> SqlStore::ReadSeriesFromBuckets(const std::string& r
 Status SqlStore::WriteParams(const std::string& run_id, const std::vector<Param>& params) {
   std::string changed;
   for (const Param& p : params) {
-    auto old =
-        QueryIds("SELECT value FROM params WHERE run_uuid = ? AND key = ?", {run_id, p.key});
+    auto old = QueryIds("SELECT value FROM params WHERE run_uuid = ? AND key = ?", {run_id, p.key});
     if (!old.ok()) return old.status();
     if (old->empty()) {
       COHORT_RETURN_IF_ERROR(
@@ -215,8 +214,7 @@ Status SqlStore::WriteMetrics(const std::string& run_id, const std::vector<Metri
   std::map<std::string, const Metric*> latest;
   for (const Metric& m : metrics) {
     const Metric*& best = latest[m.key];
-    if (best == nullptr ||
-        std::tie(m.step, m.timestamp) > std::tie(best->step, best->timestamp) ||
+    if (best == nullptr || std::tie(m.step, m.timestamp) > std::tie(best->step, best->timestamp) ||
         (m.step == best->step && m.timestamp == best->timestamp && m.value > best->value)) {
       best = &m;
     }
@@ -255,8 +253,8 @@ Status SqlStore::WriteMetrics(const std::string& run_id, const std::vector<Metri
       auto row = insert->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      inserted.push_back({insert->Text(0), ReadMetricValue(*insert, 3, 4), insert->Int(2),
-                          insert->Int(1)});
+      inserted.push_back(
+          {insert->Text(0), ReadMetricValue(*insert, 3, 4), insert->Int(2), insert->Int(1)});
     }
     if (!returning && db_->Changes() > 0) inserted.push_back(metrics[first]);
     insert->Reset();
@@ -280,8 +278,9 @@ Status SqlStore::WriteMetrics(const std::string& run_id, const std::vector<Metri
 
 // Folds each bucket's new points into its metric_buckets row. SET
 // expressions see the row's old values, so each CASE compares with them.
-Status SqlStore::WriteBuckets(const std::string& run_id,
-                    const std::map<std::pair<std::string, int64_t>, BucketUpdate>& buckets) {
+Status SqlStore::WriteBuckets(
+    const std::string& run_id,
+    const std::map<std::pair<std::string, int64_t>, BucketUpdate>& buckets) {
   auto upsert = db_->Prepare(
       "INSERT INTO metric_buckets AS b VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
       " ON CONFLICT (run_uuid, key, bucket) DO UPDATE SET count = b.count + ?4,"

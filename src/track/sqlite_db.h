@@ -51,7 +51,7 @@ class SqliteDb : public SqlConnection {
   Result<std::unique_ptr<SqlStatement>> Prepare(const std::string& sql) override;
   Status Exec(const std::string& sql) override;
   int64_t Changes() const override;
-  Status Begin() override;  // BEGIN IMMEDIATE
+  Status Begin() override;               // BEGIN IMMEDIATE
   Result<int> SchemaVersion() override;  // PRAGMA user_version
   Status SetSchemaVersion(int version) override;
   const std::string& name() const override { return path_; }

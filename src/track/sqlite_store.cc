@@ -104,7 +104,8 @@ Result<std::unique_ptr<TrackingStore>> OpenSqliteStore(const std::string& raw_pa
   auto db = SqliteDb::Open(path);
   if (!db.ok()) return db.status();
   auto store = std::make_unique<SqlStore>(std::move(*db));
-  COHORT_RETURN_IF_ERROR(store->Migrate(kMigrations).WithContext("migrating tracking store " + path));
+  COHORT_RETURN_IF_ERROR(
+      store->Migrate(kMigrations).WithContext("migrating tracking store " + path));
   return std::unique_ptr<TrackingStore>(std::move(store));
 }
 

@@ -120,14 +120,11 @@ class TrackingRun::Impl {
     ++logged_;
   }
 
-  void LogInput(const std::string& name, const std::string& digest,
-                const std::string& source_type, const std::string& source,
-                const std::string& context) {
-    json input = {{"dataset",
-                   {{"name", name},
-                    {"digest", digest},
-                    {"source_type", source_type},
-                    {"source", source}}}};
+  void LogInput(const std::string& name, const std::string& digest, const std::string& source_type,
+                const std::string& source, const std::string& context) {
+    json input = {
+        {"dataset",
+         {{"name", name}, {"digest", digest}, {"source_type", source_type}, {"source", source}}}};
     if (!context.empty()) input["tags"] = {{{"key", "mlflow.data.context"}, {"value", context}}};
     std::lock_guard<std::mutex> lock(mu_);
     inputs_.push_back(std::move(input));
