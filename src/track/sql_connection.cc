@@ -12,6 +12,15 @@ Status SqlStatement::Run() {
   }
 }
 
+Status SqlStatement::ForEachRow(const std::function<void(const SqlStatement&)>& row) {
+  while (true) {
+    auto more = Step();
+    if (!more.ok()) return more.status();
+    if (!*more) return Status::OK();
+    row(*this);
+  }
+}
+
 Status SqlConnection::Run(const std::string& sql, const std::vector<SqlValue>& values) {
   auto stmt = Prepare(sql);
   if (!stmt.ok()) return stmt.status();

@@ -7,6 +7,7 @@
 #define COHORT_TRACK_SQL_CONNECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -37,6 +38,8 @@ class SqlStatement {
 
   // Runs to completion, ignoring rows.
   Status Run();
+  // Runs to completion, calling `row` with each row.
+  Status ForEachRow(const std::function<void(const SqlStatement&)>& row);
 };
 
 class SqlConnection {

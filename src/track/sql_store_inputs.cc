@@ -43,35 +43,27 @@ Status SqlStore::LoadInputs(const std::string& in, const std::vector<SqlValue>& 
       in + " ORDER BY i.run_uuid, i.name, i.digest");
   if (!datasets.ok()) return datasets.status();
   COHORT_RETURN_IF_ERROR((*datasets)->BindAll(values));
-  while (true) {
-    auto row = (*datasets)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const SqlStatement& s = **datasets;
+  COHORT_RETURN_IF_ERROR((*datasets)->ForEachRow([&](const SqlStatement& s) {
     auto it = found->find(s.Text(0));
-    if (it == found->end()) continue;
+    if (it == found->end()) return;
     it->second.inputs.push_back(
         {{s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6)}, {}});
-  }
+  }));
   auto tags = db_->Prepare(
       "SELECT run_uuid, name, digest, key, value FROM input_tags"
       " WHERE run_uuid IN " +
       in + " ORDER BY run_uuid, name, digest, key");
   if (!tags.ok()) return tags.status();
   COHORT_RETURN_IF_ERROR((*tags)->BindAll(values));
-  while (true) {
-    auto row = (*tags)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return Status::OK();
-    const SqlStatement& s = **tags;
+  return (*tags)->ForEachRow([&](const SqlStatement& s) {
     auto it = found->find(s.Text(0));
-    if (it == found->end()) continue;
+    if (it == found->end()) return;
     for (DatasetInput& input : it->second.inputs) {
       if (input.dataset.name == s.Text(1) && input.dataset.digest == s.Text(2)) {
         input.tags.push_back({s.Text(3), s.Text(4)});
       }
     }
-  }
+  });
 }
 
 }  // namespace cohort::track

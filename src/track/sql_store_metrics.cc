@@ -65,19 +65,7 @@ Result<std::vector<Metric>> SqlStore::GetMetricHistory(const std::string& run_id
                                                        const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(RequireRun(run_id));
-  auto stmt = db_->Prepare(
-      "SELECT step, timestamp, value, is_nan FROM metrics WHERE run_uuid = ? AND key = ?"
-      " ORDER BY step, timestamp");
-  if (!stmt.ok()) return stmt.status();
-  COHORT_RETURN_IF_ERROR((*stmt)->BindAll({run_id, key}));
-  std::vector<Metric> out;
-  while (true) {
-    auto row = (*stmt)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back({key, ReadMetricValue(**stmt, 2, 3), (*stmt)->Int(1), (*stmt)->Int(0)});
-  }
-  return out;
+  return ReadSeries(run_id, key, INT64_MIN, INT64_MAX, 0);
 }
 
 Result<std::vector<HistoryPoint>> SqlStore::GetMetricHistoryBulkInterval(
@@ -125,12 +113,10 @@ Result<std::vector<Metric>> SqlStore::ReadSeries(const std::string& run_id, cons
   COHORT_RETURN_IF_ERROR(
       (*stmt)->BindAll({run_id, key, first, last, limit > 0 ? limit : INT64_MAX}));
   std::vector<Metric> series;
-  while (true) {
-    auto row = (*stmt)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return series;
-    series.push_back({key, ReadMetricValue(**stmt, 2, 3), (*stmt)->Int(1), (*stmt)->Int(0)});
-  }
+  COHORT_RETURN_IF_ERROR((*stmt)->ForEachRow([&](const SqlStatement& r) {
+    series.push_back({key, ReadMetricValue(r, 2, 3), r.Int(1), r.Int(0)});
+  }));
+  return series;
 }
 
 // A long series as its first and last points, the raw points of the
@@ -249,13 +235,9 @@ Status SqlStore::WriteMetrics(const std::string& run_id, const std::vector<Metri
                                    int64_t{std::isnan(m.value)}});
     }
     COHORT_RETURN_IF_ERROR(insert->BindAll(values));
-    while (true) {
-      auto row = insert->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      inserted.push_back(
-          {insert->Text(0), ReadMetricValue(*insert, 3, 4), insert->Int(2), insert->Int(1)});
-    }
+    COHORT_RETURN_IF_ERROR(insert->ForEachRow([&](const SqlStatement& r) {
+      inserted.push_back({r.Text(0), ReadMetricValue(r, 3, 4), r.Int(2), r.Int(1)});
+    }));
     if (!returning && db_->Changes() > 0) inserted.push_back(metrics[first]);
     insert->Reset();
   }
