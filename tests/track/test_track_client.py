@@ -83,6 +83,16 @@ def test_http_run_and_bad_input(tmp_path):
         server.stop()
 
 
+def test_a_postgresql_uri_is_refused_naming_the_server_to_use(tmp_path):
+    uri = "postgresql://alice:pw@127.0.0.1:5432/track"
+    with pytest.raises(ValueError) as raised:
+        cohort.track.init(project="x", uri=uri, spool_dir=str(tmp_path / "spool"))
+    assert str(raised.value) == (
+        "tracking URI 'postgresql://alice@127.0.0.1:5432/track': clients reach a PostgreSQL store "
+        "through its server: run `cohort server --store postgresql://alice@127.0.0.1:5432/track` "
+        "and track to http://HOST:PORT")
+
+
 def test_other_ranks_do_not_record(tmp_path, monkeypatch):
     monkeypatch.setenv("COHORT_RANK", "1")
     run = cohort.track.init(uri=f"sqlite:{tmp_path}/x.db")
