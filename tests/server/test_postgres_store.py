@@ -91,3 +91,39 @@ def test_postgresql_restart_under_a_running_server(cluster, tmp_path):
         assert [m["step"] for m in body["metrics"]] == [0, 1]
     finally:
         server.stop()
+
+
+def test_multi_row_inserts_count_each_new_point_once(cluster, tmp_path):
+    """PostgreSQL writes points 500 rows an INSERT and learns the new ones from
+    RETURNING: replayed and overlapping batches must leave the per-bucket
+    summaries (what long histories are downsampled from) exact."""
+    uri = cluster.new_database()
+    server = TrackingServer(tmp_path, store=uri)
+    try:
+        status, body = server.post("runs/create", {"experiment_id": "0"})
+        rid = body["run"]["info"]["run_id"]
+
+        def batch(steps):
+            return {"run_id": rid, "metrics": [
+                {"key": "m", "value": float((s * 37) % 101), "timestamp": 7, "step": s}
+                for s in steps]}
+
+        # 700 points: INSERTs of 500 and 200 rows.
+        assert server.post("runs/log-batch", batch(range(0, 700))) == (200, {})
+        assert server.post("runs/log-batch", batch(range(0, 700))) == (200, {})  # all old
+        assert server.post("runs/log-batch", batch(range(400, 1100))) == (200, {})  # 400 new
+        assert server.post("runs/log-batch", batch(range(1100, 2100))) == (200, {})
+        status, body = server.get("metrics/get-history", run_id=rid, metric_key="m")
+        assert [p["step"] for p in body["metrics"]] == list(range(2100))
+        rows = cluster.sql("SELECT bucket, count, min_step, min_value, max_step, max_value"
+                           " FROM metric_buckets ORDER BY bucket", uri.rsplit("/", 1)[1])
+        expected = []
+        for bucket in range(3):
+            steps = range(bucket * 1024, min(2100, (bucket + 1) * 1024))
+            value = {s: (s * 37) % 101 for s in steps}
+            low = min(steps, key=lambda s: (value[s], s))
+            high = min(steps, key=lambda s: (-value[s], s))
+            expected.append(f"{bucket}|{len(steps)}|{low}|{value[low]}|{high}|{value[high]}")
+        assert rows.split() == expected
+    finally:
+        server.stop()
