@@ -177,7 +177,9 @@ Status PostgresDb::Check(PGresult* result, const std::string& sql) {
   if (sqlstate.rfind("22", 0) == 0) {
     return Status::InvalidArgument("tracking store " + name_ + " refused a value: " + message);
   }
-  return Status::IoError("postgresql " + name_ + ": running " + sql + ": " + message);
+  // A 500-row INSERT is ~15 kB of placeholders: its head names it well enough.
+  std::string shown = sql.size() > 200 ? sql.substr(0, 200) + "..." : sql;
+  return Status::IoError("postgresql " + name_ + ": running " + shown + ": " + message);
 }
 
 Status PostgresDb::EnsureConnected() {
