@@ -28,6 +28,7 @@ PACKAGES=(
   python3-filelock                               # Horovod's pytorch_mnist.py, run unchanged for docs/python.md
   openssh-client openssh-server iproute2 procps  # multi-host: cohort run over ssh; tools/cluster (netns, tc, sshd); its tests
   libsqlite3-dev nlohmann-json3-dev              # experiment tracking: the SQLite store, the REST server's JSON
+  libpq-dev postgresql-15                        # experiment tracking: the PostgreSQL store (libpq); its tests' throw-away cluster (initdb, pg_ctl)
   chromium                                       # the dashboard's browser tests and benchmark (headless)
   libyaml-cpp-dev                                # cohort sweep: YAML specs (its journal's JSON: nlohmann above)
   python3-optuna python3-matplotlib              # bench/sweep: the Optuna peer; plots

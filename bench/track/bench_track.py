@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Tracking benchmarks against a fresh `cohort server` (SQLite store in a temp
-directory, loopback HTTP):
+"""Tracking benchmarks against a fresh `cohort server` per store (--stores:
+SQLite in a temp directory, and/or PostgreSQL 15 in a throw-away cluster
+started like the tests' with fsync on; loopback HTTP):
 
   ingest   one Python client posting runs/log-batch of 1000 metrics over one
            kept-alive connection: points/s acknowledged (durable: the store
@@ -11,8 +12,11 @@ directory, loopback HTTP):
   history  metrics/get-history-bulk-interval of a 1,000,000-point series
            downsampled to 2,000 points.
 
-Each figure is the median of --repeats runs. Usage:
-  COHORT_BUILD_DIR=build PYTHONPATH=python /usr/bin/python3 bench/track/bench_track.py
+Each figure is the median of --repeats runs. "server CPU" is the cohort
+server process's, plus with PostgreSQL its backend process's (the WAL
+writer and checkpointer are not counted). Usage:
+  COHORT_BUILD_DIR=build PYTHONPATH=python /usr/bin/python3 bench/track/bench_track.py \
+      [--stores sqlite,postgresql] [--parts ingest,client,search,history]
 """
 import argparse
 import http.client
@@ -25,6 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "server"))
+import postgres_cluster  # noqa: E402
 from tracking_server_fixture import TrackingServer  # noqa: E402
 
 
@@ -121,52 +126,83 @@ def bench_history(client, run_id):
     return elapsed * 1000
 
 
+def uri_database(uri):
+    return uri.rsplit("/", 1)[1]
+
+
+def bench_store(args, server, tmp, label, cluster):
+    client = Client(server.port)
+    pid = server.proc.pid
+    # With PostgreSQL, the work is shared with the server's backend process:
+    # its CPU is counted too (the WAL writer and checkpointer are not).
+    backend = None
+    if cluster:
+        backend = int(cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name ="
+                                  " 'cohort server'", uri_database(server.store)))
+
+    def server_cpu():
+        return server_cpu_s(pid) + (server_cpu_s(backend) if backend else 0.0)
+
+    if "ingest" in args.parts:
+        cpu0 = server_cpu()
+        ingest = [bench_ingest(client, args.batches) for _ in range(args.repeats)]
+        cpu_per_batch = (server_cpu() - cpu0) / (args.batches * args.repeats) * 1000
+        print(f"[{label}] ingest: log-batch of 1000 metrics, one client: median "
+              f"{statistics.median(ingest):,.0f} points/s (runs: "
+              f"{', '.join(f'{x:,.0f}' for x in ingest)}); server CPU {cpu_per_batch:.2f} ms/batch "
+              f"= {1000 / cpu_per_batch * 1000:,.0f} points per CPU-second", flush=True)
+    if "client" in args.parts:
+        results = [bench_client(server.url, 200000, os.path.join(tmp, "spool"))
+                   for _ in range(args.repeats)]
+        print(f"[{label}] client: cohort.track run.log per point + flush: median "
+              f"{statistics.median(r[0] for r in results):,.0f} points/s, run.log() "
+              f"{statistics.median(r[1] for r in results):.2f} us/call", flush=True)
+    if "search" in args.parts:
+        eid = setup_runs(client, server.port, args.runs)
+        client = Client(server.port)  # the first one sat idle past the server's 60 s
+        for max_results in (100, 1000):
+            cpu0 = server_cpu()
+            times = [bench_search(client, eid, max_results, args.runs // 4)
+                     for _ in range(args.repeats * 2)]
+            cpu = (server_cpu() - cpu0) / (args.repeats * 2) * 1000
+            print(f"[{label}] search: {args.runs} runs, params.opt filter + metrics.loss sort, "
+                  f"max_results={max_results}: median {statistics.median(times):.1f} ms "
+                  f"(server CPU {cpu:.1f} ms/request)", flush=True)
+    if "history" in args.parts:
+        run_id = new_run(client)
+        for b in range(args.history_points // 1000):
+            client.call("POST", "runs/log-batch", {"run_id": run_id, "metrics": [
+                {"key": "loss", "value": ((b * 1000 + i) * 2654435761 % 1000) / 1000.0,
+                 "timestamp": 1, "step": b * 1000 + i} for i in range(1000)]})
+        cpu0 = server_cpu()
+        times = [bench_history(client, run_id) for _ in range(args.repeats * 2)]
+        cpu = (server_cpu() - cpu0) / (args.repeats * 2) * 1000
+        print(f"[{label}] history: {args.history_points:,}-point series to <= 2,000 points: median "
+              f"{statistics.median(times):.1f} ms (server CPU {cpu:.1f} ms/request)", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batches", type=int, default=100, help="log-batch requests per ingest run")
     parser.add_argument("--runs", type=int, default=10000)
     parser.add_argument("--history-points", type=int, default=1000000)
+    parser.add_argument("--stores", default="sqlite", help="comma-separated: sqlite, postgresql")
+    parser.add_argument("--parts", default="ingest,client,search,history")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = TrackingServer(Path(tmp))
-        try:
-            client = Client(server.port)
-            pid = server.proc.pid
-            cpu0 = server_cpu_s(pid)
-            ingest = [bench_ingest(client, args.batches) for _ in range(args.repeats)]
-            cpu_per_batch = (server_cpu_s(pid) - cpu0) / (args.batches * args.repeats) * 1000
-            print(f"ingest: log-batch of 1000 metrics, one client: median {statistics.median(ingest):,.0f} "
-                  f"points/s (runs: {', '.join(f'{x:,.0f}' for x in ingest)}); server CPU "
-                  f"{cpu_per_batch:.2f} ms/batch = {1000 / cpu_per_batch * 1000:,.0f} points per "
-                  f"CPU-second", flush=True)
-            results = [bench_client(server.url, 200000, os.path.join(tmp, "spool"))
-                       for _ in range(args.repeats)]
-            print(f"client: cohort.track run.log per point + flush: median "
-                  f"{statistics.median(r[0] for r in results):,.0f} points/s, run.log() "
-                  f"{statistics.median(r[1] for r in results):.2f} us/call", flush=True)
-
-            eid = setup_runs(client, server.port, args.runs)
-            for max_results in (100, 1000):
-                cpu0 = server_cpu_s(pid)
-                times = [bench_search(client, eid, max_results, args.runs // 4) for _ in range(args.repeats * 2)]
-                cpu = (server_cpu_s(pid) - cpu0) / (args.repeats * 2) * 1000
-                print(f"search: {args.runs} runs, params.opt filter + metrics.loss sort, "
-                      f"max_results={max_results}: median {statistics.median(times):.1f} ms "
-                      f"(server CPU {cpu:.1f} ms/request)", flush=True)
-
-            run_id = new_run(client)
-            for b in range(args.history_points // 1000):
-                client.call("POST", "runs/log-batch", {"run_id": run_id, "metrics": [
-                    {"key": "loss", "value": ((b * 1000 + i) * 2654435761 % 1000) / 1000.0,
-                     "timestamp": 1, "step": b * 1000 + i} for i in range(1000)]})
-            cpu0 = server_cpu_s(pid)
-            times = [bench_history(client, run_id) for _ in range(args.repeats * 2)]
-            cpu = (server_cpu_s(pid) - cpu0) / (args.repeats * 2) * 1000
-            print(f"history: {args.history_points:,}-point series to <= 2,000 points: median "
-                  f"{statistics.median(times):.1f} ms (server CPU {cpu:.1f} ms/request)", flush=True)
-        finally:
-            server.stop()
+    for store in args.stores.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = postgres_cluster.PostgresCluster() if store == "postgresql" else None
+            try:
+                uri = cluster.new_database() if cluster else None
+                server = TrackingServer(Path(tmp), store=uri)
+                try:
+                    bench_store(args, server, tmp, store, cluster)
+                finally:
+                    server.stop()
+            finally:
+                if cluster:
+                    cluster.stop()
     print(f"load: {os.getloadavg()[0]:.1f} (1-min average; the machine is shared)")
 
 

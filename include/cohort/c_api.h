@@ -176,6 +176,18 @@ int cohort_start_timeline(const char* path, cohort_error* err);
 int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, cohort_error* err);
 int cohort_stop_timeline(cohort_error* err);
 
+/* The engine's fusion counters since it started (zeros before): see
+ * cohort::EngineStats in cohort.h. */
+typedef struct cohort_engine_stats {
+  uint64_t cycles;
+  uint64_t allreduces;
+  uint64_t allreduced_tensors;
+  uint64_t fused_allreduces;
+  uint64_t fused_tensors;
+  uint64_t fused_bytes;
+} cohort_engine_stats;
+void cohort_get_engine_stats(cohort_engine_stats* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -198,6 +198,10 @@ void Release(Handle handle);
 Status StartTimeline(const std::string& path, bool mark_cycles = false);
 Status StopTimeline();
 
+// This rank's fusion counters (EngineStats, types.h); all zero before the
+// engine starts.
+EngineStats GetEngineStats();
+
 }  // namespace cohort
 
 #endif  // COHORT_COHORT_H_

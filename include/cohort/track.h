@@ -54,6 +54,12 @@ class TrackingRun {
   // the network; a bad key is reported by the next Flush or Finish.
   void Log(const std::vector<std::pair<std::string, double>>& values, int64_t step);
   void SetTag(const std::string& key, const std::string& value);
+  // Queues a dataset this run reads (MLflow's runs/log-inputs): its name, a
+  // digest of its version (at most 36 bytes), its source type and where it
+  // lives; `context` becomes the input's mlflow.data.context tag ("train",
+  // "eval"; "" for none). The same dataset twice is recorded once.
+  void LogInput(const std::string& name, const std::string& digest, const std::string& source_type,
+                const std::string& source, const std::string& context = "");
   // Uploads a file now, as `artifact_path` (default: its file name).
   Status LogArtifact(const std::string& local_path, const std::string& artifact_path = "");
   // Waits until every point logged so far is acknowledged or spooled; the

@@ -79,6 +79,18 @@ bool IsFloatingPoint(DataType type);
 bool IsValidDataType(int value);
 bool IsValidReduceOp(int value);
 
+// What this rank's engine has run since it started, over every process set:
+// how well small allreduces were fused. Counters only grow; cohort.track
+// logs their change per training step.
+struct EngineStats {
+  uint64_t cycles = 0;              // negotiation rounds that agreed on collectives
+  uint64_t allreduces = 0;          // allreduce collectives run (a fused one counts once)
+  uint64_t allreduced_tensors = 0;  // tensors those reduced
+  uint64_t fused_allreduces = 0;    // allreduces that reduced more than one tensor
+  uint64_t fused_tensors = 0;       // tensors in those
+  uint64_t fused_bytes = 0;         // bytes in those
+};
+
 }  // namespace cohort
 
 #endif  // COHORT_TYPES_H_

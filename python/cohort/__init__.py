@@ -86,6 +86,14 @@ def init(process_sets=None):
             add_process_set(ps)
 
 
+def engine_stats():
+    """This rank's engine counters since it started (all zero before), over every
+    process set: cycles (negotiation rounds that agreed on collectives),
+    allreduces (a fused one counts once), allreduced_tensors, and of those the
+    fused_allreduces (more than one tensor), fused_tensors and fused_bytes."""
+    return _cohort.engine_stats()
+
+
 def start_timeline(file_path, mark_cycles=False):
     """Writes a Chrome-trace timeline of every operation's phases to
     file_path ("{rank}" in it: one file per rank, otherwise rank 0 writes).

@@ -189,14 +189,26 @@ class Run:
         if self._client:
             self._client.set_tag(str(key), str(value))
 
+    def log_input(self, name, digest, source, source_type="local", context=""):
+        """Records a dataset this run reads (MLflow's runs/log-inputs, shown by
+        runs/get under inputs.dataset_inputs): ``digest`` names its version (at
+        most 36 characters), ``context`` becomes its mlflow.data.context tag."""
+        if self._client:
+            self._client.log_input(str(name), str(digest), str(source_type), str(source),
+                                   str(context))
+
     def record_dataset(self, location, commit_id):
         """Notes a dataset this run reads (cohort.data's DataLoader calls it) as
-        the tag cohort.dataset.N = "LOCATION@COMMIT"; the same one is noted once."""
+        the tag cohort.dataset.N = "LOCATION@COMMIT" and as a dataset input
+        (name: the location's last part, digest: the commit id's first 36
+        characters, source: LOCATION@COMMIT); the same one is noted once."""
         seen = self.__dict__.setdefault("_datasets", [])
         entry = "%s@%s" % (location, commit_id)
         if entry not in seen:
             seen.append(entry)
             self.set_tag("cohort.dataset.%d" % (len(seen) - 1), entry)
+            name = str(location).rstrip("/").rsplit("/", 1)[-1] or str(location)
+            self.log_input(name, str(commit_id)[:36], entry, source_type="cohort.data")
 
     def log_artifact(self, path, name=None):
         """Uploads the file at ``path`` now, as ``name`` (default its file name)."""
@@ -211,10 +223,15 @@ class Run:
     def spooled_batches(self):
         return self._client.spooled_batches() if self._client else 0
 
-    def _log_engine_step(self, wait_s, bytes_reduced):
-        """cohort.torch's DistributedOptimizer reports each step here."""
+    def _log_engine_step(self, wait_s, bytes_reduced, engine_stats=None):
+        """cohort.torch's DistributedOptimizer reports each step here, with the
+        engine's counters (cohort.engine_stats()): their change since the last
+        step gives the step's cycles, allreduces and fusion figures."""
         now = time.perf_counter()
         values = {"engine/allreduce_wait_s": wait_s, "engine/bytes_reduced": float(bytes_reduced)}
+        if engine_stats is not None:
+            values.update(_fusion_figures(getattr(self, "_last_engine_stats", None), engine_stats))
+            self._last_engine_stats = dict(engine_stats)
         last = getattr(self, "_last_engine_step", None)
         if last is not None:
             values["engine/step_time_s"] = now - last
@@ -239,6 +256,18 @@ class Run:
     def __exit__(self, exc_type, exc, tb):
         self.finish("FAILED" if exc_type else "FINISHED")
         return False
+
+
+def _fusion_figures(before, now):
+    """One step's engine figures from two engine_stats() readings."""
+    d = {k: now[k] - (before or {}).get(k, 0) for k in now}
+    out = {"engine/cycles": float(d["cycles"]), "engine/allreduces": float(d["allreduces"]),
+           "engine/fusion/fused_bytes": float(d["fused_bytes"])}
+    if d["allreduces"]:
+        out["engine/fusion/tensors_per_allreduce"] = d["allreduced_tensors"] / d["allreduces"]
+    if d["allreduced_tensors"]:
+        out["engine/fusion/fused_tensor_fraction"] = d["fused_tensors"] / d["allreduced_tensors"]
+    return out
 
 
 def init(project="Default", name=None, config=None, tags=None, uri=None, all_ranks=False,

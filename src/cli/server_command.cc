@@ -108,7 +108,9 @@ int ServerCommand(int argc, char** argv) {
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
               (*server)->port(),
-              (options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri).c_str());
+              track::RedactStoreUri(options.store_uri.empty() ? track::DefaultStoreUri()
+                                                              : options.store_uri)
+                  .c_str());
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop, &signal_number);

@@ -297,4 +297,11 @@ int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, coho
 
 int cohort_stop_timeline(cohort_error* err) { return Report(cohort::StopTimeline(), err); }
 
+void cohort_get_engine_stats(cohort_engine_stats* out) {
+  if (out == nullptr) return;
+  const cohort::EngineStats s = cohort::GetEngineStats();
+  *out = {s.cycles,           s.allreduces,    s.allreduced_tensors,
+          s.fused_allreduces, s.fused_tensors, s.fused_bytes};
+}
+
 }  // extern "C"

@@ -492,6 +492,11 @@ Status StartTimeline(const std::string& path, bool mark_cycles) {
   return g_runtime->StartEngine().StartTimeline(path, mark_cycles);
 }
 
+EngineStats GetEngineStats() {
+  Engine* e = RunningEngine();
+  return e == nullptr ? EngineStats{} : e->Stats();
+}
+
 Status StopTimeline() {
   Engine* e = RunningEngine();
   return e == nullptr ? Status::OK() : e->StopTimeline();

@@ -9,6 +9,7 @@
 #ifndef COHORT_ENGINE_ENGINE_H_
 #define COHORT_ENGINE_ENGINE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "engine/fusion_buffer.h"
 #include "engine/handle_table.h"
@@ -64,6 +66,9 @@ class Engine {
   // Stops and closes the timeline, if one runs.
   Status StopTimeline();
 
+  // The fusion counters so far (any thread).
+  EngineStats Stats() const;
+
   // The error for a wait on `handle` that timed out after `timeout_seconds`:
   // names the tensor and the ranks that have not submitted it (asks the
   // engine thread, waiting at most a second for its answer).
@@ -109,6 +114,8 @@ class Engine {
   void FailAbandoned(ProcessSet& set);
   Status Execute(ProcessSet& set, const Response& response);
   Status ExecuteAllreduce(ProcessSet& set, const Response& response);
+  // Counts one allreduce of `tensors` tensors (`bytes` in all), fused or not.
+  void CountAllreduce(size_t tensors, size_t bytes, bool fused);
   Status ExecuteAllgather(ProcessSet& set, const Request& request, const Response& response);
   Status ExecuteReduceScatter(ProcessSet& set, const Request& request);
   Status ExecuteAlltoall(ProcessSet& set, const Request& request, const Response& response);
@@ -127,6 +134,9 @@ class Engine {
   HandleTable handles_;
   WaitReport wait_report_;
   FusionBuffer fusion_;
+  // EngineStats' counters: written by the engine thread, read by any.
+  std::atomic<uint64_t> cycles_{0}, allreduces_{0}, allreduced_tensors_{0}, fused_allreduces_{0},
+      fused_tensors_{0}, fused_bytes_{0};
   int next_set_id_ = 1;        // engine thread only
   std::vector<bool> leaving_;  // engine thread: job ranks that asked to stop
 

@@ -50,6 +50,7 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
   if (reqs.size() == 1 || a.op == ReduceOp::kAdasum) {
     // Adasum's dot products are per tensor, so fused Adasum tensors run one by one.
     for (const Request& r : reqs) {
+      CountAllreduce(1, r.what.elements() * DataTypeSize(a.dtype), /*fused=*/false);
       const Clock::time_point start = Clock::now();
       if (s.ok()) {
         s = RunAllreduce(*set.comm, r.send, r.recv, r.what.elements(), a.dtype, a.op, a.prescale,
@@ -65,6 +66,7 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
       pieces.push_back({r.send, r.recv, r.what.elements()});
       total += r.what.elements();
     }
+    CountAllreduce(reqs.size(), total * DataTypeSize(a.dtype), /*fused=*/true);
     const Clock::time_point start = Clock::now();
     s = RunAllreducePieces(*set.comm, pieces, a.dtype, a.op, a.prescale, a.postscale);
     if (tl_) {
@@ -80,6 +82,7 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
     const size_t esize = DataTypeSize(a.dtype);
     size_t total = 0;
     for (const Request& r : reqs) total += r.what.elements();
+    CountAllreduce(reqs.size(), total * esize, /*fused=*/true);
     unsigned char* buf = fusion_.Reserve(total * esize);
     size_t at = 0;
     for (const Request& r : reqs) {
@@ -103,6 +106,26 @@ Status Engine::ExecuteAllreduce(ProcessSet& set, const Response& response) {
     if (r.handle != 0) handles_.Complete(r.handle, s);
   }
   return s;
+}
+
+void Engine::CountAllreduce(size_t tensors, size_t bytes, bool fused) {
+  allreduces_.fetch_add(1, std::memory_order_relaxed);
+  allreduced_tensors_.fetch_add(tensors, std::memory_order_relaxed);
+  if (!fused) return;
+  fused_allreduces_.fetch_add(1, std::memory_order_relaxed);
+  fused_tensors_.fetch_add(tensors, std::memory_order_relaxed);
+  fused_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+EngineStats Engine::Stats() const {
+  EngineStats out;
+  out.cycles = cycles_.load(std::memory_order_relaxed);
+  out.allreduces = allreduces_.load(std::memory_order_relaxed);
+  out.allreduced_tensors = allreduced_tensors_.load(std::memory_order_relaxed);
+  out.fused_allreduces = fused_allreduces_.load(std::memory_order_relaxed);
+  out.fused_tensors = fused_tensors_.load(std::memory_order_relaxed);
+  out.fused_bytes = fused_bytes_.load(std::memory_order_relaxed);
+  return out;
 }
 
 void Engine::RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,

@@ -114,6 +114,7 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
                                                            : options_.fusion_max_tensor_bytes;
   const std::vector<Response> responses =
       set.table.TakeResponses(options_.fusion_threshold_bytes, max_fused);
+  if (!responses.empty()) cycles_.fetch_add(1, std::memory_order_relaxed);
   // Every rank caches the same successful announcements in the same order.
   for (const Response& response : responses) {
     if (!response.error.ok() || response.kind == RequestKind::kAllgather ||

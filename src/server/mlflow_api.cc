@@ -80,7 +80,20 @@ json RunJson(const track::Run& r) {
   }
   if (!r.params.empty()) data["params"] = KeyValues(r.params);
   if (!r.tags.empty()) data["tags"] = KeyValues(r.tags);
-  return {{"info", RunInfoJson(r.info)}, {"data", data}, {"inputs", json::object()}};
+  json inputs = json::object();
+  for (const track::DatasetInput& input : r.inputs) {
+    const track::Dataset& d = input.dataset;
+    json dataset = {{"name", d.name},
+                    {"digest", d.digest},
+                    {"source_type", d.source_type},
+                    {"source", d.source}};
+    if (!d.schema.empty()) dataset["schema"] = d.schema;
+    if (!d.profile.empty()) dataset["profile"] = d.profile;
+    json item = {{"dataset", dataset}};
+    if (!input.tags.empty()) item["tags"] = KeyValues(input.tags);
+    inputs["dataset_inputs"].push_back(item);
+  }
+  return {{"info", RunInfoJson(r.info)}, {"data", data}, {"inputs", inputs}};
 }
 
 Result<track::ViewType> ParseViewType(const RequestFields& f, const std::string& name) {
@@ -321,6 +334,31 @@ Result<json> LogBatch(track::TrackingStore& store, const RequestFields& f) {
   return json::object();
 }
 
+// runs/log-inputs (service.proto LogInputs: run_id, datasets: [DatasetInput
+// {tags: [InputTag], dataset: Dataset {name, digest, source_type, source,
+// schema, profile}}]).
+Result<json> LogInputs(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(id, RunId(f));
+  COHORT_ASSIGN(items, f.ObjectList("datasets"));
+  std::vector<track::DatasetInput> inputs;
+  for (const RequestFields& item : items) {
+    COHORT_ASSIGN(d, item.RequiredObject("dataset"));
+    track::DatasetInput input;
+    COHORT_ASSIGN(name, d.RequiredString("name"));
+    COHORT_ASSIGN(digest, d.RequiredString("digest"));
+    COHORT_ASSIGN(source_type, d.RequiredString("source_type"));
+    COHORT_ASSIGN(source, d.RequiredString("source"));
+    COHORT_ASSIGN(schema, d.OptionalString("schema"));
+    COHORT_ASSIGN(profile, d.OptionalString("profile"));
+    input.dataset = {name, digest, source_type, source, schema.value_or(""), profile.value_or("")};
+    COHORT_ASSIGN(tags, Tags(item, "tags"));
+    input.tags = tags;
+    inputs.push_back(std::move(input));
+  }
+  COHORT_RETURN_IF_ERROR(store.LogInputs(id, inputs));
+  return json::object();
+}
+
 Result<json> GetMetricHistory(track::TrackingStore& store, const RequestFields& f) {
   COHORT_ASSIGN(id, RunId(f));
   COHORT_ASSIGN(key, f.RequiredString("metric_key"));
@@ -388,6 +426,7 @@ const std::map<std::string, Route>& Routes() {
       {"runs/set-tag", {{"POST"}, [](auto& s, const auto& f) { return LogKeyValue(s, f, false); }}},
       {"runs/delete-tag", {{"POST"}, DeleteTag}},
       {"runs/log-batch", {{"POST"}, LogBatch}},
+      {"runs/log-inputs", {{"POST"}, LogInputs}},
       {"metrics/get-history", {{"GET"}, GetMetricHistory}},
       {"metrics/get-history-bulk-interval", {{"GET"}, GetMetricHistoryBulkInterval}},
   };

@@ -148,4 +148,13 @@ Result<std::vector<RequestFields>> RequestFields::ObjectList(const std::string& 
   return out;
 }
 
+Result<RequestFields> RequestFields::RequiredObject(const std::string& name) const {
+  if (!Has(name)) return Missing(name);
+  const nlohmann::json& v = fields_->at(name);
+  if (!v.is_object()) return Invalid(name, v, "an object");
+  RequestFields f(root_, &v);
+  f.set_prefix(Name(name) + ".");
+  return f;
+}
+
 }  // namespace cohort::server

@@ -36,6 +36,8 @@ class RequestFields {
   Result<std::vector<std::string>> StringList(const std::string& name) const;
   // A list of objects, each a RequestFields; `name` labels errors ("metrics[2].key").
   Result<std::vector<RequestFields>> ObjectList(const std::string& name) const;
+  // A required object field, as RequestFields ("datasets[0].dataset.name").
+  Result<RequestFields> RequiredObject(const std::string& name) const;
   const nlohmann::json& json() const { return *fields_; }
 
   // The field's name as errors show it: "metrics[2]." + name.

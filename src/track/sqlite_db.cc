@@ -1,7 +1,13 @@
-// SQLite connection, statements and transactions.
+// The SQLite connection and its statements.
 #include "track/sqlite_db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "track/errors.h"
 
@@ -49,18 +55,9 @@ Result<bool> SqliteStatement::Step() {
   return SqlError(db_, std::string("running ") + sqlite3_sql(stmt_));
 }
 
-Status SqliteStatement::Run() {
-  while (true) {
-    auto row = Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return Status::OK();
-  }
-}
-
-Status SqliteStatement::Reset() {
+void SqliteStatement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
-  return Status::OK();
 }
 
 int64_t SqliteStatement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
@@ -76,15 +73,28 @@ std::string SqliteStatement::Text(int column) const {
 }
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+  // One process owns a store file: an exclusive lock on PATH.lock, held
+  // while the connection is open.
+  std::string lock_path = path + ".lock";
+  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::IoError("cannot create lock file " + lock_path + ": " + std::strerror(errno));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return AlreadyExistsError("tracking store " + path + " is open in another process (lock " +
+                              lock_path + " is held); use that server, or another --store");
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
+    close(fd);
     return Status::IoError("cannot open tracking store " + path + ": " + message);
   }
-  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path));
+  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path, fd));
   sqlite3_busy_timeout(db, 5000);
   // WAL: readers never block the writer; synchronous=FULL: a commit is on
   // disk before it returns, so an acknowledged batch survives kill -9 and
@@ -96,15 +106,18 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   return out;
 }
 
-SqliteDb::~SqliteDb() { sqlite3_close(db_); }
+SqliteDb::~SqliteDb() {
+  sqlite3_close(db_);
+  close(lock_fd_);  // releases the flock
+}
 
-Result<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(const std::string& sql) {
+Result<std::unique_ptr<SqlStatement>> SqliteDb::Prepare(const std::string& sql) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) !=
       SQLITE_OK) {
     return SqlError(db_, "preparing " + sql);
   }
-  return std::make_unique<SqliteStatement>(db_, stmt);
+  return std::unique_ptr<SqlStatement>(std::make_unique<SqliteStatement>(db_, stmt));
 }
 
 Status SqliteDb::Exec(const std::string& sql) {
@@ -117,29 +130,20 @@ Status SqliteDb::Exec(const std::string& sql) {
   return Status::OK();
 }
 
-Status SqliteDb::Run(const std::string& sql, const std::vector<SqlValue>& values) {
-  auto stmt = Prepare(sql);
-  if (!stmt.ok()) return stmt.status();
-  COHORT_RETURN_IF_ERROR((*stmt)->BindAll(values));
-  return (*stmt)->Run();
-}
-
 int64_t SqliteDb::Changes() const { return sqlite3_changes64(db_); }
 
-SqliteTransaction::~SqliteTransaction() {
-  if (open_) db_->Exec("ROLLBACK");
+Status SqliteDb::Begin() { return Exec("BEGIN IMMEDIATE"); }
+
+Result<int> SqliteDb::SchemaVersion() {
+  auto stmt = Prepare("PRAGMA user_version");
+  if (!stmt.ok()) return stmt.status();
+  auto row = (*stmt)->Step();
+  if (!row.ok()) return row.status();
+  return static_cast<int>((*stmt)->Int(0));
 }
 
-Status SqliteTransaction::Begin() {
-  COHORT_RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
-  open_ = true;
-  return Status::OK();
-}
-
-Status SqliteTransaction::Commit() {
-  COHORT_RETURN_IF_ERROR(db_->Exec("COMMIT"));
-  open_ = false;
-  return Status::OK();
+Status SqliteDb::SetSchemaVersion(int version) {
+  return Exec("PRAGMA user_version = " + std::to_string(version));
 }
 
 }  // namespace cohort::track

@@ -25,6 +25,15 @@ inline constexpr size_t kMaxBatchTags = 100;
 inline constexpr size_t kMaxKeyLength = 250;
 inline constexpr size_t kMaxParamValueLength = 6000;
 inline constexpr size_t kMaxTagValueLength = 8000;
+// MLflow's limits on runs/log-inputs (bytes).
+inline constexpr size_t kMaxDatasetsPerCall = 1000;
+inline constexpr size_t kMaxDatasetNameLength = 500;
+inline constexpr size_t kMaxDatasetDigestLength = 36;
+inline constexpr size_t kMaxDatasetSourceLength = 65535;
+inline constexpr size_t kMaxDatasetSchemaLength = 1048575;
+inline constexpr size_t kMaxDatasetProfileLength = 16777215;
+inline constexpr size_t kMaxInputTagKeyLength = 255;
+inline constexpr size_t kMaxInputTagValueLength = 500;
 
 struct Batch {
   std::vector<Metric> metrics;
@@ -66,6 +75,10 @@ class TrackingStore {
   // logged with a different value fails the whole batch (params are immutable).
   virtual Status LogBatch(const std::string& run_id, const Batch& batch) = 0;
   virtual Status DeleteTag(const std::string& run_id, const std::string& key) = 0;
+  // Datasets a run used, in one transaction. A dataset is stored once per
+  // experiment by (name, digest); a run's input of a dataset it already has
+  // is skipped (tags included), as MLflow does.
+  virtual Status LogInputs(const std::string& run_id, const std::vector<DatasetInput>& inputs) = 0;
   virtual Result<std::vector<Metric>> GetMetricHistory(const std::string& run_id,
                                                        const std::string& key) = 0;
   // At most `max_results` points per run, chosen server-side: the first and
@@ -91,8 +104,13 @@ class TrackingStore {
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or
-// "postgresql://...". Fails naming the URI when the scheme is unknown.
+// "postgresql://..." (postgres_store.h). Fails naming the URI when the
+// scheme is unknown or the store cannot be opened.
 Result<std::unique_ptr<TrackingStore>> OpenStore(const std::string& uri);
+
+// The URI as messages may show it: a PostgreSQL URI's password (in its
+// user info or a password= parameter) left out.
+std::string RedactStoreUri(const std::string& uri);
 
 // The default store, "sqlite:~/.cohort/tracking.db".
 std::string DefaultStoreUri();

@@ -120,6 +120,17 @@ class TrackingRun::Impl {
     ++logged_;
   }
 
+  void LogInput(const std::string& name, const std::string& digest, const std::string& source_type,
+                const std::string& source, const std::string& context) {
+    json input = {
+        {"dataset",
+         {{"name", name}, {"digest", digest}, {"source_type", source_type}, {"source", source}}}};
+    if (!context.empty()) input["tags"] = {{{"key", "mlflow.data.context"}, {"value", context}}};
+    std::lock_guard<std::mutex> lock(mu_);
+    inputs_.push_back(std::move(input));
+    ++logged_;
+  }
+
   Status Flush() {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t target = logged_;
@@ -190,13 +201,22 @@ class TrackingRun::Impl {
       });
       std::vector<track::Metric> metrics;
       std::vector<track::Tag> tags;
+      json inputs = json::array();
       metrics.swap(metrics_);
       tags.swap(tags_);
+      for (json& input : inputs_) inputs.push_back(std::move(input));
+      inputs_.clear();
       uint64_t upto = logged_;
       bool stop = stopping_;
       flush_ = false;
       lock.unlock();
       SendQueued(metrics, tags);
+      // runs/log-inputs skips an input the run has: a replay doubles nothing.
+      if (!inputs.empty()) {
+        Deliver({{"method", "POST"},
+                 {"endpoint", "runs/log-inputs"},
+                 {"body", {{"run_id", run_id_}, {"datasets", inputs}}}});
+      }
       lock.lock();
       handled_ = upto;
       done_cv_.notify_all();
@@ -309,6 +329,7 @@ class TrackingRun::Impl {
   std::condition_variable cv_, done_cv_;
   std::vector<track::Metric> metrics_;
   std::vector<track::Tag> tags_;
+  std::vector<json> inputs_;  // runs/log-inputs DatasetInputs
   uint64_t logged_ = 0, handled_ = 0;
   bool flush_ = false, stopping_ = false, stopped_ = false;
 
@@ -346,6 +367,11 @@ void TrackingRun::Log(const std::vector<std::pair<std::string, double>>& values,
 }
 void TrackingRun::SetTag(const std::string& key, const std::string& value) {
   impl_->SetTag(key, value);
+}
+void TrackingRun::LogInput(const std::string& name, const std::string& digest,
+                           const std::string& source_type, const std::string& source,
+                           const std::string& context) {
+  impl_->LogInput(name, digest, source_type, source, context);
 }
 Status TrackingRun::LogArtifact(const std::string& local_path, const std::string& artifact_path) {
   return impl_->LogArtifact(local_path, artifact_path);

@@ -147,6 +147,14 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
     if (token == nullptr || *token == '\0') token = std::getenv("MLFLOW_TRACKING_TOKEN");
     return std::unique_ptr<Transport>(new RestTransport(base, token ? token : ""));
   }
+  if (uri.rfind("postgresql://", 0) == 0 || uri.rfind("postgres://", 0) == 0) {
+    // One cohort server owns a PostgreSQL store (its advisory lock): every
+    // training process reaches it through that server.
+    return Status::InvalidArgument(
+        "tracking URI '" + RedactStoreUri(uri) +
+        "': clients reach a PostgreSQL store through its server: run `cohort server --store " +
+        RedactStoreUri(uri) + "` and track to http://HOST:PORT");
+  }
   auto store = OpenStore(uri);
   if (!store.ok()) return store.status();
   std::string path = uri.substr(uri.find(':') + 1);

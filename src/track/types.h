@@ -54,11 +54,29 @@ struct RunInfo {
   std::string lifecycle_stage = kActive;
 };
 
+// A dataset a run used (MLflow's Dataset). An experiment holds one dataset
+// per (name, digest); schema and profile are optional ("" = absent).
+struct Dataset {
+  std::string name;
+  std::string digest;
+  std::string source_type;
+  std::string source;
+  std::string schema;
+  std::string profile;
+};
+
+// A run's use of a dataset, with tags such as mlflow.data.context = "train".
+struct DatasetInput {
+  Dataset dataset;
+  std::vector<Tag> tags;
+};
+
 struct Run {
   RunInfo info;
   std::vector<Metric> metrics;  // the latest value of each key
   std::vector<Param> params;
   std::vector<Tag> tags;
+  std::vector<DatasetInput> inputs;  // by dataset name, then digest
 };
 
 // What search calls return: one page and the token of the next ("" at the end).

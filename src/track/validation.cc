@@ -24,6 +24,13 @@ Status CheckLength(const std::string& field, const std::string& value, size_t li
   return Status::OK();
 }
 
+// As the REST layer words it (server/request_fields.cc).
+Status MissingField(const std::string& field) {
+  return Status::InvalidArgument("Missing value for required parameter '" + field +
+                                 "'. See the API docs for more information about request "
+                                 "parameters.");
+}
+
 }  // namespace
 
 namespace {
@@ -93,6 +100,46 @@ Status ValidateBatch(const Batch& batch) {
     std::string field = "tags[" + std::to_string(i) + "]";
     COHORT_RETURN_IF_ERROR(ValidateKey(field + ".key", batch.tags[i].key));
     COHORT_RETURN_IF_ERROR(CheckLength(field + ".value", batch.tags[i].value, kMaxTagValueLength));
+  }
+  return Status::OK();
+}
+
+Status ValidateDatasetInputs(const std::vector<DatasetInput>& inputs) {
+  if (inputs.size() > kMaxDatasetsPerCall) {
+    return Status::InvalidArgument("A run can log at most " + std::to_string(kMaxDatasetsPerCall) +
+                                   " datasets in one call, but got " +
+                                   std::to_string(inputs.size()) + " in 'datasets'");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string field = "datasets[" + std::to_string(i) + "]";
+    const Dataset& d = inputs[i].dataset;
+    struct Check {
+      const char* name;
+      const std::string& value;
+      size_t limit;
+      bool required;
+    };
+    for (const Check& c : {Check{"name", d.name, kMaxDatasetNameLength, true},
+                           Check{"digest", d.digest, kMaxDatasetDigestLength, true},
+                           Check{"source_type", d.source_type, kMaxDatasetSourceLength, true},
+                           Check{"source", d.source, kMaxDatasetSourceLength, true},
+                           Check{"schema", d.schema, kMaxDatasetSchemaLength, false},
+                           Check{"profile", d.profile, kMaxDatasetProfileLength, false}}) {
+      std::string name = field + ".dataset." + c.name;
+      if (c.required && c.value.empty()) {
+        return MissingField(name);
+      }
+      COHORT_RETURN_IF_ERROR(CheckLength(name, c.value, c.limit));
+    }
+    for (size_t t = 0; t < inputs[i].tags.size(); ++t) {
+      std::string tag = field + ".tags[" + std::to_string(t) + "]";
+      const Tag& input_tag = inputs[i].tags[t];
+      if (input_tag.key.empty()) {
+        return MissingField(tag + ".key");
+      }
+      COHORT_RETURN_IF_ERROR(CheckLength(tag + ".key", input_tag.key, kMaxInputTagKeyLength));
+      COHORT_RETURN_IF_ERROR(CheckLength(tag + ".value", input_tag.value, kMaxInputTagValueLength));
+    }
   }
   return Status::OK();
 }

@@ -16,6 +16,9 @@ Status ValidateKey(const std::string& field, const std::string& key);
 // MLflow's count limits alone, checked before a request's items are parsed.
 Status ValidateBatchSizes(size_t metrics, size_t params, size_t tags);
 Status ValidateBatch(const Batch& batch);
+// runs/log-inputs: counts, required fields and MLflow's lengths, naming the
+// field as the request does ("datasets[2].dataset.digest").
+Status ValidateDatasetInputs(const std::vector<DatasetInput>& inputs);
 Status ValidateRunStatus(const std::string& status);
 Status ValidateExperimentName(const std::string& name);
 

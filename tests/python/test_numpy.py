@@ -74,3 +74,20 @@ def test_errors(job):
         job.remove_process_set(job.global_process_set)
     assert job.global_process_set.ranks == list(range(job.size()))
     assert job.global_process_set.size() == job.size()
+
+
+def test_engine_stats_count_fused_and_lone_allreduces(job):
+    def delta(before):
+        after = job.engine_stats()
+        return {k: after[k] - before[k] for k in after}
+
+    before = job.engine_stats()
+    sizes = [4, 8, 20]
+    out = job.grouped_allreduce([np.ones(n, np.float32) for n in sizes], op=job.Sum)
+    assert [o.tolist() for o in out] == [[float(job.size())] * n for n in sizes]
+    assert delta(before) == {"cycles": 1, "allreduces": 1, "allreduced_tensors": 3,
+                             "fused_allreduces": 1, "fused_tensors": 3, "fused_bytes": 32 * 4}
+    before = job.engine_stats()
+    job.allreduce(np.ones(5, np.float32), op=job.Sum)
+    assert delta(before) == {"cycles": 1, "allreduces": 1, "allreduced_tensors": 1,
+                             "fused_allreduces": 0, "fused_tensors": 0, "fused_bytes": 0}

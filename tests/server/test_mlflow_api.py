@@ -1,19 +1,42 @@
 """Contract tests of `cohort server`'s MLflow REST API 2.0: each endpoint as
 MLflow's client sends it (field names and types from MLflow's service.proto
 and mlflow_artifacts.proto), success and error answers, plus HTTP-level
-faults. The real MLflow client cannot be installed here."""
+faults. The real MLflow client cannot be installed here. Every test taking
+the `server` fixture runs against both stores: SQLite and a throw-away
+PostgreSQL 15 cluster (postgres_cluster.py), one cluster for the module."""
 import http.client
 import socket
 import time
 
 import pytest
 
+import postgres_cluster
 from tracking_server_fixture import TrackingServer
+
+BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = TrackingServer(tmp_path_factory.mktemp("track"))
+def pg_cluster():
+    if not postgres_cluster.available():
+        pytest.skip(f"PostgreSQL 15 is not installed ({postgres_cluster.BIN}/initdb missing): "
+                    "apt-get install postgresql-15")
+    cluster = postgres_cluster.PostgresCluster(fsync=False)  # the tests kill servers, not PostgreSQL
+    yield cluster
+    cluster.stop()
+
+
+def store_for(backend, tmp_path, request):
+    """A fresh store URI of this backend."""
+    if backend == "sqlite":
+        return f"sqlite:{tmp_path}/tracking.db"
+    return request.getfixturevalue("pg_cluster").new_database()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("track")
+    s = TrackingServer(tmp, store=store_for(request.param, tmp, request))
     yield s
     s.stop()
 
@@ -352,13 +375,19 @@ def test_static_files_and_404(tmp_path):
 def test_second_server_on_one_store_is_refused(server, tmp_path):
     import subprocess
     from tracking_server_fixture import COHORT
-    db = server.store[len("sqlite:"):]
     proc = subprocess.run([COHORT, "server", "--store", server.store, "--port", "0"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
-    assert proc.stderr == (f"cohort server: tracking store {db} "
-                           f"is open in another process (lock {db}.lock is held); use that "
-                           "server, or another --store\n")
+    if server.store.startswith("sqlite:"):
+        db = server.store[len("sqlite:"):]
+        assert proc.stderr == (f"cohort server: tracking store {db} "
+                               f"is open in another process (lock {db}.lock is held); use that "
+                               "server, or another --store\n")
+    else:
+        shown = server.store.replace(":" + postgres_cluster.PASSWORD + "@", "@")
+        assert proc.stderr == (f"cohort server: tracking store {shown} is open in another cohort "
+                               f"server (it holds PostgreSQL advisory lock {0x636f686f7274}); use "
+                               "that server, or another --store\n")
 
 
 def test_batch_id_makes_log_batch_idempotent(server):
@@ -372,10 +401,11 @@ def test_batch_id_makes_log_batch_idempotent(server):
     assert [m["step"] for m in body["metrics"]] == [0, 1, 2]
 
 
-def test_auth_requires_a_users_token(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auth_requires_a_users_token(backend, tmp_path, request):
     import subprocess
     from tracking_server_fixture import COHORT
-    store = f"sqlite:{tmp_path}/tracking.db"
+    store = store_for(backend, tmp_path, request)
 
     def cli(*args):
         p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
@@ -389,7 +419,7 @@ def test_auth_requires_a_users_token(tmp_path):
     token = token.strip()
     assert rc == 0 and token.startswith("cohort_") and len(token) == 7 + 64
 
-    s = TrackingServer(tmp_path, ["--auth"])
+    s = TrackingServer(tmp_path, ["--auth"], store=store)
     try:
         assert error(s.get("experiments/get", experiment_id="0")) == \
             (401, "UNAUTHENTICATED", "This server requires a token: send 'Authorization: Bearer "
@@ -414,10 +444,11 @@ def test_auth_requires_a_users_token(tmp_path):
         s.stop()
 
 
-def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_path, request):
     import subprocess
     from tracking_server_fixture import COHORT
-    store = f"sqlite:{tmp_path}/tracking.db"
+    store = store_for(backend, tmp_path, request)
 
     def cli(*args):
         p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
@@ -434,7 +465,7 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
         return server.request(method, "/api/2.0/mlflow/" + endpoint, body=body, query=query,
                               headers={"Authorization": "Bearer " + tokens[user]})
 
-    s = TrackingServer(tmp_path, ["--auth"])
+    s = TrackingServer(tmp_path, ["--auth"], store=store)
     try:
         status, body = as_user(s, "alice", "POST", "experiments/create", {"name": "alice-exp"})
         assert status == 200
@@ -456,7 +487,7 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
     finally:
         s.stop()
     assert cli("user", "grant", "bob", "alice-exp", "read") == "bob may read experiment alice-exp\n"
-    s = TrackingServer(tmp_path, ["--auth"])
+    s = TrackingServer(tmp_path, ["--auth"], store=store)
     try:
         assert as_user(s, "bob", "GET", "runs/get", query={"run_id": rid})[0] == 200
         assert error(as_user(s, "bob", "POST", "runs/log-metric",
@@ -466,3 +497,45 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(tmp_path):
                        {"run_id": rid, "key": "m", "value": 1, "timestamp": 1}) == (200, {})
     finally:
         s.stop()
+
+
+def test_log_inputs_are_returned_by_runs_get(server):
+    rid = new_run(server)
+    train = {"name": "digits", "digest": "c0ffee12", "source_type": "cohort",
+             "source": "/data/digits@c0ffee12", "schema": '{"x": "float32[64]"}'}
+    body = {"run_id": rid, "datasets": [
+        {"tags": [{"key": "mlflow.data.context", "value": "train"}], "dataset": train},
+        {"dataset": {"name": "digits-eval", "digest": "0d15ea5e", "source_type": "local",
+                     "source": "/data/eval", "profile": '{"rows": 360}'}}]}
+    assert server.post("runs/log-inputs", body) == (200, {})
+    # The same input again is skipped whole (its new tag too), as MLflow does.
+    again = {"run_id": rid, "datasets": [{"tags": [{"key": "extra", "value": "x"}],
+                                          "dataset": train}]}
+    assert server.post("runs/log-inputs", again) == (200, {})
+    status, got = server.get("runs/get", run_id=rid)
+    assert status == 200
+    assert got["run"]["inputs"] == {"dataset_inputs": [
+        {"dataset": train, "tags": [{"key": "mlflow.data.context", "value": "train"}]},
+        {"dataset": {"name": "digits-eval", "digest": "0d15ea5e", "source_type": "local",
+                     "source": "/data/eval", "profile": '{"rows": 360}'}}]}
+    status, found = server.post("runs/search", {"experiment_ids": ["0"],
+                                                "filter": f"attributes.run_id = '{rid}'"})
+    assert found["runs"][0]["inputs"] == got["run"]["inputs"]
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": {**train, "digest": "d" * 37}}]})) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         f"Invalid value '{'d' * 37}' for parameter 'datasets[0].dataset.digest' supplied: "
+         "length 37 exceeds the limit of 36")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": {"name": "x", "digest": "y", "source_type": "z"}}]})) == \
+        (400, "INVALID_PARAMETER_VALUE", "Missing value for required parameter "
+         "'datasets[0].dataset.source'. See the API docs for more information about request "
+         "parameters.")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [{"tags": []}]})) == \
+        (400, "INVALID_PARAMETER_VALUE", "Missing value for required parameter "
+         "'datasets[0].dataset'. See the API docs for more information about request parameters.")
+    assert error(server.post("runs/log-inputs", {"run_id": rid, "datasets": [
+        {"dataset": train, "tags": [{"key": "k", "value": "v" * 501}]}]}))[:2] == \
+        (400, "INVALID_PARAMETER_VALUE")
+    assert error(server.post("runs/log-inputs", {"run_id": "nope", "datasets": []})) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "Run with id=nope not found")

@@ -14,8 +14,8 @@ COHORT = os.path.join(BUILD, "cohort")
 
 
 class TrackingServer:
-    def __init__(self, tmp_path, extra_args=()):
-        self.store = f"sqlite:{tmp_path}/tracking.db"
+    def __init__(self, tmp_path, extra_args=(), store=None):
+        self.store = store or f"sqlite:{tmp_path}/tracking.db"
         self.artifacts = str(tmp_path / "artifacts")
         args = [COHORT, "server", "--store", self.store, "--port", "0",
                 "--artifacts", self.artifacts, *extra_args]

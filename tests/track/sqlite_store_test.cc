@@ -308,9 +308,10 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   auto got = store->GetRun(run);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->metrics.size(), 1u);
-  EXPECT_EQ(SqliteSchemaVersion(), 5);
+  EXPECT_EQ(SqliteSchemaVersion(), 6);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
-            "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH");
+            "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
+            " postgresql://USER@HOST:PORT/DB");
 }
 
 }  // namespace

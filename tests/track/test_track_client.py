@@ -10,6 +10,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+import postgres_cluster  # noqa: E402
 from tracking_server_fixture import TrackingServer  # noqa: E402
 
 import cohort.track  # noqa: E402
@@ -82,6 +83,16 @@ def test_http_run_and_bad_input(tmp_path):
         server.stop()
 
 
+def test_a_postgresql_uri_is_refused_naming_the_server_to_use(tmp_path):
+    uri = "postgresql://alice:pw@127.0.0.1:5432/track"
+    with pytest.raises(ValueError) as raised:
+        cohort.track.init(project="x", uri=uri, spool_dir=str(tmp_path / "spool"))
+    assert str(raised.value) == (
+        "tracking URI 'postgresql://alice@127.0.0.1:5432/track': clients reach a PostgreSQL store "
+        "through its server: run `cohort server --store postgresql://alice@127.0.0.1:5432/track` "
+        "and track to http://HOST:PORT")
+
+
 def test_other_ranks_do_not_record(tmp_path, monkeypatch):
     monkeypatch.setenv("COHORT_RANK", "1")
     run = cohort.track.init(uri=f"sqlite:{tmp_path}/x.db")
@@ -90,10 +101,22 @@ def test_other_ranks_do_not_record(tmp_path, monkeypatch):
     assert run.id is None and not (tmp_path / "x.db").exists()
 
 
-def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
+@pytest.fixture(scope="module")
+def pg_cluster():
+    if not postgres_cluster.available():
+        pytest.skip(f"PostgreSQL 15 is not installed ({postgres_cluster.BIN}/initdb missing): "
+                    "apt-get install postgresql-15")
+    cluster = postgres_cluster.PostgresCluster()  # durable (fsync on), as in production
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_server_killed_while_logging_loses_and_doubles_nothing(backend, tmp_path, request):
     port = free_port()
     args = ["--port", str(port)]
-    server = TrackingServer(tmp_path, args)
+    store = None if backend == "sqlite" else request.getfixturevalue("pg_cluster").new_database()
+    server = TrackingServer(tmp_path, args, store=store)
     spool = tmp_path / "spool"
     run = cohort.track.init(project="kill", uri=f"http://127.0.0.1:{port}", spool_dir=str(spool),
                             flush_interval_ms=20)
@@ -107,7 +130,7 @@ def test_server_killed_while_logging_loses_and_doubles_nothing(tmp_path):
     assert run.spooled_batches() > 0
     assert len(list(spool.glob("*.jsonl"))) == 1
 
-    server = TrackingServer(tmp_path, args)  # the same store and port
+    server = TrackingServer(tmp_path, args, store=store)  # the same store and port
     try:
         assert len(history(server, run.id, "loss")) == 1000
         run.finish()  # replays the spool, then ends the run
@@ -221,6 +244,17 @@ def test_digits_job_records_itself_with_engine_figures(tmp_path):
         # DigitsCNN's 38,282 float32 parameters are reduced every step.
         assert {p["value"] for p in history(server, run_id, "engine/bytes_reduced")} == {153128.0}
         assert len(history(server, run_id, "engine/step_time_s")) == 21
+        # Fusion: every step reduces DigitsCNN's 8 gradient tensors in however
+        # many allreduces the engine fused them into.
+        allreduces = history(server, run_id, "engine/allreduces")
+        per_op = history(server, run_id, "engine/fusion/tensors_per_allreduce")
+        assert len(allreduces) == len(per_op) == 22
+        assert [round(a["value"] * t["value"]) for a, t in zip(allreduces, per_op)] == [8] * 22
+        assert all(0 <= p["value"] <= 1
+                   for p in history(server, run_id, "engine/fusion/fused_tensor_fraction"))
+        assert all(0 <= p["value"] <= 153128
+                   for p in history(server, run_id, "engine/fusion/fused_bytes"))
+        assert all(p["value"] >= 1 for p in history(server, run_id, "engine/cycles"))
         assert len(history(server, run_id, "test_accuracy")) == 1
     finally:
         server.stop()
@@ -269,5 +303,25 @@ def test_datasets_a_loader_opens_are_in_the_provenance(tmp_path):
         tags = {t["key"]: t["value"] for t in server.get("runs/get", run_id=run.id)[1]["run"]["data"]["tags"]}
         assert tags["cohort.dataset.0"] == f"{data}@{commit}"
         assert "cohort.dataset.1" not in tags
+        inputs = server.get("runs/get", run_id=run.id)[1]["run"]["inputs"]
+        assert inputs == {"dataset_inputs": [{"dataset": {
+            "name": "toy", "digest": commit[:36], "source_type": "cohort.data",
+            "source": f"{data}@{commit}"}}]}
+    finally:
+        server.stop()
+
+
+def test_log_input_over_http_with_context(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        run = cohort.track.init(project="inputs", uri=server.url, spool_dir=str(tmp_path / "spool"))
+        run.log_input("digits", "abc123", "/data/digits", context="train")
+        run.log_input("digits", "abc123", "/data/digits", context="train")  # once
+        run.finish()
+        inputs = server.get("runs/get", run_id=run.id)[1]["run"]["inputs"]
+        assert inputs == {"dataset_inputs": [{
+            "dataset": {"name": "digits", "digest": "abc123", "source_type": "local",
+                        "source": "/data/digits"},
+            "tags": [{"key": "mlflow.data.context", "value": "train"}]}]}
     finally:
         server.stop()

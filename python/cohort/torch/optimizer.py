@@ -225,7 +225,7 @@ def _report_step_to_tracking(params, wait_s):
     run = track.active_run() if track else None
     if run is not None:
         reduced = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
-        run._log_engine_step(wait_s, reduced)
+        run._log_engine_step(wait_s, reduced, _cohort.engine_stats())
 
 
 def _require_member(process_set):

@@ -98,6 +98,18 @@ void BindJob(py::module_& m) {
       },
       py::arg("path"));
   m.def("stop_timeline", [] { Call(cohort_stop_timeline); });
+  m.def("engine_stats", [] {
+    cohort_engine_stats s{};
+    cohort_get_engine_stats(&s);
+    py::dict out;
+    out["cycles"] = s.cycles;
+    out["allreduces"] = s.allreduces;
+    out["allreduced_tensors"] = s.allreduced_tensors;
+    out["fused_allreduces"] = s.fused_allreduces;
+    out["fused_tensors"] = s.fused_tensors;
+    out["fused_bytes"] = s.fused_bytes;
+    return out;
+  });
 }
 
 }  // namespace cohort_python

@@ -66,6 +66,8 @@ PYBIND11_MODULE(_track, m) {
       .def_property_readonly("experiment_id", &TrackingRun::experiment_id)
       .def("log", &Log, py::arg("values"), py::arg("step"))
       .def("set_tag", &TrackingRun::SetTag, py::arg("key"), py::arg("value"))
+      .def("log_input", &TrackingRun::LogInput, py::arg("name"), py::arg("digest"),
+           py::arg("source_type"), py::arg("source"), py::arg("context") = "")
       .def(
           "log_artifact",
           [](TrackingRun& run, const std::string& path, const std::string& name) {
