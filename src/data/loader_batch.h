@@ -30,6 +30,9 @@ class ColumnBatcher {
   Status Allocate(DataType dtype, std::vector<uint64_t> row_shape);
   Status AddArray(uint64_t row, const ValueView& value, DataType dtype);
   Status AddImage(uint64_t row, const ValueView& value, uint64_t key);
+  Status AddResizedImage(uint64_t row, const ValueView& value, uint64_t key);
+  // Allocates the batch for 3 x height x width images, or checks it fits one.
+  Status AllocateImageRow(int width, int height);
 
   const Column& column_;
   const ImageOptions& image_;
