@@ -38,8 +38,8 @@ bool RegionInside(const Box& r, unsigned width, unsigned height) {
 
 // The libjpeg part, kept free of C++ objects with destructors because
 // longjmp would skip them. Returns false with err->message set on failure.
-bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image* out,
-                Box* origin, ErrorManager* err) {
+bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image* out, Box* origin,
+                ErrorManager* err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err->base);
   err->base.error_exit = OnError;
@@ -120,17 +120,19 @@ Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, 
   return image;
 }
 
-Result<std::string> EncodeJpeg(const Image& image, int quality) {
+Result<std::string> EncodeJpeg(const Image& image, int quality, JpegSubsampling subsampling) {
   if (image.channels != 3 && image.channels != 1)
     return Status::InvalidArgument("JPEG needs 1 or 3 channels, image has " +
                                    std::to_string(image.channels));
   tjhandle tj = tjInitCompress();
   if (tj == nullptr) return Status::Internal("cannot start a TurboJPEG encoder");
+  const int chroma[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440};
   unsigned char* out = nullptr;
   unsigned long size = 0;
-  const int rc = tjCompress2(tj, image.pixels.data(), image.width, 0, image.height,
-                             image.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
-                             image.channels == 3 ? TJSAMP_420 : TJSAMP_GRAY, quality, 0);
+  const int rc =
+      tjCompress2(tj, image.pixels.data(), image.width, 0, image.height,
+                  image.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
+                  image.channels == 3 ? chroma[int(subsampling)] : TJSAMP_GRAY, quality, 0);
   std::string why = rc != 0 ? tjGetErrorStr2(tj) : "";
   std::string bytes = rc == 0 ? std::string(reinterpret_cast<char*>(out), size) : "";
   tjFree(out);

@@ -27,8 +27,12 @@ Result<Box> JpegSize(std::string_view jpeg);
 Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region = nullptr, Box* origin = nullptr,
                          int scale_denom = 1);
 
+// Chroma subsampling of an encoded RGB JPEG (ignored for grayscale).
+enum class JpegSubsampling { k444, k422, k420, k440 };
+
 // Encodes RGB (channels 3) or grayscale (channels 1) pixels; quality 1..100.
-Result<std::string> EncodeJpeg(const Image& image, int quality);
+Result<std::string> EncodeJpeg(const Image& image, int quality,
+                               JpegSubsampling subsampling = JpegSubsampling::k420);
 
 }  // namespace cohort::data
 
