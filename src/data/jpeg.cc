@@ -14,7 +14,15 @@ namespace cohort::data {
 
 namespace {
 
-constexpr unsigned kRegionMargin = 16;  // pixels decoded around a region (two 8x8 blocks)
+// Pixels decoded beyond a region so that its edges equal a full decode.
+// Fancy upsampling blends a chroma sample with its neighbours: at the right
+// edge the next sample must be decoded (2 pixels), and at a left edge on an
+// iMCU boundary the block column before it (libjpeg widens the crop to
+// that boundary, so a 1-pixel margin costs nothing elsewhere). Rows need
+// none: jpeg_skip_scanlines and the context rows of jpeg_read_scanlines
+// keep vertical upsampling exact. tests/data/jpeg_region_test.cc checks
+// every subsampling at every edge.
+constexpr unsigned kMarginLeft = 1, kMarginTop = 0, kMarginRight = 2, kMarginBottom = 0;
 
 struct ErrorManager {
   jpeg_error_mgr base;
@@ -68,13 +76,11 @@ bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image
   jpeg_start_decompress(&cinfo);
   JDIMENSION x = 0, width = cinfo.output_width, y = 0, height = cinfo.output_height;
   if (region != nullptr) {
-    // Chroma upsampling blends neighbouring samples, so pixels at a crop's
-    // edge can differ from a full decode; a margin keeps the region exact.
-    const JDIMENSION m = kRegionMargin;
-    x = static_cast<JDIMENSION>(region->x) > m ? region->x - m : 0;
-    y = static_cast<JDIMENSION>(region->y) > m ? region->y - m : 0;
-    width = std::min<JDIMENSION>(region->x + region->width + m, cinfo.output_width) - x;
-    height = std::min<JDIMENSION>(region->y + region->height + m, cinfo.output_height) - y;
+    x = static_cast<JDIMENSION>(region->x) > kMarginLeft ? region->x - kMarginLeft : 0;
+    y = static_cast<JDIMENSION>(region->y) > kMarginTop ? region->y - kMarginTop : 0;
+    width = std::min<JDIMENSION>(region->x + region->width + kMarginRight, cinfo.output_width) - x;
+    height =
+        std::min<JDIMENSION>(region->y + region->height + kMarginBottom, cinfo.output_height) - y;
     if (x != 0 || width != cinfo.output_width) jpeg_crop_scanline(&cinfo, &x, &width);
     if (y > 0) jpeg_skip_scanlines(&cinfo, y);
   }
