@@ -113,16 +113,22 @@ Result<Box> JpegSize(std::string_view jpeg) {
   return Box{0, 0, width, height};
 }
 
-Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, int scale_denom) {
+Status DecodeJpegInto(std::string_view jpeg, const Box* region, Box* origin, int scale_denom,
+                      Image* out) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
     return Status::InvalidArgument("JPEG scale 1/" + std::to_string(scale_denom) +
                                    " is not 1/1, 1/2, 1/4 or 1/8");
-  Image image;
   ErrorManager err;
-  if (!DecodeInto(jpeg, region, scale_denom, &image, origin, &err)) {
+  if (!DecodeInto(jpeg, region, scale_denom, out, origin, &err)) {
     if (err.bad_region) return Status::InvalidArgument(err.message);
     return Status::InvalidArgument(std::string("cannot decode JPEG: ") + err.message);
   }
+  return Status::OK();
+}
+
+Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, int scale_denom) {
+  Image image;
+  COHORT_RETURN_IF_ERROR(DecodeJpegInto(jpeg, region, origin, scale_denom, &image));
   return image;
 }
 

@@ -26,6 +26,10 @@ Result<Box> JpegSize(std::string_view jpeg);
 // image's pixels, of ceil(width / scale_denom) x ceil(height / scale_denom).
 Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region = nullptr, Box* origin = nullptr,
                          int scale_denom = 1);
+// The same into `*out`, reusing its memory (a loader thread decodes a
+// whole batch into one Image).
+Status DecodeJpegInto(std::string_view jpeg, const Box* region, Box* origin, int scale_denom,
+                      Image* out);
 
 // Chroma subsampling of an encoded RGB JPEG (ignored for grayscale).
 enum class JpegSubsampling { k444, k422, k420, k440 };

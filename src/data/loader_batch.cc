@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "data/image_decode.h"
-#include "data/jpeg.h"
 #include "data/resample.h"
 #include "data/transforms.h"
 
@@ -98,9 +97,8 @@ Status ColumnBatcher::AddResizedImage(uint64_t row, const ValueView& value, uint
   const int scale = image_.dct_scaling ? ReducedScale(value.bytes, crop, image_.size) : 1;
   const Box region = scale == 1 ? crop : ScaleBox(crop, scale, size->width, size->height);
   Box origin;
-  Result<Image> decoded = scale == 1 ? DecodeImage(value.bytes, &region, &origin)
-                                     : DecodeJpeg(value.bytes, &region, &origin, scale);
-  if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
+  const Status decoded = DecodeImageInto(value.bytes, &region, &origin, scale, &decoded_);
+  if (!decoded.ok()) return decoded.WithContext("column '" + column_.name + "'");
   COHORT_RETURN_IF_ERROR(AllocateImageRow(image_.size, image_.size));
   uint8_t* out = tensor_.storage.get() + row * row_bytes_;
   if (image_.to_float) {
@@ -111,7 +109,7 @@ Status ColumnBatcher::AddResizedImage(uint64_t row, const ValueView& value, uint
     target.bytes = out;
   }
   const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
-  ResizeToChw(*decoded, in_decoded, image_.size, image_.size, target);
+  ResizeToChw(decoded_, in_decoded, image_.size, image_.size, target, &scratch_);
   return Status::OK();
 }
 

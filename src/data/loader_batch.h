@@ -41,6 +41,9 @@ class ColumnBatcher {
   std::vector<uint64_t> row_shape_;
   uint64_t row_bytes_ = 0;
   Tensor tensor_;
+  // Reused from sample to sample: the decoded crop and the resize's planes.
+  Image decoded_;
+  std::vector<uint8_t> scratch_;
 };
 
 // Columns that can be batched: arrays, labels and images; text and JSON

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -306,7 +305,7 @@ bool ResampleHasSimd() {
 }
 
 void ResizeToChw(const Image& src, const Box& box, int out_width, int out_height,
-                 const ChwTarget& target, ResampleKernels kernels) {
+                 const ChwTarget& target, std::vector<uint8_t>* scratch, ResampleKernels kernels) {
   Pass p{src,
          box,
          out_width,
@@ -318,9 +317,11 @@ void ResizeToChw(const Image& src, const Box& box, int out_width, int out_height
          nullptr};
   p.row_lo = p.ys.first.front();
   p.rows = p.ys.first.back() + p.ys.count.back() - p.row_lo;
-  // Every byte is written by the horizontal pass: no need to clear it.
-  std::unique_ptr<uint8_t[]> planes(new uint8_t[size_t(src.channels) * p.rows * out_width]);
-  p.planes = planes.get();
+  std::vector<uint8_t> own;
+  if (scratch == nullptr) scratch = &own;
+  const size_t planes = size_t(src.channels) * p.rows * out_width;
+  if (scratch->size() < planes) scratch->resize(planes);
+  p.planes = scratch->data();
   const bool simd = kernels == ResampleKernels::kBest && ResampleHasSimd();
 #ifdef COHORT_RESAMPLE_AVX2
   if (simd && src.channels == 3) {

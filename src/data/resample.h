@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "cohort/loader.h"  // Image, Box
 
@@ -30,8 +31,11 @@ enum class ResampleKernels { kBest, kPortable };
 
 // Resizes the part `box` of `src` (1 to 3 channels; the box's edges act as
 // the image's edges, as after a crop) to out_width x out_height into `target`.
+// `scratch` (optional) holds the planes between the passes, so that a
+// caller resizing many images allocates them once.
 void ResizeToChw(const Image& src, const Box& box, int out_width, int out_height,
-                 const ChwTarget& target, ResampleKernels kernels = ResampleKernels::kBest);
+                 const ChwTarget& target, std::vector<uint8_t>* scratch = nullptr,
+                 ResampleKernels kernels = ResampleKernels::kBest);
 
 // Whether kBest uses SIMD kernels on this CPU (for the benchmark's notes).
 bool ResampleHasSimd();

@@ -45,7 +45,7 @@ std::vector<uint8_t> ResizeBytes(const Image& src, const Box& box, int w, int h,
   ChwTarget target;
   target.flip = flip;
   target.bytes = out.data();
-  ResizeToChw(src, box, w, h, target, kernels);
+  ResizeToChw(src, box, w, h, target, nullptr, kernels);
   return out;
 }
 
