@@ -244,48 +244,67 @@ void HorizontalAvx2(const Pass& p, bool flip) {
   }
 }
 
-// Eight output pixels of a row per step; the tail of a row that is not a
-// multiple of eight takes the portable arithmetic.
+// Output pixels [x, x + 8 * kVectors) of one row of plane `ch`: the taps'
+// weighted sums of `rows` (the first tap's row), shifted, clipped and
+// stored at `floats` or `bytes` (the output row's start).
+template <int kVectors>
+__attribute__((target("avx2"), always_inline)) inline void VerticalStep(
+    const uint8_t* rows, int width, int x, int taps, const int32_t* w, const Normalize& norm,
+    float* floats, uint8_t* bytes) {
+  __m256i acc[kVectors];
+  for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_set1_epi32(kHalf);
+  for (int k = 0; k < taps; ++k) {
+    const __m256i weight = _mm256_set1_epi32(w[k]);
+    const uint8_t* in = rows + size_t(k) * width + x;
+    for (int v = 0; v < kVectors; ++v) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 8 * v));
+      acc[v] = _mm256_add_epi32(acc[v], _mm256_mullo_epi32(_mm256_cvtepu8_epi32(b), weight));
+    }
+  }
+  const __m256i zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
+  for (int v = 0; v < kVectors; ++v) {
+    const __m256i clipped =
+        _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(acc[v], kPrecisionBits), zero), max);
+    if (floats != nullptr) {
+      const __m256 value = _mm256_cvtepi32_ps(clipped);
+      _mm256_storeu_ps(floats + x + 8 * v,
+                       _mm256_sub_ps(_mm256_mul_ps(value, _mm256_set1_ps(norm.scale)),
+                                     _mm256_set1_ps(norm.shift)));
+    } else {
+      const __m128i words =
+          _mm_packs_epi32(_mm256_castsi256_si128(clipped), _mm256_extracti128_si256(clipped, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes + x + 8 * v),
+                       _mm_packus_epi16(words, words));
+    }
+  }
+}
+
+// 32 output pixels of a row per step (one weight broadcast per tap feeds
+// four vectors), then 8; a tail that is not a multiple of eight takes the
+// portable arithmetic.
 __attribute__((target("avx2"))) void VerticalAvx2(const Pass& p, int ch, const ChwTarget& target) {
   const uint8_t* mid = p.plane(ch);
   const size_t plane = size_t(p.out_width) * p.out_height;
   const Normalize norm(target, ch);
-  const __m256 scale8 = _mm256_set1_ps(norm.scale), shift8 = _mm256_set1_ps(norm.shift);
-  const __m256i zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
-  const int width = p.out_width, vector_width = width & ~7;
+  const int width = p.out_width;
   for (int y = 0; y < p.out_height; ++y) {
     const int32_t* w = &p.ys.weights[size_t(y) * p.ys.stride];
-    const uint8_t* first = mid + size_t(p.ys.first[y] - p.row_lo) * width;
+    const uint8_t* rows = mid + size_t(p.ys.first[y] - p.row_lo) * width;
     const int taps = p.ys.count[y];
     const size_t at = ch * plane + size_t(y) * width;
-    for (int x = 0; x < vector_width; x += 8) {
-      __m256i acc = _mm256_set1_epi32(kHalf);
-      for (int k = 0; k < taps; ++k) {
-        const __m128i bytes =
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(first + size_t(k) * width + x));
-        acc = _mm256_add_epi32(
-            acc, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_set1_epi32(w[k])));
-      }
-      const __m256i v =
-          _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(acc, kPrecisionBits), zero), max);
-      if (target.floats != nullptr) {
-        _mm256_storeu_ps(target.floats + at + x,
-                         _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), scale8), shift8));
-      } else {
-        const __m128i words =
-            _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(target.bytes + at + x),
-                         _mm_packus_epi16(words, words));
-      }
-    }
-    for (int x = vector_width; x < width; ++x) {
+    float* floats = target.floats != nullptr ? target.floats + at : nullptr;
+    uint8_t* bytes = target.bytes != nullptr ? target.bytes + at : nullptr;
+    int x = 0;
+    for (; x + 32 <= width; x += 32) VerticalStep<4>(rows, width, x, taps, w, norm, floats, bytes);
+    for (; x + 8 <= width; x += 8) VerticalStep<1>(rows, width, x, taps, w, norm, floats, bytes);
+    for (; x < width; ++x) {
       int32_t sum = kHalf;
-      for (int k = 0; k < taps; ++k) sum += first[size_t(k) * width + x] * w[k];
+      for (int k = 0; k < taps; ++k) sum += rows[size_t(k) * width + x] * w[k];
       const uint8_t v = Clip8(sum);
-      if (target.floats != nullptr) {
-        target.floats[at + x] = v * norm.scale - norm.shift;
+      if (floats != nullptr) {
+        floats[x] = v * norm.scale - norm.shift;
       } else {
-        target.bytes[at + x] = v;
+        bytes[x] = v;
       }
     }
   }
