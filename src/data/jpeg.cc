@@ -88,9 +88,14 @@ bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image
   out->height = static_cast<int>(height);
   out->channels = 3;
   out->pixels.resize(size_t(out->width) * out->height * 3);
+  // Every row's pointer at once: libjpeg then writes its row groups (two
+  // rows for 2x2 chroma) in place instead of through a spare row.
+  auto* rows = static_cast<JSAMPARRAY>((*cinfo.mem->alloc_small)(
+      reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE, sizeof(JSAMPROW) * height));
+  for (JDIMENSION r = 0; r < height; ++r) rows[r] = out->row(static_cast<int>(r));
   while (cinfo.output_scanline < y + height) {
-    JSAMPROW row = out->row(static_cast<int>(cinfo.output_scanline - y));
-    jpeg_read_scanlines(&cinfo, &row, 1);
+    const JDIMENSION done = cinfo.output_scanline - y;
+    jpeg_read_scanlines(&cinfo, rows + done, height - done);
   }
   if (origin != nullptr) *origin = {int(x), int(y), out->width, out->height};
   jpeg_abort_decompress(&cinfo);
