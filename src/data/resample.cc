@@ -69,7 +69,7 @@ uint8_t Clip8(int32_t sum) {
 }
 
 // What both passes share: the source region, the taps, and the planes
-// between the passes (rows [row_lo, row_hi) of the box, out_width wide).
+// between the passes (rows [row_lo, row_lo + rows) of the box, out_width wide).
 struct Pass {
   const Image& src;
   const Box& box;
