@@ -9,7 +9,8 @@ class folders. Then measures, each --runs times, and prints medians:
   ingest      `cohort data ingest imagefolder` images/s (1 and 2 reader threads)
   jpeg        cohort's loader vs torch DataLoader + torchvision ImageFolder (PIL),
               the same transforms (RandomResizedCrop 224, flip, ToTensor+Normalize),
-              1 and 2 workers (cohort: threads), images/s over --measure images
+              1 and 2 workers (cohort: threads), images/s over --measure images,
+              and images per CPU second (every thread and worker process)
   raw         a uint8 [3,128,128] array column: loader vs reading the same bytes
               from one flat file into batch buffers in the same shuffled order
   shuffle     quality of the epoch order (mean jump ratio, same-chunk pairs)
@@ -99,6 +100,23 @@ def ingest_rate(cli, images, dataset, threads, count):
     return count / (time.time() - start)
 
 
+def cpu_seconds(pids):
+    """User + system CPU time of processes (all their threads) so far."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+CPU_RATES = {}  # label -> images per CPU second, per repetition
+
+
+def record_cpu(label, seen, cpu):
+    CPU_RATES.setdefault(label, []).append(seen / cpu)
+
+
 def cohort_rate(dataset, threads, batch, measure, dct_scaling=True):
     from cohort.data import DataLoader
     loader = DataLoader(dataset, batch_size=batch, image_size=224, threads=threads,
@@ -106,11 +124,14 @@ def cohort_rate(dataset, threads, batch, measure, dct_scaling=True):
                         dct_scaling=dct_scaling)
     it = iter(loader)
     next(it)  # start-up (first chunk fetch) is not throughput
-    start, seen = time.time(), 0
+    start, seen, cpu = time.time(), 0, cpu_seconds([os.getpid()])
     while seen < measure:
         b = next(it)
         seen += b["image"].shape[0]
-    return seen / (time.time() - start)
+    rate = seen / (time.time() - start)
+    record_cpu(f"cohort {threads}{'' if dct_scaling else ' exact'}", seen,
+               cpu_seconds([os.getpid()]) - cpu)
+    return rate
 
 
 def torch_rate(images, workers, batch, measure):
@@ -124,11 +145,13 @@ def torch_rate(images, workers, batch, measure):
                                          prefetch_factor=2, persistent_workers=False)
     it = iter(loader)
     next(it)
-    start, seen = time.time(), 0
+    pids = [os.getpid()] + [w.pid for w in it._workers]
+    start, seen, cpu = time.time(), 0, cpu_seconds(pids)
     while seen < measure:
         x, _ = next(it)
         seen += x.shape[0]
     rate = seen / (time.time() - start)
+    record_cpu(f"torch {workers}", seen, cpu_seconds(pids) - cpu)
     del it
     return rate
 
@@ -259,6 +282,10 @@ def main():
                     dataset, w, args.batch, args.measure, dct_scaling=False)
             c, t, *exact = interleaved(args.runs, series)
             results.append(f"| JPEG 224 train transforms, {w} worker(s) | {c:,.0f} images/s | {t:,.0f} images/s | {c / t:.2f}x |")
+            # Images per CPU second (all threads and worker processes): less
+            # sensitive than wall time to what else the machine runs.
+            cc, tc = (statistics.median(CPU_RATES[f"{who} {w}"]) for who in ("cohort", "torch"))
+            results.append(f"| the same, images per CPU second, {w} worker(s) | {cc:,.0f} | {tc:,.0f} | {cc / tc:.2f}x |")
             if exact:
                 results.append(f"| the same without DCT scaling (exact pixels), {w} worker(s) | {exact[0]:,.0f} images/s | {t:,.0f} images/s | {exact[0] / t:.2f}x |")
     if "raw" in only:

@@ -22,9 +22,9 @@ Status Unknown(std::string_view bytes) {
     std::snprintf(hex, sizeof hex, " 0x%02X", unsigned(uint8_t(bytes[i])));
     start += hex;
   }
-  return Status::InvalidArgument("not a JPEG or PNG image: " +
-                                 (start.empty() ? std::string("it is empty")
-                                                : "starts with" + start));
+  return Status::InvalidArgument("not a JPEG or PNG image: " + (start.empty()
+                                                                    ? std::string("it is empty")
+                                                                    : "starts with" + start));
 }
 
 }  // namespace
@@ -37,7 +37,8 @@ int ReducedScale(std::string_view bytes, const Box& crop, int out_size) {
 }
 
 Box ScaleBox(const Box& box, int scale, int width, int height) {
-  const int scaled_width = (width + scale - 1) / scale, scaled_height = (height + scale - 1) / scale;
+  const int scaled_width = (width + scale - 1) / scale,
+            scaled_height = (height + scale - 1) / scale;
   const int x0 = box.x / scale, y0 = box.y / scale;
   const int x1 = std::min(scaled_width, (box.x + box.width + scale - 1) / scale);
   const int y1 = std::min(scaled_height, (box.y + box.height + scale - 1) / scale);
@@ -50,18 +51,27 @@ Result<Box> ImageSize(std::string_view bytes) {
   return Unknown(bytes);
 }
 
-Result<Image> DecodeImage(std::string_view bytes, const Box* region, Box* origin) {
-  if (IsJpeg(bytes)) return DecodeJpeg(bytes, region, origin);
+Status DecodeImageInto(std::string_view bytes, const Box* region, Box* origin, int scale,
+                       Image* out) {
+  if (IsJpeg(bytes)) return DecodeJpegInto(bytes, region, origin, scale, out);
   if (!IsPng(bytes)) return Unknown(bytes);
+  if (scale != 1) return Status::InvalidArgument("PNG images decode only at full scale");
   Result<Image> image = DecodePng(bytes);
-  if (!image.ok()) return image;
-  if (region != nullptr && (region->x < 0 || region->y < 0 || region->width <= 0 ||
-                            region->height <= 0 || region->x + region->width > image->width ||
-                            region->y + region->height > image->height)) {
+  if (!image.ok()) return image.status();
+  if (region != nullptr &&
+      (region->x < 0 || region->y < 0 || region->width <= 0 || region->height <= 0 ||
+       region->x + region->width > image->width || region->y + region->height > image->height)) {
     return Status::InvalidArgument("PNG region lies outside the " + std::to_string(image->width) +
                                    "x" + std::to_string(image->height) + " image");
   }
   if (origin != nullptr) *origin = {0, 0, image->width, image->height};
+  *out = std::move(*image);
+  return Status::OK();
+}
+
+Result<Image> DecodeImage(std::string_view bytes, const Box* region, Box* origin) {
+  Image image;
+  COHORT_RETURN_IF_ERROR(DecodeImageInto(bytes, region, origin, 1, &image));
   return image;
 }
 

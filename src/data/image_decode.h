@@ -16,6 +16,10 @@ namespace cohort::data {
 Result<Box> ImageSize(std::string_view bytes);
 
 // DecodeImage, the loader's decoder for both, is declared in include/cohort/loader.h.
+// DecodeImageInto is the same into `*out`, reusing its memory, at 1/scale
+// for JPEG (ReducedScale; PNG takes only 1).
+Status DecodeImageInto(std::string_view bytes, const Box* region, Box* origin, int scale,
+                       Image* out);
 
 // The largest DCT scale denominator (8, 4, 2, else 1) at which a JPEG's
 // `crop` still has at least out_size pixels per side; 1 for other formats.

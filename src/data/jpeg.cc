@@ -14,7 +14,15 @@ namespace cohort::data {
 
 namespace {
 
-constexpr unsigned kRegionMargin = 16;  // pixels decoded around a region (two 8x8 blocks)
+// Pixels decoded beyond a region so that its edges equal a full decode.
+// Fancy upsampling blends a chroma sample with its neighbours: at the right
+// edge the next sample must be decoded (2 pixels), and at a left edge on an
+// iMCU boundary the block column before it (libjpeg widens the crop to
+// that boundary, so a 1-pixel margin costs nothing elsewhere). Rows need
+// none: jpeg_skip_scanlines and the context rows of jpeg_read_scanlines
+// keep vertical upsampling exact. tests/data/jpeg_region_test.cc checks
+// every subsampling at every edge.
+constexpr unsigned kMarginLeft = 1, kMarginTop = 0, kMarginRight = 2, kMarginBottom = 0;
 
 struct ErrorManager {
   jpeg_error_mgr base;
@@ -38,8 +46,8 @@ bool RegionInside(const Box& r, unsigned width, unsigned height) {
 
 // The libjpeg part, kept free of C++ objects with destructors because
 // longjmp would skip them. Returns false with err->message set on failure.
-bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image* out,
-                Box* origin, ErrorManager* err) {
+bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image* out, Box* origin,
+                ErrorManager* err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err->base);
   err->base.error_exit = OnError;
@@ -68,13 +76,11 @@ bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image
   jpeg_start_decompress(&cinfo);
   JDIMENSION x = 0, width = cinfo.output_width, y = 0, height = cinfo.output_height;
   if (region != nullptr) {
-    // Chroma upsampling blends neighbouring samples, so pixels at a crop's
-    // edge can differ from a full decode; a margin keeps the region exact.
-    const JDIMENSION m = kRegionMargin;
-    x = static_cast<JDIMENSION>(region->x) > m ? region->x - m : 0;
-    y = static_cast<JDIMENSION>(region->y) > m ? region->y - m : 0;
-    width = std::min<JDIMENSION>(region->x + region->width + m, cinfo.output_width) - x;
-    height = std::min<JDIMENSION>(region->y + region->height + m, cinfo.output_height) - y;
+    x = static_cast<JDIMENSION>(region->x) > kMarginLeft ? region->x - kMarginLeft : 0;
+    y = static_cast<JDIMENSION>(region->y) > kMarginTop ? region->y - kMarginTop : 0;
+    width = std::min<JDIMENSION>(region->x + region->width + kMarginRight, cinfo.output_width) - x;
+    height =
+        std::min<JDIMENSION>(region->y + region->height + kMarginBottom, cinfo.output_height) - y;
     if (x != 0 || width != cinfo.output_width) jpeg_crop_scanline(&cinfo, &x, &width);
     if (y > 0) jpeg_skip_scanlines(&cinfo, y);
   }
@@ -82,9 +88,14 @@ bool DecodeInto(std::string_view jpeg, const Box* region, int scale_denom, Image
   out->height = static_cast<int>(height);
   out->channels = 3;
   out->pixels.resize(size_t(out->width) * out->height * 3);
+  // Every row's pointer at once: libjpeg then writes its row groups (two
+  // rows for 2x2 chroma) in place instead of through a spare row.
+  auto* rows = static_cast<JSAMPARRAY>((*cinfo.mem->alloc_small)(
+      reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE, sizeof(JSAMPROW) * height));
+  for (JDIMENSION r = 0; r < height; ++r) rows[r] = out->row(static_cast<int>(r));
   while (cinfo.output_scanline < y + height) {
-    JSAMPROW row = out->row(static_cast<int>(cinfo.output_scanline - y));
-    jpeg_read_scanlines(&cinfo, &row, 1);
+    const JDIMENSION done = cinfo.output_scanline - y;
+    jpeg_read_scanlines(&cinfo, rows + done, height - done);
   }
   if (origin != nullptr) *origin = {int(x), int(y), out->width, out->height};
   jpeg_abort_decompress(&cinfo);
@@ -107,30 +118,38 @@ Result<Box> JpegSize(std::string_view jpeg) {
   return Box{0, 0, width, height};
 }
 
-Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, int scale_denom) {
+Status DecodeJpegInto(std::string_view jpeg, const Box* region, Box* origin, int scale_denom,
+                      Image* out) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
     return Status::InvalidArgument("JPEG scale 1/" + std::to_string(scale_denom) +
                                    " is not 1/1, 1/2, 1/4 or 1/8");
-  Image image;
   ErrorManager err;
-  if (!DecodeInto(jpeg, region, scale_denom, &image, origin, &err)) {
+  if (!DecodeInto(jpeg, region, scale_denom, out, origin, &err)) {
     if (err.bad_region) return Status::InvalidArgument(err.message);
     return Status::InvalidArgument(std::string("cannot decode JPEG: ") + err.message);
   }
+  return Status::OK();
+}
+
+Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region, Box* origin, int scale_denom) {
+  Image image;
+  COHORT_RETURN_IF_ERROR(DecodeJpegInto(jpeg, region, origin, scale_denom, &image));
   return image;
 }
 
-Result<std::string> EncodeJpeg(const Image& image, int quality) {
+Result<std::string> EncodeJpeg(const Image& image, int quality, JpegSubsampling subsampling) {
   if (image.channels != 3 && image.channels != 1)
     return Status::InvalidArgument("JPEG needs 1 or 3 channels, image has " +
                                    std::to_string(image.channels));
   tjhandle tj = tjInitCompress();
   if (tj == nullptr) return Status::Internal("cannot start a TurboJPEG encoder");
+  const int chroma[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440};
   unsigned char* out = nullptr;
   unsigned long size = 0;
-  const int rc = tjCompress2(tj, image.pixels.data(), image.width, 0, image.height,
-                             image.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
-                             image.channels == 3 ? TJSAMP_420 : TJSAMP_GRAY, quality, 0);
+  const int rc =
+      tjCompress2(tj, image.pixels.data(), image.width, 0, image.height,
+                  image.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
+                  image.channels == 3 ? chroma[int(subsampling)] : TJSAMP_GRAY, quality, 0);
   std::string why = rc != 0 ? tjGetErrorStr2(tj) : "";
   std::string bytes = rc == 0 ? std::string(reinterpret_cast<char*>(out), size) : "";
   tjFree(out);

@@ -26,9 +26,17 @@ Result<Box> JpegSize(std::string_view jpeg);
 // image's pixels, of ceil(width / scale_denom) x ceil(height / scale_denom).
 Result<Image> DecodeJpeg(std::string_view jpeg, const Box* region = nullptr, Box* origin = nullptr,
                          int scale_denom = 1);
+// The same into `*out`, reusing its memory (a loader thread decodes a
+// whole batch into one Image).
+Status DecodeJpegInto(std::string_view jpeg, const Box* region, Box* origin, int scale_denom,
+                      Image* out);
+
+// Chroma subsampling of an encoded RGB JPEG (ignored for grayscale).
+enum class JpegSubsampling { k444, k422, k420, k440 };
 
 // Encodes RGB (channels 3) or grayscale (channels 1) pixels; quality 1..100.
-Result<std::string> EncodeJpeg(const Image& image, int quality);
+Result<std::string> EncodeJpeg(const Image& image, int quality,
+                               JpegSubsampling subsampling = JpegSubsampling::k420);
 
 }  // namespace cohort::data
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "data/image_decode.h"
-#include "data/jpeg.h"
+#include "data/resample.h"
 #include "data/transforms.h"
 
 namespace cohort::data {
@@ -56,31 +56,21 @@ Status ColumnBatcher::AddArray(uint64_t row, const ValueView& value, DataType dt
 }
 
 Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t key) {
-  ShuffleRng rng(key);
-  Image image;
-  bool flip = false;
-  if (image_.size > 0) {
-    Result<Box> size = ImageSize(value.bytes);
-    if (!size.ok()) return size.status().WithContext("column '" + column_.name + "'");
-    const Box crop = image_.random_crop
-                         ? RandomResizedCropBox(size->width, size->height, image_, &rng)
-                         : CenterCropBox(size->width, size->height, image_.center_fraction);
-    flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
-    // Decode at 1/2, 1/4 or 1/8 scale when the crop still covers the output there.
-    const int scale = image_.dct_scaling ? ReducedScale(value.bytes, crop, image_.size) : 1;
-    const Box region = scale == 1 ? crop : ScaleBox(crop, scale, size->width, size->height);
-    Box origin;
-    Result<Image> decoded = scale == 1 ? DecodeImage(value.bytes, &region, &origin)
-                                       : DecodeJpeg(value.bytes, &region, &origin, scale);
-    if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
-    const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
-    image = ResizeRegion(*decoded, in_decoded, image_.size, image_.size);
+  if (image_.size > 0) return AddResizedImage(row, value, key);
+  Result<Image> decoded = DecodeImage(value.bytes);
+  if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
+  COHORT_RETURN_IF_ERROR(AllocateImageRow(decoded->width, decoded->height));
+  uint8_t* out = tensor_.storage.get() + row * row_bytes_;
+  if (image_.to_float) {
+    WriteChwFloat(*decoded, false, image_.mean, image_.std, reinterpret_cast<float*>(out));
   } else {
-    Result<Image> decoded = DecodeImage(value.bytes);
-    if (!decoded.ok()) return decoded.status().WithContext("column '" + column_.name + "'");
-    image = std::move(*decoded);
+    WriteChwUint8(*decoded, false, out);
   }
-  const std::vector<uint64_t> shape = {3, uint64_t(image.height), uint64_t(image.width)};
+  return Status::OK();
+}
+
+Status ColumnBatcher::AllocateImageRow(int width, int height) {
+  const std::vector<uint64_t> shape = {3, uint64_t(height), uint64_t(width)};
   const DataType dtype = image_.to_float ? DataType::kFloat32 : DataType::kUInt8;
   if (!tensor_.storage) COHORT_RETURN_IF_ERROR(Allocate(dtype, shape));
   if (shape != row_shape_) {
@@ -89,12 +79,37 @@ Status ColumnBatcher::AddImage(uint64_t row, const ValueView& value, uint64_t ke
                                    ShapeName(row_shape_) +
                                    " (set the loader's image size to crop every image alike)");
   }
+  return Status::OK();
+}
+
+// The crop is decoded (JPEG: only its region, at a reduced DCT scale where
+// that still covers the output) and resized straight into the batch row.
+Status ColumnBatcher::AddResizedImage(uint64_t row, const ValueView& value, uint64_t key) {
+  ShuffleRng rng(key);
+  Result<Box> size = ImageSize(value.bytes);
+  if (!size.ok()) return size.status().WithContext("column '" + column_.name + "'");
+  const Box crop = image_.random_crop
+                       ? RandomResizedCropBox(size->width, size->height, image_, &rng)
+                       : CenterCropBox(size->width, size->height, image_.center_fraction);
+  ChwTarget target;
+  target.flip = image_.random_crop && rng.Uniform() < image_.flip_probability;
+  // Decode at 1/2, 1/4 or 1/8 scale when the crop still covers the output there.
+  const int scale = image_.dct_scaling ? ReducedScale(value.bytes, crop, image_.size) : 1;
+  const Box region = scale == 1 ? crop : ScaleBox(crop, scale, size->width, size->height);
+  Box origin;
+  const Status decoded = DecodeImageInto(value.bytes, &region, &origin, scale, &decoded_);
+  if (!decoded.ok()) return decoded.WithContext("column '" + column_.name + "'");
+  COHORT_RETURN_IF_ERROR(AllocateImageRow(image_.size, image_.size));
   uint8_t* out = tensor_.storage.get() + row * row_bytes_;
   if (image_.to_float) {
-    WriteChwFloat(image, flip, image_.mean, image_.std, reinterpret_cast<float*>(out));
+    target.floats = reinterpret_cast<float*>(out);
+    target.mean = image_.mean;
+    target.std = image_.std;
   } else {
-    WriteChwUint8(image, flip, out);
+    target.bytes = out;
   }
+  const Box in_decoded{region.x - origin.x, region.y - origin.y, region.width, region.height};
+  ResizeToChw(decoded_, in_decoded, image_.size, image_.size, target, &scratch_);
   return Status::OK();
 }
 

@@ -30,6 +30,9 @@ class ColumnBatcher {
   Status Allocate(DataType dtype, std::vector<uint64_t> row_shape);
   Status AddArray(uint64_t row, const ValueView& value, DataType dtype);
   Status AddImage(uint64_t row, const ValueView& value, uint64_t key);
+  Status AddResizedImage(uint64_t row, const ValueView& value, uint64_t key);
+  // Allocates the batch for 3 x height x width images, or checks it fits one.
+  Status AllocateImageRow(int width, int height);
 
   const Column& column_;
   const ImageOptions& image_;
@@ -38,6 +41,9 @@ class ColumnBatcher {
   std::vector<uint64_t> row_shape_;
   uint64_t row_bytes_ = 0;
   Tensor tensor_;
+  // Reused from sample to sample: the decoded crop and the resize's planes.
+  Image decoded_;
+  std::vector<uint8_t> scratch_;
 };
 
 // Columns that can be batched: arrays, labels and images; text and JSON

@@ -1,7 +1,7 @@
 // Image transforms of the loader, deterministic from a ShuffleRng: the crop
-// boxes of torchvision's RandomResizedCrop and of a center crop, PIL's
-// antialiased bilinear resampling, and the final write of a batch row as CHW
-// (optionally mirrored, as float normalised or as uint8).
+// boxes of torchvision's RandomResizedCrop and of a center crop, and the
+// write of a full-size image as a CHW batch row (optionally mirrored, as
+// float normalised or as uint8). Resizing: data/resample.h.
 #ifndef COHORT_DATA_TRANSFORMS_H_
 #define COHORT_DATA_TRANSFORMS_H_
 
@@ -19,7 +19,8 @@ Box RandomResizedCropBox(int width, int height, const ImageOptions& options, Shu
 // The central square of side `fraction` * min(width, height).
 Box CenterCropBox(int width, int height, double fraction);
 
-// ResizeRegion (PIL's antialiased bilinear resize) is declared in include/cohort/loader.h.
+// ResizeRegion (PIL's antialiased bilinear resize) is declared in include/cohort/loader.h
+// and defined in resample.cc.
 
 // Writes `image` (3 channels) as planes C x H x W, mirrored left-right with `flip`.
 void WriteChwFloat(const Image& image, bool flip, const std::array<float, 3>& mean,

@@ -106,7 +106,8 @@ def test_decode_matches_pil():
 
 
 @pytest.mark.parametrize("box,size", [((0, 0, 123, 77), (224, 224)), ((10, 5, 100, 60), (32, 32)),
-                                      ((3, 2, 40, 70), (17, 29))])
+                                      ((3, 2, 40, 70), (17, 29)), ((100, 60, 23, 17), (224, 224)),
+                                      ((0, 0, 123, 77), (40, 25)), ((0, 0, 123, 77), (9, 5))])
 def test_resize_matches_pil_bilinear(box, size):
     pixels = np.asarray(PIL.open(io.BytesIO(jpeg_bytes(4, 123, 77))).convert("RGB"))
     x, y, w, h = box
@@ -114,6 +115,14 @@ def test_resize_matches_pil_bilinear(box, size):
     theirs = np.asarray(PIL.fromarray(pixels).crop((x, y, x + w, y + h)).resize(size, PIL.BILINEAR))
     assert ours.shape == theirs.shape
     assert np.abs(ours.astype(int) - theirs).max() == 0
+
+
+def test_resize_region_refuses_boxes_outside_the_image():
+    pixels = np.zeros((10, 20, 3), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"box \(15, 0, 10, 5\) is not a non-empty part of the 20x10 image"):
+        _data.resize_region(pixels, (15, 0, 10, 5), 4, 4)
+    with pytest.raises(ValueError, match="positive width and height"):
+        _data.resize_region(pixels, (0, 0, 20, 10), 0, 4)
 
 
 def test_bad_options_raise_with_the_reason(image_dataset):

@@ -241,8 +241,20 @@ PYBIND11_MODULE(_data, m) {
       "resize_region",
       [](const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& a,
          std::array<int, 4> box, int width, int height) {
-        return ImageArray(
-            ResizeRegion(FromArray(a), {box[0], box[1], box[2], box[3]}, width, height));
+        const Image image = FromArray(a);
+        if (box[0] < 0 || box[1] < 0 || box[2] <= 0 || box[3] <= 0 ||
+            box[0] + box[2] > image.width || box[1] + box[3] > image.height) {
+          throw py::value_error("box (" + std::to_string(box[0]) + ", " + std::to_string(box[1]) +
+                                ", " + std::to_string(box[2]) + ", " + std::to_string(box[3]) +
+                                ") is not a non-empty part of the " + std::to_string(image.width) +
+                                "x" + std::to_string(image.height) + " image");
+        }
+        if (width <= 0 || height <= 0 || image.channels < 1) {
+          throw py::value_error(
+              "resize_region needs a positive width and height and at least "
+              "one channel");
+        }
+        return ImageArray(ResizeRegion(image, {box[0], box[1], box[2], box[3]}, width, height));
       },
       py::arg("image"), py::arg("box"), py::arg("width"), py::arg("height"),
       "PIL-style antialiased bilinear resize of image[box] (x, y, width, height)");
