@@ -253,29 +253,29 @@ class TpeSampler : public Sampler {
   }
 
   // The best of kCandidates draws from l(x) by log l(x) - log g(x).
-  std::vector<double> Propose(const std::vector<size_t>& dims, std::vector<Observation> obs) {
-    // The best n_good first (ties: the earlier trial), then the rest, each
-    // group in trial order: the mixtures' components in a fixed order.
+  std::vector<double> Propose(const std::vector<size_t>& dims, const std::vector<Observation>& obs) {
+    // The best n_good (ties: the earlier trial) in trial order: l(x)'s
+    // components in a fixed order. nth_element, not a sort, so that the cost
+    // stays linear in the history.
     const size_t n_good = GoodCount(obs.size());
     std::vector<size_t> order(obs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return obs[a].loss < obs[b].loss; });
+    std::nth_element(order.begin(), order.begin() + n_good, order.end(), [&](size_t a, size_t b) {
+      return obs[a].loss < obs[b].loss || (obs[a].loss == obs[b].loss && a < b);
+    });
     std::sort(order.begin(), order.begin() + n_good);
-    std::sort(order.begin() + n_good, order.end());
-    std::vector<Observation> sorted;
-    for (size_t i : order) sorted.push_back(obs[i]);
-    obs.swap(sorted);
     std::vector<std::vector<double>> good, bad;
-    for (size_t k = 0; k < n_good; ++k) good.push_back(Coordinates(dims, *obs[k].params));
-    // g(x) from at most kMaxBadKernels of the others, drawn evenly (a partial
-    // Fisher-Yates shuffle): its cost stays flat however long the history.
-    size_t n_bad = obs.size() - n_good;
-    size_t take = std::min(n_bad, kMaxBadKernels);
+    for (size_t k = 0; k < n_good; ++k) good.push_back(Coordinates(dims, *obs[order[k]].params));
+    // g(x) from all the others in trial order, or from kMaxBadKernels of them
+    // drawn evenly (a partial Fisher-Yates shuffle): its cost stays flat
+    // however long the history.
+    const size_t n_bad = obs.size() - n_good;
+    const size_t take = std::min(n_bad, kMaxBadKernels);
+    if (take == n_bad) std::sort(order.begin() + n_good, order.end());
     for (size_t k = 0; k < take; ++k) {
       size_t pick = n_good + k + (take < n_bad ? rng_() % (n_bad - k) : 0);
-      std::swap(obs[n_good + k], obs[pick]);
-      bad.push_back(Coordinates(dims, *obs[n_good + k].params));
+      std::swap(order[n_good + k], order[pick]);
+      bad.push_back(Coordinates(dims, *obs[order[n_good + k]].params));
     }
     const size_t floor_count = obs.size() / 2;
     Parzen l(space_, dims, good, floor_count), g(space_, dims, bad, floor_count);
