@@ -93,7 +93,8 @@ int SweepCommand(int argc, char** argv) {
       options.trial_timeout = *s;
     } else if (arg == "--tracking") {
       if (!value(&tracking)) return UsageError("--tracking needs a value");
-      if (tracking.empty()) return UsageError("--tracking needs a URI (http://HOST:PORT or sqlite:PATH)");
+      if (tracking.empty())
+        return UsageError("--tracking needs a URI (http://HOST:PORT or sqlite:PATH)");
     } else if (arg == "--rerun-best") {
       options.rerun_best = true;
     } else if (arg == "--stop") {

@@ -46,9 +46,9 @@ std::string ParamsJson(const Params& params) {
 struct RunningTrial {
   int64_t id = 0;
   pid_t pid = 0;
-  bool rerun = false;                   // --rerun-best: not part of the study
-  std::optional<double> last;           // rank 0's last value of the metric
-  std::set<std::string> other_metrics;  // names reported without the metric
+  bool rerun = false;                                   // --rerun-best: not part of the study
+  std::optional<double> last;                           // rank 0's last value of the metric
+  std::set<std::string> other_metrics;                  // names reported without the metric
   std::vector<std::pair<std::string, double>> numbers;  // rank 0's latest report, every number
   // This run's answers by step, and the other ranks waiting for rank 0's.
   std::map<int64_t, std::string> answers;
@@ -220,7 +220,8 @@ class Controller {
       answer = "error " + value.status().message();
     } else if (!value->has_value()) {
       answer = "continue";  // other metrics only: nothing to decide on
-      if (observer_ && !r->rerun) observer_->Reported(study_->Trials()[m.trial], m.step, r->numbers);
+      if (observer_ && !r->rerun)
+        observer_->Reported(study_->Trials()[m.trial], m.step, r->numbers);
     } else if (r->rerun) {
       r->last = **value;
       answer = "continue";
@@ -352,7 +353,7 @@ class Controller {
   ReportServer server_;
   std::map<pid_t, RunningTrial> running_;
   std::vector<int64_t> relaunch_;
-  std::map<int64_t, Trial> deferred_;  // resumed trials whose paused job has not exited yet
+  std::map<int64_t, Trial> deferred_;        // resumed trials whose paused job has not exited yet
   std::unique_ptr<TrialObserver> observer_;  // may be null
 };
 

@@ -253,7 +253,8 @@ class TpeSampler : public Sampler {
   }
 
   // The best of kCandidates draws from l(x) by log l(x) - log g(x).
-  std::vector<double> Propose(const std::vector<size_t>& dims, const std::vector<Observation>& obs) {
+  std::vector<double> Propose(const std::vector<size_t>& dims,
+                              const std::vector<Observation>& obs) {
     // The best n_good (ties: the earlier trial) in trial order: l(x)'s
     // components in a fixed order. nth_element, not a sort, so that the cost
     // stays linear in the history.

@@ -23,8 +23,8 @@ struct Earlier {
   int64_t completed = 0;
 };
 
-Earlier ReadJournal(const std::vector<std::string>& records,
-                    const std::vector<TrialRecord>& trials, bool maximize) {
+Earlier ReadJournal(const std::vector<std::string>& records, const std::vector<TrialRecord>& trials,
+                    bool maximize) {
   Earlier e;
   for (const TrialRecord& t : trials) {
     if (t.state != TrialState::kCompleted || !t.value) continue;
@@ -102,7 +102,8 @@ class TrackedSweep : public TrialObserver {
               {"cohort.sweep.state", "running"}};
     auto before = earlier_.trial_runs.find(id);  // the controller was stopped during this trial
     if (before != earlier_.trial_runs.end()) o.tags["cohort.sweep.resumed_from"] = before->second;
-    if (record.trial.clone_of) o.tags["cohort.sweep.clone_of"] = std::to_string(*record.trial.clone_of);
+    if (record.trial.clone_of)
+      o.tags["cohort.sweep.clone_of"] = std::to_string(*record.trial.clone_of);
     auto run = TrackingRun::Start(o);
     if (!run.ok()) {  // the sweep goes on; the trial is only missing from the store
       Warn("trial " + std::to_string(id) + ": " + run.status().message());
@@ -184,14 +185,14 @@ class TrackedSweep : public TrialObserver {
 }  // namespace
 
 TrialObserverFactory TrackingObserver(const SweepSpec& spec, const std::string& uri) {
-  return [spec, uri](const std::vector<std::string>& records,
-                     const std::vector<TrialRecord>& trials,
-                     Journal& journal) -> Result<std::unique_ptr<TrialObserver>> {
-    auto sweep = std::make_unique<TrackedSweep>(
-        spec, uri, journal, ReadJournal(records, trials, spec.study.maximize));
-    COHORT_RETURN_IF_ERROR(sweep->Open());
-    return std::unique_ptr<TrialObserver>(std::move(sweep));
-  };
+  return
+      [spec, uri](const std::vector<std::string>& records, const std::vector<TrialRecord>& trials,
+                  Journal& journal) -> Result<std::unique_ptr<TrialObserver>> {
+        auto sweep = std::make_unique<TrackedSweep>(
+            spec, uri, journal, ReadJournal(records, trials, spec.study.maximize));
+        COHORT_RETURN_IF_ERROR(sweep->Open());
+        return std::unique_ptr<TrialObserver>(std::move(sweep));
+      };
 }
 
 }  // namespace cohort::sweep
