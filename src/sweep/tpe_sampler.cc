@@ -10,10 +10,11 @@
 //
 // Two departures from Optuna 3.1's TPESampler, each chosen by measurement
 // (docs/performance.md, "TPE against Optuna"):
-// - The narrowest kernel is range / (1 + half the completed trials), capped
-//   at range / 100, where Optuna's "magic clip" uses the mixture's own
-//   kernel count: l(x) has at most 25 kernels, so its kernels never got
-//   narrower than range / 27 and late trials could not refine.
+// - l(x)'s narrowest kernel is range / (1 + half the completed trials),
+//   capped at range / 100, where Optuna's "magic clip" uses the mixture's
+//   own kernel count: l(x) has at most 25 kernels, so its kernels never got
+//   narrower than range / 27 and late trials could not refine. g(x) keeps
+//   Optuna's rule (its kernel count).
 // - Each coordinate of a candidate comes from its own, independently picked
 //   component of l(x) (a draw from the product of l's marginals), so
 //   candidates combine good values of different trials; they are still
@@ -278,8 +279,9 @@ class TpeSampler : public Sampler {
       std::swap(order[n_good + k], order[pick]);
       bad.push_back(Coordinates(dims, *obs[order[n_good + k]].params));
     }
-    const size_t floor_count = obs.size() / 2;
-    Parzen l(space_, dims, good, floor_count), g(space_, dims, bad, floor_count);
+    // l(x)'s narrowest kernel follows the history (half the completed
+    // trials); g(x) has enough kernels for its own count, as in Optuna.
+    Parzen l(space_, dims, good, obs.size() / 2), g(space_, dims, bad, bad.size() + 1);
     std::vector<double> best;
     double best_score = -std::numeric_limits<double>::infinity();
     for (int c = 0; c < kCandidates; ++c) {
