@@ -9,7 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "common/env_config.h"
 #include "sweep/controller.h"
+#include "sweep/tracking/tracked_sweep.h"
 
 namespace cohort::cli {
 
@@ -32,6 +34,9 @@ void PrintUsage(FILE* out) {
       "  --rerun-best          run the best finished trial's values once more\n"
       "  --stop                stop the sweep's running controller (it can continue later)\n"
       "  --trial-timeout S     seconds one trial's job may run (default: no limit)\n"
+      "  --tracking URI        record the sweep and each trial as runs in this tracking\n"
+      "                        store (http://HOST:PORT or sqlite:PATH; default:\n"
+      "                        $COHORT_TRACKING_URI, else not recorded)\n"
       "  -h, --help            print this help\n");
 }
 
@@ -61,6 +66,7 @@ int StopController(const std::string& dir) {
 int SweepCommand(int argc, char** argv) {
   sweep::ControllerOptions options;
   std::string spec_path;
+  std::string tracking;
   bool stop = false;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -85,6 +91,10 @@ int SweepCommand(int argc, char** argv) {
       Result<double> s = ParsePositiveSeconds("--trial-timeout", v);
       if (!s.ok()) return UsageError(s.status().message());
       options.trial_timeout = *s;
+    } else if (arg == "--tracking") {
+      if (!value(&tracking)) return UsageError("--tracking needs a value");
+      if (tracking.empty())
+        return UsageError("--tracking needs a URI (http://HOST:PORT or sqlite:PATH)");
     } else if (arg == "--rerun-best") {
       options.rerun_best = true;
     } else if (arg == "--stop") {
@@ -114,6 +124,28 @@ int SweepCommand(int argc, char** argv) {
   options.spec = std::move(*spec);
   if (options.dir.empty()) options.dir = "sweeps/" + options.spec.name;
   if (stop) return StopController(options.dir);
+  // A local SQLite store is held by one process, and one run at a time: a
+  // sweep keeps a run open per trial, so it needs a server in front of it.
+  constexpr char kSqliteAdvice[] =
+      "a local SQLite store holds one run at a time and a sweep keeps one open per trial: "
+      "serve it with `cohort server --store %s` and give --tracking http://HOST:PORT";
+  if (tracking.rfind("sqlite:", 0) == 0) {
+    std::fprintf(stderr, "cohort sweep: --tracking %s: ", tracking.c_str());
+    std::fprintf(stderr, kSqliteAdvice, tracking.c_str());
+    std::fprintf(stderr, "\n");
+    return kExitUsage;
+  }
+  if (tracking.empty()) {
+    tracking = EnvString(ProcessEnv(), "COHORT_TRACKING_URI").value_or("");
+    if (tracking.rfind("sqlite:", 0) == 0) {  // meant for the trials' own runs: not recorded
+      std::fprintf(stderr, "cohort sweep: not recording the trials in COHORT_TRACKING_URI=%s: ",
+                   tracking.c_str());
+      std::fprintf(stderr, kSqliteAdvice, tracking.c_str());
+      std::fprintf(stderr, "\n");
+      tracking.clear();
+    }
+  }
+  if (!tracking.empty()) options.observer = sweep::TrackingObserver(options.spec, tracking);
   Result<int> status = sweep::RunSweep(options);
   if (!status.ok()) {
     std::fprintf(stderr, "cohort sweep: %s\n", status.status().message().c_str());

@@ -18,6 +18,7 @@
 #include "sweep/journal.h"
 #include "sweep/replay.h"
 #include "sweep/report_server.h"
+#include "sweep/trial_observer.h"
 
 namespace cohort::sweep {
 
@@ -45,9 +46,10 @@ std::string ParamsJson(const Params& params) {
 struct RunningTrial {
   int64_t id = 0;
   pid_t pid = 0;
-  bool rerun = false;                   // --rerun-best: not part of the study
-  std::optional<double> last;           // rank 0's last value of the metric
-  std::set<std::string> other_metrics;  // names reported without the metric
+  bool rerun = false;                                   // --rerun-best: not part of the study
+  std::optional<double> last;                           // rank 0's last value of the metric
+  std::set<std::string> other_metrics;                  // names reported without the metric
+  std::vector<std::pair<std::string, double>> numbers;  // rank 0's latest report, every number
   // This run's answers by step, and the other ranks waiting for rank 0's.
   std::map<int64_t, std::string> answers;
   std::map<int64_t, std::vector<int>> waiters;
@@ -58,6 +60,9 @@ class Controller {
   Controller(const ControllerOptions& o, std::unique_ptr<Study> study,
              std::unique_ptr<Journal> journal, ReportServer server)
       : o_(o), study_(std::move(study)), journal_(std::move(journal)), server_(std::move(server)) {}
+
+  Journal& journal() { return *journal_; }
+  void set_observer(std::unique_ptr<TrialObserver> observer) { observer_ = std::move(observer); }
 
   Result<int> Run(std::set<int64_t> interrupted) {
     for (int64_t id : interrupted) relaunch_.push_back(id);
@@ -76,6 +81,7 @@ class Controller {
       COHORT_RETURN_IF_ERROR(Reap());
     }
     PrintSummary();
+    if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/study_->Finished());
     return 0;
   }
 
@@ -142,6 +148,7 @@ class Controller {
     r.pid = pid;
     r.rerun = rerun;
     running_[pid] = r;
+    if (observer_ && !rerun) observer_->Started(study_->Trials()[t.id]);
     std::printf("cohort sweep: trial %lld %s (resource %lld) %s\n", static_cast<long long>(t.id),
                 rerun ? "re-run" : (t.resumed ? "resumed" : "started"),
                 static_cast<long long>(t.resource), ParamsJson(t.params).c_str());
@@ -175,9 +182,16 @@ class Controller {
   // The metric's value in a payload, or std::nullopt (names noted).
   Result<std::optional<double>> MetricValue(const std::string& payload, RunningTrial* r) {
     json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-    if (j.is_number()) return std::optional<double>(j.get<double>());
+    r->numbers.clear();
+    if (j.is_number()) {
+      r->numbers.emplace_back(o_.spec.metric, j.get<double>());
+      return std::optional<double>(j.get<double>());
+    }
     if (!j.is_object())
       return Status::InvalidArgument("report value must be a number or {metric: number}");
+    for (const auto& item : j.items()) {
+      if (item.value().is_number()) r->numbers.emplace_back(item.key(), item.value().get<double>());
+    }
     if (j.contains(o_.spec.metric) && j[o_.spec.metric].is_number()) {
       return std::optional<double>(j[o_.spec.metric].get<double>());
     }
@@ -206,6 +220,8 @@ class Controller {
       answer = "error " + value.status().message();
     } else if (!value->has_value()) {
       answer = "continue";  // other metrics only: nothing to decide on
+      if (observer_ && !r->rerun)
+        observer_->Reported(study_->Trials()[m.trial], m.step, r->numbers);
     } else if (r->rerun) {
       r->last = **value;
       answer = "continue";
@@ -216,6 +232,11 @@ class Controller {
         answer = "error " + d.status().message();
       } else {
         COHORT_RETURN_IF_ERROR(journal_->Append(ReportRecord(m.trial, m.step, **value, *d)));
+        if (observer_) {
+          const TrialRecord& rec = study_->Trials()[m.trial];
+          observer_->Reported(rec, m.step, r->numbers);
+          if (rec.state != TrialState::kRunning) observer_->Changed(rec);
+        }
         // With the resource to train to now: ASHA may have promoted the trial in place.
         answer = std::string(DecisionName(*d)) + " " +
                  std::to_string(study_->Trials()[m.trial].trial.resource);
@@ -280,10 +301,13 @@ class Controller {
       std::printf("cohort sweep: trial %lld failed: %s\n", static_cast<long long>(r.id),
                   error.c_str());
       COHORT_RETURN_IF_ERROR(journal_->Append(FailRecord(r.id, error)));
-      return study_->Fail(r.id, error);
+      COHORT_RETURN_IF_ERROR(study_->Fail(r.id, error));
+    } else {
+      COHORT_RETURN_IF_ERROR(journal_->Append(TellRecord(r.id, *r.last)));
+      COHORT_RETURN_IF_ERROR(study_->Tell(r.id, *r.last));
     }
-    COHORT_RETURN_IF_ERROR(journal_->Append(TellRecord(r.id, *r.last)));
-    return study_->Tell(r.id, *r.last);
+    if (observer_) observer_->Changed(study_->Trials()[r.id]);
+    return Status::OK();
   }
 
   // Stops every running trial's job; they are started again on restart.
@@ -303,6 +327,7 @@ class Controller {
       }
       if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/false);
     return 128 + sig;
   }
 
@@ -328,7 +353,8 @@ class Controller {
   ReportServer server_;
   std::map<pid_t, RunningTrial> running_;
   std::vector<int64_t> relaunch_;
-  std::map<int64_t, Trial> deferred_;  // resumed trials whose paused job has not exited yet
+  std::map<int64_t, Trial> deferred_;        // resumed trials whose paused job has not exited yet
+  std::unique_ptr<TrialObserver> observer_;  // may be null
 };
 
 }  // namespace
@@ -370,7 +396,13 @@ Result<int> RunSweep(const ControllerOptions& options) {
   struct sigaction old_int, old_term;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  std::vector<TrialRecord> trials = (*study)->Trials();
   Controller controller(options, std::move(*study), std::move(*journal), std::move(*server));
+  if (options.observer) {
+    auto observer = options.observer(*records, trials, controller.journal());
+    if (!observer.ok()) return observer.status();
+    controller.set_observer(std::move(*observer));
+  }
   Result<int> result = controller.Run(replay->running);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);

@@ -11,6 +11,7 @@
 
 #include "cohort/status.h"
 #include "cohort/sweep.h"
+#include "sweep/trial_observer.h"
 
 namespace cohort::sweep {
 
@@ -21,6 +22,7 @@ struct ControllerOptions {
   int64_t extend = 0;        // more trials than the spec's budget
   bool rerun_best = false;   // run the best finished trial's values once more, outside the study
   double trial_timeout = 0;  // seconds a trial's job may run; 0: no limit
+  TrialObserverFactory observer;  // empty: nobody else hears of the trials
 };
 
 // Runs the sweep until the study is finished (or it is told to stop with

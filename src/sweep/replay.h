@@ -2,7 +2,8 @@
 // fresh Study. Records: {"op":"start","fingerprint":F}, {"op":"ask","trial":N},
 // {"op":"report","trial":N,"step":S,"value":V,"decision":D},
 // {"op":"tell","trial":N,"value":V}, {"op":"fail","trial":N,"error":E},
-// {"op":"extend","trials":N}.
+// {"op":"extend","trials":N}; {"op":"run",...} records belong to the
+// TrialObserver (the tracking store's run ids) and are skipped.
 #ifndef COHORT_SWEEP_REPLAY_H_
 #define COHORT_SWEEP_REPLAY_H_
 

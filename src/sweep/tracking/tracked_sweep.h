@@ -1,0 +1,30 @@
+// Records a sweep in the tracking store (include/cohort/track.h): one run for
+// the sweep and one per trial, the trial's run a child of the sweep's. Built
+// into the `cohort` command (it links the tracking client), not the core.
+#ifndef COHORT_SWEEP_TRACKING_TRACKED_SWEEP_H_
+#define COHORT_SWEEP_TRACKING_TRACKED_SWEEP_H_
+
+#include <string>
+
+#include "cohort/sweep.h"
+#include "sweep/trial_observer.h"
+
+namespace cohort::sweep {
+
+// The observer for `cohort sweep --tracking URI` (URI as TrackingOptions.uri:
+// "http://host:port" or "sqlite:PATH"). The experiment is the sweep's name.
+// The sweep's run carries its settings as params and the best value so far
+// as a metric; each trial's run its params, every number it reported by
+// step, its state as a tag and MLflow's status (FINISHED: completed; KILLED:
+// stopped or left paused by the algorithm, or interrupted by the controller's
+// stop; FAILED: failed, with tag cohort.sweep.error). A paused trial's run
+// stays open and goes on when the trial is resumed; a restarted controller
+// cannot reopen a run, so an interrupted trial goes on in a new run tagged
+// cohort.sweep.resumed_from.
+// Tags: cohort.sweep.id (the first sweep run's id, the same after a
+// restart), cohort.sweep.trial, mlflow.parentRunId, cohort.sweep.state.
+TrialObserverFactory TrackingObserver(const SweepSpec& spec, const std::string& uri);
+
+}  // namespace cohort::sweep
+
+#endif  // COHORT_SWEEP_TRACKING_TRACKED_SWEEP_H_
