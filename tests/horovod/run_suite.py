@@ -17,9 +17,9 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+from horovod_copy import copy_with_cohort_import
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOROVOD_IMPORT = "import horovod.torch as hvd"
-COHORT_IMPORT = "import cohort.torch as hvd"
 SKIP = 77
 
 
@@ -39,21 +39,13 @@ def parse_args():
 
 def stage(suite, where):
     """Copies the suite with its import changed; returns the staged file."""
-    with open(suite) as f:
-        lines = f.read().split("\n")
-    hits = [i for i, line in enumerate(lines) if line in (HOROVOD_IMPORT, COHORT_IMPORT)]
-    if len(hits) != 1:
-        raise SystemExit("run_suite.py: %s: expected one line '%s', found %d" %
-                         (suite, HOROVOD_IMPORT, len(hits)))
-    lines[hits[0]] = COHORT_IMPORT
     shutil.rmtree(where, ignore_errors=True)
     os.makedirs(os.path.join(where, "parallel"))
     shutil.copytree(os.path.join(HERE, "utils"), os.path.join(where, "utils"))
     shutil.copy(os.path.join(HERE, "deliberate_differences.py"),
                 os.path.join(where, "parallel", "conftest.py"))
     staged = os.path.join(where, "parallel", "test_torch.py")
-    with open(staged, "w") as f:
-        f.write("\n".join(lines))
+    copy_with_cohort_import(suite, staged)
     return staged
 
 
