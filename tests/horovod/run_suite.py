@@ -10,8 +10,10 @@ deliberate differences (deliberate_differences.py). Exit status: 0 when
 pytest passed on every rank and at least --min-passed tests passed on every
 rank, 77 when no copy of the suite was given (ctest reports a skip)."""
 import argparse
+import ast
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,20 +35,42 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=240, help="cohort run --timeout")
     p.add_argument("--min-passed", type=int, default=0,
                    help="fail when fewer tests passed on every rank")
+    p.add_argument("--each", action="store_true", help="every test in its own job")
+    p.add_argument("--raw", action="store_true",
+                   help="without the conftest marking the deliberate differences")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p.parse_args()
 
 
-def stage(suite, where):
+def stage(suite, where, with_conftest):
     """Copies the suite with its import changed; returns the staged file."""
     shutil.rmtree(where, ignore_errors=True)
     os.makedirs(os.path.join(where, "parallel"))
     shutil.copytree(os.path.join(HERE, "utils"), os.path.join(where, "utils"))
-    shutil.copy(os.path.join(HERE, "deliberate_differences.py"),
-                os.path.join(where, "parallel", "conftest.py"))
+    if with_conftest:
+        shutil.copy(os.path.join(HERE, "deliberate_differences.py"),
+                    os.path.join(where, "parallel", "conftest.py"))
     staged = os.path.join(where, "parallel", "test_torch.py")
     copy_with_cohort_import(suite, staged)
     return staged
+
+
+def test_names(staged):
+    """The suite's test methods, in file order."""
+    with open(staged) as f:
+        tree = ast.parse(f.read())
+    return [f.name for c in tree.body if isinstance(c, ast.ClassDef)
+            for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")]
+
+
+def run_job(args, staged, xml_dir, xml_name, pytest_args):
+    """One `cohort run` job of pytest on every rank; its exit status."""
+    pytest = "exec %s -m pytest -q -p no:cacheprovider --junitxml=%s/%s %s" % (
+        sys.executable, xml_dir, xml_name, " ".join(shlex.quote(a) for a in pytest_args))
+    cmd = [args.cohort, "run", "-np", str(args.np), "--timeout", str(args.timeout),
+           "--stall-shutdown-time", "20", "--", "bash", "-c",
+           "HOROVOD_RANK=$COHORT_RANK HOROVOD_SIZE=$COHORT_SIZE " + pytest]
+    return subprocess.call(cmd, cwd=os.path.dirname(staged))
 
 
 def tally(xml_dir, np):
@@ -81,15 +105,17 @@ def main():
         print("skipped: no copy of Horovod's test/parallel/test_torch.py (give --suite or "
               "COHORT_HOROVOD_SUITE; got '%s')" % args.suite)
         return SKIP
-    staged = stage(args.suite, args.stage)
+    staged = stage(args.suite, args.stage, with_conftest=not args.raw)
     xml_dir = os.path.join(args.stage, "results")
     os.makedirs(xml_dir)
-    pytest = "exec %s -m pytest -q -p no:cacheprovider --junitxml=%s/rank$COHORT_RANK.xml %s %s" % (
-        sys.executable, xml_dir, " ".join(args.pytest_args), os.path.basename(staged))
-    cmd = [args.cohort, "run", "-np", str(args.np), "--timeout", str(args.timeout),
-           "--stall-shutdown-time", "20", "--", "bash", "-c",
-           "HOROVOD_RANK=$COHORT_RANK HOROVOD_SIZE=$COHORT_SIZE " + pytest]
-    rc = subprocess.call(cmd, cwd=os.path.dirname(staged))
+    if args.each:
+        rc = 0  # each test's own outcome is in the tally
+        for name in test_names(staged):
+            run_job(args, staged, xml_dir, "rank$COHORT_RANK.%s.xml" % name,
+                    args.pytest_args + ["%s::TorchTests::%s" % (os.path.basename(staged), name)])
+    else:
+        rc = run_job(args, staged, xml_dir, "rank$COHORT_RANK.xml",
+                     args.pytest_args + [os.path.basename(staged)])
     summary = tally(xml_dir, args.np)
     for kind in ("failed", "xfailed"):
         if summary[kind]:
