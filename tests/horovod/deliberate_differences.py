@@ -2,13 +2,14 @@
 with the reason (docs/python.md, "Horovod's own test suite"). Loaded as the
 suite's conftest.py by run_suite.py, it marks them expected to fail:
 
-- "raises": the test runs and must fail with that exception on every rank at
+- an exception class: the test runs and must fail with it on every rank at
   the same point (strict: a pass is reported as a failure, so a change in
   cohort that removes the difference is noticed);
-- "skip": the test fails on some ranks only, so running it would leave the
+- "skip": the test would fail on some ranks only, so running it would leave the
   ranks one collective apart for the rest of the job; it is not run.
 
-An optional third element is the job size from which the difference shows."""
+Each entry is (that kind, the reason) and, optionally, the job size from
+which the difference shows."""
 import os
 
 import pytest
