@@ -306,6 +306,35 @@ def test_broadcast_optimizer_state_without_gradients(hvd):
     assert len(state) == 2 and all(g == got[0] for g in got)
 
 
+def test_optimizer_gives_trainable_parameters_zero_gradients(hvd):
+    # As Horovod: wrapping creates zero gradients, so a parameter frozen before
+    # its first backward (a GAN's other half) has a zero gradient, not None.
+    gen, disc = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        gen.weight.fill_(1.0)
+        disc.weight.copy_(torch.tensor([[0.5, 2.0]]))
+    disc.bias.requires_grad_(False)
+    gen_opt = hvd.DistributedOptimizer(torch.optim.SGD(gen.parameters(), lr=0.1),
+                                       named_parameters=gen.named_parameters())
+    disc_opt = hvd.DistributedOptimizer(torch.optim.SGD(disc.parameters(), lr=0.1),
+                                        named_parameters=disc.named_parameters())
+    assert all(torch.equal(p.grad, torch.zeros_like(p)) for p in gen.parameters())
+    assert torch.equal(disc.weight.grad, torch.zeros(1, 2)) and disc.bias.grad is None
+    for p in disc.parameters():
+        p.requires_grad_(False)
+    gen_opt.zero_grad()
+    disc_opt.zero_grad()
+    disc(gen(torch.full((1, 2), hvd.rank() + 1.0))).sum().backward()
+    assert torch.equal(disc.weight.grad, torch.zeros(1, 2))
+    gen_opt.synchronize()
+    # d/dW of w_d . (W x + b) is w_d^T x^T, x = rank + 1: averaged over ranks.
+    mean = sum(range(1, hvd.size() + 1)) / hvd.size()
+    assert gen.weight.grad.tolist() == [[0.5 * mean] * 2, [2.0 * mean] * 2]
+    assert gen.bias.grad.tolist() == [0.5, 2.0]
+    with gen_opt.skip_synchronize():
+        gen_opt.step()
+
+
 def test_api_points(hvd, pair):
     with pytest.raises(ValueError, match="mpi_threads_supported: MPI is not enabled"):
         hvd.mpi_threads_supported()

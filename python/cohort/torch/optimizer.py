@@ -94,6 +94,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.requires_grad:
+                    # As Horovod: a zero gradient from the start, so a parameter
+                    # frozen before its first backward still has one (and
+                    # zero_grad() keeps it, zeroed) when step() allreduces it.
+                    p.grad = torch.zeros_like(p)
                     self._requires_update.add(p)
                     grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
                     grad_acc.register_hook(self._make_hook(p))
