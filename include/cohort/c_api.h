@@ -173,6 +173,22 @@ int cohort_start_timeline(const char* path, cohort_error* err);
 int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, cohort_error* err);
 int cohort_stop_timeline(cohort_error* err);
 
+/* ---- Point-to-point messages (see cohort.h): tagged messages between two
+ * ranks of the job. cohort_p2p_open is collective (every rank, once); the
+ * handles are waited for, polled and released as above. timeout_seconds < 0
+ * means COHORT_TIMEOUT. *source_out (may be NULL) is the sender once the
+ * receive completed. */
+enum { COHORT_ANY_SOURCE = -1 };
+int cohort_p2p_open(cohort_error* err);
+int cohort_send_async(int dst, int64_t channel, int64_t tag, const void* data, uint64_t bytes,
+                      double timeout_seconds, int64_t* handle_out, cohort_error* err);
+int cohort_recv_async(int src, int64_t channel, int64_t tag, void* data, uint64_t bytes,
+                      double timeout_seconds, int* source_out, int64_t* handle_out,
+                      cohort_error* err);
+/* The host address peers reach rank `rank` at, NUL-terminated into host_out
+ * (capacity bytes; an error when it does not fit). */
+int cohort_peer_host(int rank, char* host_out, int capacity, cohort_error* err);
+
 #ifdef __cplusplus
 }
 #endif
