@@ -6,6 +6,7 @@ all_reduce and one subgroup against known sums, and prints a result line.
     c10d_job.py env-fail-first           # torchrun: rank 1 fails in attempt 0
     c10d_job.py tcp://HOST:PORT RANK N   # or file:///PATH RANK N
     c10d_job.py peer-death               # under cohort run: rank 1 leaves early
+    c10d_job.py p2p-peer-death           # the same while rank 0 waits in recv
     c10d_job.py env-port-taken           # cohort run, env://: the port after cohort's
                                          # store's is taken; torch's store is on rank 0
 """
@@ -49,12 +50,22 @@ def main():
         assert store.host == cohort._cohort.peer_host(0), (store.host, cohort._cohort.peer_host(0))
         if held is not None:
             assert store.port != held.getsockname()[1]
-    elif mode in ("env", "env-fail-first", "peer-death"):
+    elif mode in ("env", "env-fail-first", "peer-death", "p2p-peer-death"):
         dist.init_process_group("cohort", timeout=timeout)
     else:
         dist.init_process_group("cohort", init_method=mode, rank=int(sys.argv[2]),
                                 world_size=int(sys.argv[3]), timeout=timeout)
     rank, size = dist.get_rank(), dist.get_world_size()
+    if mode == "p2p-peer-death":
+        if rank == 1:
+            os._exit(0)
+        try:
+            dist.recv(torch.zeros(4), 1)
+        except RuntimeError as e:
+            print("rank %d caught: %s" % (rank, str(e).splitlines()[0]), flush=True)
+            os._exit(0)
+        print("rank %d: no error" % rank, flush=True)
+        os._exit(1)
     if mode == "peer-death":
         if rank == 1:
             os._exit(0)  # gone without a word; exit status 0 keeps `cohort run` waiting

@@ -102,3 +102,15 @@ def test_peer_death_is_an_error_naming_it_on_every_rank():
     assert [line[:15] for line in found] == ["rank 0 caught: ", "rank 2 caught: "], out.stdout
     for line in found:
         assert "rank 1" in line, line
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_peer_death_during_recv_is_an_error_naming_it(transport):
+    env = clean_env()
+    env["COHORT_TIMEOUT"] = "20"
+    out = subprocess.run([COHORT, "run", "-np", "2", "--timeout", "60", "--transport", transport,
+                          "--", sys.executable, JOB, "p2p-peer-death"], env=env,
+                         capture_output=True, text=True, timeout=LIMIT)
+    found = lines_of(out.stdout)
+    assert len(found) == 1 and found[0].startswith("rank 0 caught: cohort recv: point-to-point: "
+                                                   "lost rank 1 "), out.stdout + out.stderr
