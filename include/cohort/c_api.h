@@ -177,7 +177,7 @@ int cohort_start_timeline_marking_cycles(const char* path, int mark_cycles, coho
 int cohort_stop_timeline(cohort_error* err);
 
 /* The engine's fusion counters since it started (zeros before): see
- * cohort::EngineStats in cohort.h. */
+ * cohort::EngineStats in types.h. */
 typedef struct cohort_engine_stats {
   uint64_t cycles;
   uint64_t allreduces;
@@ -187,6 +187,21 @@ typedef struct cohort_engine_stats {
   uint64_t fused_bytes;
 } cohort_engine_stats;
 void cohort_get_engine_stats(cohort_engine_stats* out);
+/* ---- Point-to-point messages (see cohort.h): tagged messages between two
+ * ranks of the job. cohort_p2p_open is collective (every rank, once); the
+ * handles are waited for, polled and released as above. timeout_seconds < 0
+ * means COHORT_TIMEOUT. *source_out (may be NULL) is the sender once the
+ * receive completed. */
+enum { COHORT_ANY_SOURCE = -1 };
+int cohort_p2p_open(cohort_error* err);
+int cohort_send_async(int dst, int64_t channel, int64_t tag, const void* data, uint64_t bytes,
+                      double timeout_seconds, int64_t* handle_out, cohort_error* err);
+int cohort_recv_async(int src, int64_t channel, int64_t tag, void* data, uint64_t bytes,
+                      double timeout_seconds, int* source_out, int64_t* handle_out,
+                      cohort_error* err);
+/* The host address peers reach rank `rank` at, NUL-terminated into host_out
+ * (capacity bytes; an error when it does not fit). */
+int cohort_peer_host(int rank, char* host_out, int capacity, cohort_error* err);
 
 #ifdef __cplusplus
 }

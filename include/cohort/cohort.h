@@ -202,6 +202,33 @@ Status StopTimeline();
 // engine starts.
 EngineStats GetEngineStats();
 
+// ---- Point-to-point messages ----
+//
+// Tagged messages between two ranks of the job (torch.distributed's
+// send/recv), on a mesh of their own: shared memory on one host, TCP between
+// hosts. A message carries a channel (e.g. one per process group) and a tag;
+// a receive takes the oldest message from its source (or from any, with
+// kAnySource) with its channel and tag, and between two ranks messages with
+// the same channel and tag arrive in send order. Ranks are job ranks. The
+// handles are waited for, polled and released like the engine's; buffers
+// must stay valid until the handle completes.
+
+inline constexpr int kAnySource = -1;
+// Collective over every rank of the job: builds the messages' mesh (later
+// calls do nothing). Starts the engine.
+Status OpenPointToPoint();
+// Fails after `timeout_seconds` (< 0: COHORT_TIMEOUT) when `dst` has not
+// taken the message; then the stream to `dst` is cut (later messages fail).
+Result<Handle> SendAsync(int dst, int64_t channel, int64_t tag, const void* data, size_t bytes,
+                         double timeout_seconds = -1);
+// Receives exactly `bytes` bytes (a message of another size fails, naming
+// both); *source (may be null) is the sender once the handle completed.
+Result<Handle> RecvAsync(int src, int64_t channel, int64_t tag, void* data, size_t bytes,
+                         int* source, double timeout_seconds = -1);
+// The host address at which rank `rank` is reached by its peers (where its
+// mesh listens), e.g. for a service of the job's own on rank 0.
+Result<std::string> PeerHost(int rank);
+
 }  // namespace cohort
 
 #endif  // COHORT_COHORT_H_

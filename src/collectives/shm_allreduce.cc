@@ -23,6 +23,11 @@
 //
 // The first chunk's slot header carries the CallHeader; every rank compares
 // all headers, so a mismatch is seen by every rank at the same step.
+//
+// Reduce-scatter is the same run keeping one range of the result per rank:
+// a rank reduces its slice of each chunk into its own slot (no output
+// buffer of the full size), copies the part of it inside its range out, and
+// in the out phase copies only the peers' slices that fall in its range.
 #include "collectives/shm_allreduce.h"
 
 #include <algorithm>
@@ -42,8 +47,11 @@ enum class Counter { kIn, kReduced, kOut };
 
 class ShmAllreduceRun {
  public:
+  // `keep`: reduce-scatter, keeping only elements [keep->begin, keep->end) of
+  // the result, written to keep->recv (the pieces' recv pointers are unused).
   ShmAllreduceRun(Communicator& comm, const std::vector<AllreducePiece>& pieces, DataType type,
-                  ReduceOp op, double prescale, double postscale, const CallHeader& header)
+                  ReduceOp op, double prescale, double postscale, const CallHeader& header,
+                  const KeptRange* keep = nullptr)
       : comm_(comm),
         mesh_(comm.mesh()),
         layout_(*mesh_.layout),
@@ -58,6 +66,7 @@ class ShmAllreduceRun {
         prescale_(prescale),
         postscale_(postscale),
         header_(header),
+        keep_(keep),
         deadline_(comm.CallDeadline()) {}
 
   // starts[i]: the element where piece i begins in the concatenation; the
@@ -116,6 +125,15 @@ class ShmAllreduceRun {
     HostControl* c = Control(l);
     return which == Counter::kIn ? c->in_seq : which == Counter::kReduced ? c->red_seq : c->out_seq;
   }
+  // Reduce-scatter: copies the elements of [at, at+n) (held at `src`) that
+  // lie in the kept range into its output.
+  void Keep(size_t at, const unsigned char* src, size_t n) {
+    const size_t lo = std::max(at, keep_->begin), hi = std::min(at + n, keep_->end);
+    if (lo >= hi) return;
+    std::memcpy(static_cast<unsigned char*>(keep_->recv) + (lo - keep_->begin) * esize_,
+                src + (lo - at) * esize_, (hi - lo) * esize_);
+  }
+
   size_t ChunkLen(size_t c, size_t chunk_elems) const {
     return std::min(chunk_elems, count_ - c * chunk_elems);
   }
@@ -194,6 +212,8 @@ class ShmAllreduceRun {
     if (check_headers) COHORT_RETURN_IF_ERROR(CheckHeaders(g));
     const size_t b = SliceBegin(me_, len), e = SliceBegin(me_ + 1, len);
     ForRange(at + b, e - b, [&](const unsigned char* mine, unsigned char* out, size_t k, size_t n) {
+      unsigned char* slot = Slot(me_, g) + (b + k) * esize_;
+      if (keep_ != nullptr) out = slot;  // reduce-scatter: the slot is the only full-size place
       if (prescale_ != 1.0) {
         ScaleCopy(out, mine, n, type_, prescale_);
         mine = out;
@@ -205,7 +225,11 @@ class ShmAllreduceRun {
         first = false;
       }
       FinishReduction(out, n, type_, op_, n_, postscale_);
-      std::memcpy(Slot(me_, g) + (b + k) * esize_, out, n * esize_);
+      if (keep_ != nullptr) {
+        Keep(at + b + k, out, n);
+      } else {
+        std::memcpy(slot, out, n * esize_);
+      }
     });
     Publish(Counter::kReduced, g + 1);
     return Status::OK();
@@ -217,6 +241,10 @@ class ShmAllreduceRun {
       if (l == me_) continue;
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
       const unsigned char* slot = Slot(l, g);
+      if (keep_ != nullptr) {
+        Keep(at + b, slot + b * esize_, e - b);
+        continue;
+      }
       ForRange(at + b, e - b, [&](const unsigned char*, unsigned char* recv, size_t k, size_t n) {
         std::memcpy(recv, slot + (b + k) * esize_, n * esize_);
       });
@@ -236,19 +264,36 @@ class ShmAllreduceRun {
     Publish(Counter::kIn, g + 1);
     COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
     COHORT_RETURN_IF_ERROR(CheckHeaders(g));
-    ForRange(0, count_, [&](const unsigned char*, unsigned char* recv, size_t k, size_t n) {
-      const size_t off = k * esize_;
-      if (n_ == 1) {
-        std::memcpy(recv, Slot(0, g) + off, n * esize_);
-      } else {
-        ReduceTwo(recv, Slot(0, g) + off, Slot(1, g) + off, n, type_, op_);
-        for (int l = 2; l < n_; ++l) ReduceTwo(recv, recv, Slot(l, g) + off, n, type_, op_);
-      }
-      FinishReduction(recv, n, type_, op_, n_, postscale_);
-    });
+    if (keep_ != nullptr) {
+      KeepRound(g);
+    } else {
+      ReduceAllSlots(g);
+    }
     CounterOf(me_, Counter::kReduced).store(g + 1, std::memory_order_seq_cst);
     Publish(Counter::kOut, g + 1);
     return Status::OK();
+  }
+
+  // Small messages: every rank reduces all slots in rank order (so all
+  // compute the same bits); reduce-scatter only over its kept range.
+  void ReduceAllSlots(uint64_t g) {
+    ForRange(0, count_, [&](const unsigned char*, unsigned char* recv, size_t k, size_t n) {
+      ReduceSlotsInto(recv, g, k * esize_, n);
+    });
+  }
+  void KeepRound(uint64_t g) {
+    const size_t n = keep_->end - keep_->begin;
+    if (n > 0)
+      ReduceSlotsInto(static_cast<unsigned char*>(keep_->recv), g, keep_->begin * esize_, n);
+  }
+  void ReduceSlotsInto(unsigned char* recv, uint64_t g, size_t off, size_t n) {
+    if (n_ == 1) {
+      std::memcpy(recv, Slot(0, g) + off, n * esize_);
+    } else {
+      ReduceTwo(recv, Slot(0, g) + off, Slot(1, g) + off, n, type_, op_);
+      for (int l = 2; l < n_; ++l) ReduceTwo(recv, recv, Slot(l, g) + off, n, type_, op_);
+    }
+    FinishReduction(recv, n, type_, op_, n_, postscale_);
   }
 
   Communicator& comm_;
@@ -265,6 +310,7 @@ class ShmAllreduceRun {
   const double prescale_;
   const double postscale_;
   const CallHeader header_;
+  const KeptRange* keep_;
   const Deadline deadline_;
 };
 
@@ -279,6 +325,15 @@ Status ShmAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
 Status ShmAllreduce(Communicator& comm, const std::vector<AllreducePiece>& pieces, DataType type,
                     ReduceOp op, double prescale, double postscale, const CallHeader& header) {
   return ShmAllreduceRun(comm, pieces, type, op, prescale, postscale, header).Run();
+}
+
+Status ShmReduceScatter(Communicator& comm, const void* send, size_t count, const KeptRange& keep,
+                        DataType type, ReduceOp op, const CallHeader& header) {
+  // The piece's recv is never written in this mode (the kept range goes to
+  // keep.recv); it points at `send` only to stay a valid pointer.
+  return ShmAllreduceRun(comm, {AllreducePiece{send, const_cast<void*>(send), count}}, type, op,
+                         1.0, 1.0, header, &keep)
+      .Run();
 }
 
 }  // namespace cohort

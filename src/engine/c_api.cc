@@ -304,4 +304,33 @@ void cohort_get_engine_stats(cohort_engine_stats* out) {
           s.fused_allreduces, s.fused_tensors, s.fused_bytes};
 }
 
+int cohort_p2p_open(cohort_error* err) { return Report(cohort::OpenPointToPoint(), err); }
+
+int cohort_send_async(int dst, int64_t channel, int64_t tag, const void* data, uint64_t bytes,
+                      double timeout_seconds, int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("send: null handle_out", err);
+  return ReportValue(cohort::SendAsync(dst, channel, tag, data, bytes, timeout_seconds), handle_out,
+                     err);
+}
+
+int cohort_recv_async(int src, int64_t channel, int64_t tag, void* data, uint64_t bytes,
+                      double timeout_seconds, int* source_out, int64_t* handle_out,
+                      cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("recv: null handle_out", err);
+  return ReportValue(cohort::RecvAsync(src, channel, tag, data, bytes, source_out, timeout_seconds),
+                     handle_out, err);
+}
+
+int cohort_peer_host(int rank, char* host_out, int capacity, cohort_error* err) {
+  if (host_out == nullptr || capacity <= 0) return BadArgument("peer host: no output buffer", err);
+  cohort::Result<std::string> host = cohort::PeerHost(rank);
+  if (!host.ok()) return Report(host.status(), err);
+  if (host->size() >= static_cast<size_t>(capacity)) {
+    return BadArgument(
+        "peer host: '" + *host + "' does not fit in " + std::to_string(capacity) + " bytes", err);
+  }
+  std::memcpy(host_out, host->c_str(), host->size() + 1);
+  return COHORT_OK;
+}
+
 }  // extern "C"

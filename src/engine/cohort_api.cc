@@ -7,6 +7,7 @@
 #include "collectives/collectives.h"
 #include "engine/process_set.h"
 #include "engine/runtime.h"
+#include "net/socket.h"
 
 namespace cohort {
 namespace {
@@ -500,6 +501,62 @@ EngineStats GetEngineStats() {
 Status StopTimeline() {
   Engine* e = RunningEngine();
   return e == nullptr ? Status::OK() : e->StopTimeline();
+}
+
+Status OpenPointToPoint() {
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return NotRunning();
+  return rt->OpenPointToPoint().status();
+}
+
+namespace {
+
+Result<PointToPoint*> RunningPointToPoint(const char* what) {
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return NotRunning();
+  PointToPoint* p2p = rt->point_to_point();
+  if (p2p == nullptr) {
+    return Status::NotInitialized(std::string(what) +
+                                  ": point-to-point messages are not open: every rank must call "
+                                  "cohort::OpenPointToPoint() first");
+  }
+  return p2p;
+}
+
+double TimeoutOrDefault(double timeout_seconds) {
+  return timeout_seconds < 0 ? g_runtime->settings().timeout_seconds : timeout_seconds;
+}
+
+}  // namespace
+
+Result<Handle> SendAsync(int dst, int64_t channel, int64_t tag, const void* data, size_t bytes,
+                         double timeout_seconds) {
+  Result<PointToPoint*> p2p = RunningPointToPoint("send");
+  if (!p2p.ok()) return p2p.status();
+  if (data == nullptr && bytes > 0) return Status::InvalidArgument("send: null data");
+  return (*p2p)->Send(dst, channel, tag, data, bytes, TimeoutOrDefault(timeout_seconds));
+}
+
+Result<Handle> RecvAsync(int src, int64_t channel, int64_t tag, void* data, size_t bytes,
+                         int* source, double timeout_seconds) {
+  Result<PointToPoint*> p2p = RunningPointToPoint("recv");
+  if (!p2p.ok()) return p2p.status();
+  if (data == nullptr && bytes > 0) return Status::InvalidArgument("recv: null data");
+  return (*p2p)->Recv(src, channel, tag, data, bytes, source, TimeoutOrDefault(timeout_seconds));
+}
+
+Result<std::string> PeerHost(int rank) {
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return NotRunning();
+  const Mesh& mesh = rt->comm().mesh();
+  if (rank < 0 || rank >= mesh.size) {
+    return Status::InvalidArgument("peer host: rank " + std::to_string(rank) +
+                                   " is outside the job of " + std::to_string(mesh.size));
+  }
+  std::string host;
+  int port = 0;
+  COHORT_RETURN_IF_ERROR(ParseHostPort(mesh.peers[rank].address, "mesh address", &host, &port));
+  return host;
 }
 
 void Release(Handle handle) {

@@ -77,7 +77,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   Result<std::unique_ptr<StoreClient>> store =
       StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
   if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
-  store = ScopeToThisJoin(std::move(store).value(), j.rank);
+  store = ScopeToThisJoin(std::move(store).value(), j.rank, &rt->store_scope_);
   if (!store.ok()) return store.status();
   // A rank's host is one of several when the launcher says so.
   const bool multi_host = j.cross_size > 1 || (j.local_size > 0 && j.local_size < j.size);
@@ -95,6 +95,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   mo.shm_slot_bytes = rt->settings_.shm_slot_bytes;
   mo.tcp_streams = rt->settings_.tcp_streams;
   mo.test_hosts = rt->settings_.test_hosts;
+  rt->mesh_options_ = mo;
   Result<Mesh> mesh = BuildMesh(**store, mo);
   if (!mesh.ok())
     return mesh.status().WithContext("rank " + std::to_string(j.rank) + " building the mesh");
@@ -113,6 +114,29 @@ Engine& Runtime::StartEngine() {
   return *engine_;
 }
 
+Result<PointToPoint*> Runtime::OpenPointToPoint() {
+  Engine& engine = StartEngine();  // its handle table tracks the messages
+  std::lock_guard<std::mutex> lock(p2p_mu_);
+  if (p2p_ != nullptr) return p2p_.get();
+  // A connection of its own: the collectives' store client belongs to the
+  // engine thread. Its keys live under this join's scope, in "p2p/".
+  const Deadline deadline = Deadline::AfterSeconds(settings_.timeout_seconds);
+  Result<std::unique_ptr<StoreClient>> store =
+      StoreClient::Connect(job_.store_host, job_.store_port, job_.secret, deadline);
+  if (!store.ok()) return store.status().WithContext("point-to-point mesh");
+  auto scoped = std::make_unique<PrefixedStore>(std::move(store).value(), store_scope_ + "p2p/");
+  Result<Mesh> mesh = BuildMesh(*scoped, mesh_options_);
+  if (!mesh.ok()) {
+    return mesh.status().WithContext("rank " + std::to_string(job_.rank) +
+                                     " building the point-to-point mesh");
+  }
+  CommunicatorOptions co = comm_->options();
+  p2p_ = std::make_unique<PointToPoint>(
+      std::make_unique<Communicator>(std::move(mesh).value(), std::move(scoped), co),
+      engine.handles());
+  return p2p_.get();
+}
+
 void Runtime::Abort(const Status& reason) {
   aborted_ = true;
   if (Engine* e = engine()) {
@@ -123,6 +147,7 @@ void Runtime::Abort(const Status& reason) {
 }
 
 Runtime::~Runtime() {
+  p2p_.reset();  // completes its pending handles while the engine's table exists
   if (engine_) (void)engine_->Shutdown();
   engine_.reset();
   comm_.reset();

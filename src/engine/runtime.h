@@ -13,7 +13,9 @@
 #include "collectives/communicator.h"
 #include "common/env_config.h"
 #include "engine/engine.h"
+#include "p2p/point_to_point.h"
 #include "rendezvous/launcher_env.h"
+#include "rendezvous/mesh_builder.h"
 #include "rendezvous/store_server.h"
 
 namespace cohort {
@@ -48,6 +50,14 @@ class Runtime {
     return engine_.get();
   }
   Engine& StartEngine();
+  // Point-to-point messages (p2p/point_to_point.h): the first call builds
+  // their mesh, which every rank must do (collective); later calls return it.
+  Result<PointToPoint*> OpenPointToPoint();
+  // Null until OpenPointToPoint.
+  PointToPoint* point_to_point() {
+    std::lock_guard<std::mutex> lock(p2p_mu_);
+    return p2p_.get();
+  }
   // Breaks the job for `reason` on this rank (see cohort::Abort); the
   // destructor then waits only briefly for peers to read the reason.
   void Abort(const Status& reason);
@@ -66,9 +76,13 @@ class Runtime {
   JobEnvironment job_;
   RuntimeSettings settings_;
   std::unique_ptr<StoreServer> hosted_store_;  // rank 0 under foreign launchers
+  std::string store_scope_;                    // this join's store prefix (prefixed_store.h)
+  MeshOptions mesh_options_;                   // how the mesh was built, for the p2p mesh
   std::unique_ptr<Communicator> comm_;
   std::mutex engine_mu_;
   std::unique_ptr<Engine> engine_;  // guarded by engine_mu_; destroyed before comm_, which it uses
+  std::mutex p2p_mu_;
+  std::unique_ptr<PointToPoint> p2p_;  // guarded by p2p_mu_; destroyed before engine_ (its handles)
   bool aborted_ = false;
   uint64_t sync_calls_ = 0;
   uint64_t groups_ = 0;

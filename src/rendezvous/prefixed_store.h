@@ -38,8 +38,10 @@ class PrefixedStore : public StoreClient {
 
 // Counts this rank's joins in `base` ("joins/<rank>") and returns a store
 // scoped to this join. Every rank of a job joins equally often, so the ranks
-// of one generation share one prefix.
-Result<std::unique_ptr<StoreClient>> ScopeToThisJoin(std::unique_ptr<StoreClient> base, int rank);
+// of one generation share one prefix, written to *prefix when not null (for
+// further connections of this join).
+Result<std::unique_ptr<StoreClient>> ScopeToThisJoin(std::unique_ptr<StoreClient> base, int rank,
+                                                     std::string* prefix = nullptr);
 
 }  // namespace cohort
 

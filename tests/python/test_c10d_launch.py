@@ -81,6 +81,17 @@ def test_tcp_and_file_init(method, tmp_path):
     assert lines_of("\n".join(outputs)) == expected_lines(size), outputs
 
 
+def test_cohort_run_env_init_assumes_no_port():
+    """Under `cohort run`, env:// without MASTER_ADDR/MASTER_PORT: rank 0
+    serves torch's store at its own address on a port the kernel picks, so
+    a taken port (here the one after cohort's store's) changes nothing."""
+    out = subprocess.run([COHORT, "run", "-np", "2", "--timeout", "60", "--", sys.executable, JOB,
+                          "env-port-taken"], env=clean_env(), capture_output=True, text=True,
+                         timeout=LIMIT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert lines_of(out.stdout) == expected_lines(2), out.stdout
+
+
 def test_peer_death_is_an_error_naming_it_on_every_rank():
     env = clean_env()
     env["COHORT_TIMEOUT"] = "20"
@@ -91,3 +102,15 @@ def test_peer_death_is_an_error_naming_it_on_every_rank():
     assert [line[:15] for line in found] == ["rank 0 caught: ", "rank 2 caught: "], out.stdout
     for line in found:
         assert "rank 1" in line, line
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_peer_death_during_recv_is_an_error_naming_it(transport):
+    env = clean_env()
+    env["COHORT_TIMEOUT"] = "20"
+    out = subprocess.run([COHORT, "run", "-np", "2", "--timeout", "60", "--transport", transport,
+                          "--", sys.executable, JOB, "p2p-peer-death"], env=env,
+                         capture_output=True, text=True, timeout=LIMIT)
+    found = lines_of(out.stdout)
+    assert len(found) == 1 and found[0].startswith("rank 0 caught: cohort recv: point-to-point: "
+                                                   "lost rank 1 "), out.stdout + out.stderr

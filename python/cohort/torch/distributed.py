@@ -10,17 +10,22 @@ compiled extension cohort._c10d, the one part of cohort built against
 LibTorch; rebuild it after a torch upgrade with
 `cmake --build build --target cohort_py_c10d`.
 
-Rendezvous: under `cohort run` the runtime joins cohort's own store (and
-env:// gets MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE defaults from it);
-under torchrun or with tcp://, file:// or env:// init, rank 0 starts cohort's
-store and publishes its address and a fresh job secret through the c10d Store
-torch passes in. Groups from `new_group`/`new_subgroups` are cohort process
-sets; send/recv and monitored_barrier travel through the c10d Store.
+Rendezvous: under `cohort run` the runtime joins cohort's own store, and
+env:// needs no settings: without MASTER_ADDR/MASTER_PORT, rank 0 serves
+torch's TCPStore on a free port at its own address and the ranks learn the
+port through cohort (RANK/WORLD_SIZE default to cohort's); under torchrun or
+with tcp://, file:// or env:// init, rank 0 starts cohort's store and
+publishes its address and a fresh job secret through the c10d Store torch
+passes in. Groups from `new_group`/`new_subgroups` are cohort process sets;
+send/recv travel on cohort's own point-to-point mesh, monitored_barrier
+through the c10d Store.
 """
+import importlib
 import os
 import secrets
 import socket
 
+import numpy
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as _c10d_module
 
@@ -45,18 +50,51 @@ def _launched_by_cohort():
 
 
 def _set_env_defaults_under_cohort_run():
-    """Under `cohort run`, env:// works without settings: the c10d store takes
-    the port after cohort's store, ranks come from cohort's variables."""
+    """Under `cohort run`, env:// works without settings: ranks come from
+    cohort's variables, the store from _env_rendezvous."""
     if not _launched_by_cohort() or "COHORT_STORE_ADDR" not in os.environ:
         return
-    host, port = os.environ["COHORT_STORE_ADDR"].rsplit(":", 1)
-    os.environ.setdefault("MASTER_ADDR", host.strip("[]"))
-    os.environ.setdefault("MASTER_PORT", str(int(port) + 1))
     for torch_name, cohort_name in (("RANK", "COHORT_RANK"), ("WORLD_SIZE", "COHORT_SIZE"),
                                     ("LOCAL_RANK", "COHORT_LOCAL_RANK"),
                                     ("LOCAL_WORLD_SIZE", "COHORT_LOCAL_SIZE")):
         if cohort_name in os.environ:
             os.environ.setdefault(torch_name, os.environ[cohort_name])
+
+
+# The module, not torch.distributed.rendezvous (a function of the same name).
+_rendezvous_module = importlib.import_module("torch.distributed.rendezvous")
+_torch_env_rendezvous = _rendezvous_module._rendezvous_handlers["env"]
+
+
+def _env_rendezvous(url, timeout=_c10d_module.default_pg_timeout, **kwargs):
+    """torch's env:// handler, except under `cohort run` without MASTER_ADDR
+    and MASTER_PORT: then the job needs no fixed port and no launcher-side
+    service (the launcher's host need not be rank 0's, and a port chosen in
+    advance may be taken), see _job_store."""
+    if (not _launched_by_cohort() or "COHORT_STORE_ADDR" not in os.environ
+            or ("MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ)):
+        return _torch_env_rendezvous(url, timeout=timeout, **kwargs)
+    return _job_store(timeout)
+
+
+def _job_store(timeout):
+    """Rank 0 serves torch's TCPStore on a port the kernel picks, at the
+    address its peers reach it at (where its cohort mesh listens); the other
+    ranks learn the port from a cohort broadcast."""
+    rank, size = int(os.environ["COHORT_RANK"]), int(os.environ["COHORT_SIZE"])
+    if not _cohort.is_initialized():
+        os.environ.setdefault("COHORT_TIMEOUT", str(timeout.total_seconds()))
+        cohort.init()
+    host = _cohort.peer_host(0)
+    port = numpy.zeros(1, dtype=numpy.int64)
+    if rank == 0:
+        store = dist.TCPStore(host, 0, size, True, timeout, wait_for_workers=False)
+        port[0] = store.port
+    cohort.broadcast_(port, 0)
+    if rank != 0:
+        store = dist.TCPStore(host, int(port[0]), size, False, timeout)
+    yield (store, rank, size)
+    raise RuntimeError("Unable to perform re-rendezvous using env:// under cohort run")
 
 
 def _free_port(host):
@@ -115,9 +153,10 @@ def _create_process_group(options, pg_options=None):
         set_id = pending.pop(0)
     count = _groups_per_set.get(set_id, 0)
     _groups_per_set[set_id] = count + 1
+    # Equal on every member: names the group's operations and its messages.
     return _c10d.create_process_group(options.store, options.group_rank, options.group_size,
                                       options.timeout.total_seconds(), set_id,
-                                      "c10d.%d.%d." % (set_id, count))
+                                      "c10d.%d.%d." % (set_id, count), (set_id << 32) | count)
 
 
 def _uses_cohort(backend):
@@ -168,5 +207,6 @@ monitored_barrier.__doc__ += "\n\n" + (_torch_monitored_barrier.__doc__ or "")
 _c10d_module.new_group = dist.new_group = new_group
 _c10d_module.monitored_barrier = dist.monitored_barrier = monitored_barrier
 _set_env_defaults_under_cohort_run()
+_rendezvous_module._rendezvous_handlers["env"] = _env_rendezvous
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)

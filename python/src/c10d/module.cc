@@ -17,15 +17,16 @@ PYBIND11_MODULE(_c10d, m) {
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_seconds,
-         int process_set,
-         const std::string& name_prefix) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+         int process_set, const std::string& name_prefix,
+         int64_t channel) -> c10::intrusive_ptr<c10d::ProcessGroup> {
         const auto timeout =
             std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-        return c10::make_intrusive<cohort_c10d::ProcessGroupCohort>(store, rank, size, timeout,
-                                                                    process_set, name_prefix);
+        return c10::make_intrusive<cohort_c10d::ProcessGroupCohort>(
+            store, rank, size, timeout, process_set, name_prefix, channel);
       },
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
-      py::arg("process_set"), py::arg("name_prefix"),
+      py::arg("process_set"), py::arg("name_prefix"), py::arg("channel"),
       "A ProcessGroup over cohort process set `process_set` (0: every rank); cohort must be "
-      "initialized and the set added on every rank first.");
+      "initialized and the set added on every rank first. Opens cohort's point-to-point "
+      "messages (collective the first time: create the default group first).");
 }

@@ -135,14 +135,22 @@ at::Tensor TakeResult(int64_t handle, const at::Tensor& like, const char* what) 
 
 ProcessGroupCohort::ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                        std::chrono::milliseconds timeout, int process_set,
-                                       std::string name_prefix)
+                                       std::string name_prefix, int64_t channel)
     : c10d::ProcessGroup(rank, size),
       store_(std::move(store)),
       timeout_(timeout),
       process_set_(process_set),
       name_prefix_(std::move(name_prefix)),
-      completions_(std::make_shared<CompletionQueue>()),
-      receives_(std::make_shared<CompletionQueue>()) {
+      channel_(channel),
+      global_ranks_(size),
+      completions_(std::make_shared<CompletionQueue>()) {
+  cohort_error err;
+  int members = 0;
+  CheckCode(cohort_process_set_ranks(process_set_, global_ranks_.data(), size, &members, &err), err,
+            "process group");
+  TORCH_CHECK(members == size, "cohort: process set ", process_set_, " has ", members,
+              " ranks but the group ", size);
+  CheckCode(cohort_p2p_open(&err), err, "process group");
   init();
 }
 
@@ -157,11 +165,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::Enqueue(c10d::OpType type,
                                                            std::vector<at::Tensor> outputs,
                                                            std::vector<int64_t> handles,
                                                            std::function<void()> finish,
-                                                           const char* what) {
+                                                           const char* what, double wait_slack) {
   // Completed by whoever first waits for it, polls it or asks for its
   // future (which hands it to the completion thread).
   return c10::make_intrusive<CohortWork>(rank_, type, std::move(outputs), std::move(handles),
-                                         std::move(finish), what, TimeoutSeconds(), completions_);
+                                         std::move(finish), what, TimeoutSeconds() + wait_slack,
+                                         completions_);
 }
 
 int64_t ProcessGroupCohort::SubmitAllgather(const at::Tensor& input, const char* what) {

@@ -2,9 +2,9 @@
 // API) over cohort's engine, for CPU tensors. Each group is one cohort
 // process set (set 0 for the default group); collectives go through
 // c_api.h of libcohort.so, the same runtime object the cohort._cohort module
-// drives. Point-to-point messages and monitored_barrier go through the c10d
-// Store the group was created with (cohort's engine has no point-to-point
-// operations).
+// drives; send/recv go through cohort's point-to-point messages (their own
+// mesh). monitored_barrier goes through the c10d Store the group was created
+// with (it must name who is missing).
 #ifndef COHORT_PYTHON_C10D_PROCESS_GROUP_H_
 #define COHORT_PYTHON_C10D_PROCESS_GROUP_H_
 
@@ -25,10 +25,13 @@ namespace cohort_c10d {
 class ProcessGroupCohort : public c10d::ProcessGroup {
  public:
   // `name_prefix` makes the engine names of this group's operations unique in
-  // the job and equal on every member (the Python side derives it from the
-  // process set id).
+  // the job and equal on every member, `channel` its messages' channel (the
+  // Python side derives both from the process set id and the number of
+  // groups over it so far). Opens cohort's point-to-point messages (the
+  // default group is created on every rank first).
   ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                     std::chrono::milliseconds timeout, int process_set, std::string name_prefix);
+                     std::chrono::milliseconds timeout, int process_set, std::string name_prefix,
+                     int64_t channel);
   ~ProcessGroupCohort() override;
 
   const std::string getBackendName() const override { return "cohort"; }
@@ -70,8 +73,9 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
-  // Store-routed (store_messages.cc).
+  // Through the c10d store (monitored_barrier.cc).
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  // Point-to-point messages (messages.cc).
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
@@ -90,28 +94,30 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   int64_t SubmitAllgather(const at::Tensor& input, const char* what);
   int64_t SubmitAlltoall(const at::Tensor& input, const std::vector<int64_t>& splits,
                          const char* what);
+  // `wait_slack`: seconds a wait for the handles adds to the group's timeout
+  // (messages fail at that timeout themselves, with a better error).
   c10::intrusive_ptr<c10d::Work> Enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          std::vector<int64_t> handles, std::function<void()> finish,
-                                         const char* what);
+                                         const char* what, double wait_slack = 0);
   double TimeoutSeconds() const { return timeout_.count() / 1000.0; }
 
-  // Store messages (store_messages.cc).
-  std::string MessageKey(int src, int dst, int tag, uint64_t seq) const;
-  c10::intrusive_ptr<c10d::Work> RecvFrom(std::vector<at::Tensor>& tensors, int src, int tag);
+  // Messages (messages.cc). A receive from src -1 takes any source.
+  static constexpr double kMessageWaitSlack = 5;
+  void CheckPeer(int peer, const char* what) const;
+  c10::intrusive_ptr<c10d::Work> Receive(std::vector<at::Tensor>& tensors, int src, int tag);
 
   c10::intrusive_ptr<c10d::Store> store_;
   const std::chrono::milliseconds timeout_;
   const int process_set_;
   const std::string name_prefix_;
+  const int64_t channel_;
+  std::vector<int> global_ranks_;  // job rank of each group rank
   std::mutex mu_;  // guards the counters below (ops may be issued from several threads)
   uint64_t next_op_ = 0;
   uint64_t next_monitored_barrier_ = 0;
-  std::map<std::pair<int, int>, uint64_t> sent_;      // (dst, tag) -> messages sent
-  std::map<std::pair<int, int>, uint64_t> received_;  // (src, tag) -> messages received
   // Works hold weak references: a work outliving its group completes on the
   // thread that waits for it.
   std::shared_ptr<CompletionQueue> completions_;
-  std::shared_ptr<CompletionQueue> receives_;  // blocking store reads, off the caller's thread
 };
 
 }  // namespace cohort_c10d

@@ -65,6 +65,14 @@ void BindJob(py::module_& m) {
   m.def("local_size", cohort_local_size);
   m.def("cross_rank", cohort_cross_rank);
   m.def("cross_size", cohort_cross_size);
+  m.def(
+      "peer_host",
+      [](int rank) {
+        char host[256];
+        Call([&](cohort_error* e) { return cohort_peer_host(rank, host, sizeof(host), e); });
+        return std::string(host);
+      },
+      py::arg("rank"), "The host address at which rank `rank` is reached by its peers.");
 
   m.def(
       "add_process_set",
