@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "net/auth.h"
+#include "rendezvous/elastic_round.h"
 #include "rendezvous/foreign_job.h"
 #include "rendezvous/local_address.h"
 #include "rendezvous/mesh_builder.h"
@@ -91,6 +92,13 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   if (!cache.ok()) return cache.status();
   if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
   s.engine.cache_capacity = static_cast<size_t>(*cache);
+  s.elastic_worker = EnvString(env, "COHORT_ELASTIC_WORKER").value_or("");
+  Result<double> elastic =
+      EnvDouble(env, "COHORT_ELASTIC_TIMEOUT", s.elastic_timeout_seconds);
+  if (!elastic.ok()) return elastic.status();
+  if (*elastic <= 0)
+    return Status::InvalidArgument("COHORT_ELASTIC_TIMEOUT must be positive seconds");
+  s.elastic_timeout_seconds = *elastic;
   return s;
 }
 
@@ -120,7 +128,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   Result<std::unique_ptr<StoreClient>> store =
       StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
   if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
-  store = ScopeToThisJoin(std::move(store).value(), j.rank);
+  if (rt->settings_.elastic_worker.empty()) {
+    store = ScopeToThisJoin(std::move(store).value(), j.rank);
+  } else {
+    store = rt->JoinElasticRound(std::move(store).value());
+  }
   if (!store.ok()) return store.status();
   // A rank's host is one of several when the launcher says so.
   const bool multi_host = j.cross_size > 1 || (j.local_size > 0 && j.local_size < j.size);
@@ -148,6 +160,37 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   co.chunk_bytes = rt->settings_.chunk_bytes;
   rt->comm_ = std::make_unique<Communicator>(std::move(mesh).value(), std::move(store).value(), co);
   return rt;
+}
+
+// An elastic worker's rank, size and hosts come from the round it joins, not
+// from its environment; its mesh lives under "round<N>/". The plain
+// connection stays open for NewestElasticRound().
+Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(
+    std::unique_ptr<StoreClient> store) {
+  const Deadline deadline = Deadline::AfterSeconds(settings_.elastic_timeout_seconds);
+  Result<ElasticPlacement> p = cohort::JoinElasticRound(*store, settings_.elastic_worker, deadline);
+  if (!p.ok()) return p.status();
+  job_.rank = p->rank;
+  job_.size = p->size;
+  job_.local_rank = p->local_rank;
+  job_.local_size = p->local_size;
+  job_.cross_rank = p->cross_rank;
+  job_.cross_size = p->cross_size;
+  elastic_round_ = p->round;
+  Result<std::unique_ptr<StoreClient>> control = StoreClient::Connect(
+      job_.store_host, job_.store_port, job_.secret, deadline);
+  if (!control.ok()) return control.status();
+  elastic_store_ = std::move(control).value();
+  return std::unique_ptr<StoreClient>(
+      new PrefixedStore(std::move(store), "round" + std::to_string(p->round) + "/"));
+}
+
+Result<int64_t> Runtime::NewestElasticRound() {
+  if (elastic_store_ == nullptr) {
+    return Status::InvalidArgument("this process is not an elastic worker (cohort run --min-np)");
+  }
+  std::lock_guard<std::mutex> lock(elastic_mu_);
+  return cohort::NewestElasticRound(*elastic_store_);
 }
 
 Engine& Runtime::StartEngine() {
