@@ -167,8 +167,13 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
 // connection stays open for NewestElasticRound().
 Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(
     std::unique_ptr<StoreClient> store) {
-  const Deadline deadline = Deadline::AfterSeconds(settings_.elastic_timeout_seconds);
-  Result<ElasticPlacement> p = cohort::JoinElasticRound(*store, settings_.elastic_worker, deadline);
+  // The driver settles a round within the elastic timeout (or the start-up
+  // allowance of newcomers); the margin covers its ticks.
+  constexpr double kMarginSeconds = 10;
+  const double round_seconds =
+      std::max(settings_.elastic_timeout_seconds, kElasticStartupSeconds) + kMarginSeconds;
+  Result<ElasticPlacement> p =
+      cohort::JoinElasticRound(*store, settings_.elastic_worker, round_seconds);
   if (!p.ok()) return p.status();
   job_.rank = p->rank;
   job_.size = p->size;
@@ -178,7 +183,7 @@ Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(
   job_.cross_size = p->cross_size;
   elastic_round_ = p->round;
   Result<std::unique_ptr<StoreClient>> control = StoreClient::Connect(
-      job_.store_host, job_.store_port, job_.secret, deadline);
+      job_.store_host, job_.store_port, job_.secret, Deadline::AfterSeconds(round_seconds));
   if (!control.ok()) return control.status();
   elastic_store_ = std::move(control).value();
   return std::unique_ptr<StoreClient>(

@@ -108,6 +108,7 @@ struct ElasticWorker {
   int id = 0;
   std::string host;
   bool alive = true;
+  bool joined_once = false;  // has joined some round: past its start-up
 };
 
 class ElasticDriver : public JobSupervisor {
@@ -147,7 +148,8 @@ class ElasticDriver : public JobSupervisor {
   int64_t round_ = 0;
   std::vector<int> members_;                // of round_, in rank order
   bool go_ = false;                         // round_ was told to go
-  Deadline round_deadline_ = Deadline::AfterSeconds(0);
+  Deadline round_deadline_ = Deadline::AfterSeconds(0);    // for members past their start-up
+  Deadline startup_deadline_ = Deadline::AfterSeconds(0);  // for newcomers
   int resets_ = 0;
   bool finished_ = false;                   // a worker exited 0: no more rounds
   std::optional<Deadline> below_min_deadline_;
@@ -296,6 +298,8 @@ void ElasticDriver::PublishRound(JobControl& job) {
       std::to_string(members.size()) + " workers, ranks 0.. are workers " + ids);
   go_ = false;
   round_deadline_ = Deadline::AfterSeconds(elastic_.elastic_timeout_seconds);
+  startup_deadline_ = Deadline::AfterSeconds(
+      std::max(elastic_.elastic_timeout_seconds, kElasticStartupSeconds));
   change_.clear();
 }
 
@@ -310,8 +314,11 @@ void ElasticDriver::WatchRound(JobControl& job) {
   std::vector<int> missing;
   for (int id : members_) {
     const auto it = joins.find(std::to_string(id));
+    ElasticWorker* w = Find(id);
     if (it == joins.end()) {
       missing.push_back(id);
+    } else if (!w->joined_once) {
+      w->joined_once = true;
     } else if (it->second > 1 && change_.empty()) {
       change_ = "worker " + std::to_string(id) + " left round " + std::to_string(round_);
     }
@@ -323,16 +330,20 @@ void ElasticDriver::WatchRound(JobControl& job) {
     if (!s.ok()) job.Stop(s.ToString(), 1);
     return;
   }
-  if (!round_deadline_.Expired()) return;
   for (int id : missing) {
     ElasticWorker* w = Find(id);
-    if (w == nullptr || !w->alive) continue;
+    if (!w->alive || !(w->joined_once ? round_deadline_ : startup_deadline_).Expired()) continue;
+    const double waited = w->joined_once
+                              ? elastic_.elastic_timeout_seconds
+                              : std::max(elastic_.elastic_timeout_seconds, kElasticStartupSeconds);
     Say("worker " + std::to_string(id) + " on " + w->host + " did not join elastic round " +
-        std::to_string(round_) + " within " + FormatSeconds(elastic_.elastic_timeout_seconds) +
+        std::to_string(round_) + " within " + FormatSeconds(waited) +
         " s (--elastic-timeout); removing it");
-    job.Signal(id, SIGKILL);  // its exit retires the slot and starts the next round
+    w->alive = false;  // once: its exit retires the slot and starts the next round
+    ++failed_[w->host];
+    change_ = "worker " + std::to_string(id) + " hung";
+    job.Signal(id, SIGKILL);
   }
-  round_deadline_ = Deadline::AfterSeconds(elastic_.elastic_timeout_seconds);
 }
 
 bool ElasticDriver::BelowMinimum(JobControl& job) {
@@ -375,20 +386,26 @@ void ElasticDriver::Tick(JobControl& job) {
 bool ElasticDriver::OnExit(JobControl& job, int id, int status) {
   ElasticWorker* w = Find(id);
   if (w == nullptr) return false;
-  const bool expected = !w->alive;  // stopped by Discover
+  const bool expected = !w->alive;  // stopped by Discover, or removed as hung
   w->alive = false;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     finished_ = true;  // training ended: the others finish too
     return true;
   }
   if (finished_) return false;  // a failure after the end is the job's failure
+  if (Alive() == 0) {
+    // Nothing is left to wait for a new slot with.
+    job.Stop("worker " + std::to_string(id) + " on " + w->host + " " + DescribeExit(status) +
+                 "; no worker of the elastic job is left",
+             1);
+    return true;
+  }
   if (!expected) {
     ++failed_[w->host];
     Say("worker " + std::to_string(id) + " on " + w->host + " " + DescribeExit(status) +
-        "; going on with " + std::to_string(Alive()) + " workers");
+        "; going on with " + std::to_string(Alive()) + " worker" + (Alive() == 1 ? "" : "s"));
     change_ = "worker " + std::to_string(id) + " " + DescribeExit(status);
   }
-  (void)job;
   return true;
 }
 

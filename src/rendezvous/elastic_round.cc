@@ -62,14 +62,15 @@ Result<ElasticPlacement> PlaceElasticWorker(const std::vector<ElasticMember>& me
 Result<int64_t> NewestElasticRound(StoreClient& store) { return store.Add(kElasticRoundKey, 0); }
 
 Result<ElasticPlacement> JoinElasticRound(StoreClient& store, const std::string& worker,
-                                          Deadline deadline) {
+                                          double round_seconds) {
   Result<int64_t> newest = NewestElasticRound(store);
   if (!newest.ok()) return newest.status().WithContext("reading the newest elastic round");
   const auto waited = [&](int64_t round, const Status& s) {
     return s.WithContext("elastic worker " + worker + " waiting for round " +
-                         std::to_string(round) + " (COHORT_ELASTIC_TIMEOUT)");
+                         std::to_string(round) + " (is the launcher gone?)");
   };
   for (int64_t round = std::max<int64_t>(*newest, 1);; ++round) {
+    const Deadline deadline = Deadline::AfterSeconds(round_seconds);
     Result<std::string> text = store.Get(ElasticRoundKey(round, "members"), deadline);
     if (!text.ok()) return waited(round, text.status());
     Result<std::vector<ElasticMember>> members = ParseElasticMembers(*text);

@@ -29,6 +29,10 @@
 namespace cohort {
 
 inline constexpr char kElasticRoundKey[] = "elastic/round";
+// A worker's first join includes its interpreter's start-up and imports, which
+// on a loaded host take far longer than a join: the driver waits at least this
+// long for it, however short --elastic-timeout is.
+inline constexpr double kElasticStartupSeconds = 60;
 
 // One member of a round: a worker and the host it runs on.
 struct ElasticMember {
@@ -58,10 +62,12 @@ Result<ElasticPlacement> PlaceElasticWorker(const std::vector<ElasticMember>& me
 
 // Joins the newest round that names `worker` and waits until the driver says
 // go. A worker that already joined the newest round leaves it (this is how
-// reset() asks for the next round) and waits for the next. Fails with
-// kTimeout at `deadline`, saying which round it waited for.
+// reset() asks for the next round) and waits for the next. The driver settles
+// every round within its --elastic-timeout, so a wait of `round_seconds` (that
+// timeout and a margin) for one round means the launcher is gone: kTimeout,
+// naming the round.
 Result<ElasticPlacement> JoinElasticRound(StoreClient& store, const std::string& worker,
-                                          Deadline deadline);
+                                          double round_seconds);
 
 // The newest round the driver has published (0 before the first).
 Result<int64_t> NewestElasticRound(StoreClient& store);

@@ -5,10 +5,11 @@ the sample ids all ranks trained on (padding excluded) to the state, so rank
 0's final record says which samples the job's surviving history saw.
 
     cohort run --host-discovery-script S --min-np 2 -- python3 elastic_train.py DATA OUT
-        [--epochs E] [--batch B] [--kill RANK:STEP] [--grow STEP:HOSTFILE:TEXT]
+        [--epochs E] [--batch B] [--kill RANK:STEP[:SIGNAL]] [--grow STEP:HOSTFILE:TEXT]
 
---kill: in the first round, RANK kills itself with SIGKILL at STEP, in the
-middle of the step (after backward, before the gradients' allreduce ends).
+--kill: in the first round, RANK sends itself SIGNAL (default KILL; STOP
+hangs it) at STEP, in the middle of the step (after backward, before the
+gradients' allreduce).
 --grow: in the first round, rank 0 writes TEXT to HOSTFILE (the discovery
 script's source) at STEP, waits (deadline 60 s) until the launcher has
 published the new round, and commits: the job grows at that step.
@@ -55,11 +56,11 @@ state.register_reset_callbacks([note_reset])
 def kill_now():
     if not args.kill or cohort.elastic.rounds()[0] != first_round:
         return
-    rank, step = map(int, args.kill.split(":"))
-    if hvd.rank() == rank and state.step == step:
+    rank, step, sig = (args.kill + ":KILL").split(":")[:3]
+    if hvd.rank() == int(rank) and state.step == int(step):
         with open(args.out + ".killed", "w") as f:
             f.write(repr(time.time()))
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, "SIG" + sig))
 
 
 def grow_now():
