@@ -11,6 +11,11 @@
 
     /usr/bin/python3 bench/elastic/recovery_times.py --np 4 --repeats 5
 
+On emulated hosts (tools/cluster up --hosts 2 --name elc --subnet 10.79.0
+--state-dir /tmp/elc), --cluster STATE_DIR puts np/2 workers on each of the
+first two hosts (the grown job starts with one fewer on the second host) and
+reaches them over ssh; the store listens on the cluster's bridge.
+
 Prints one line per run and the medians (seconds)."""
 import argparse
 import json
@@ -36,10 +41,10 @@ def make_dataset(location, samples):
     w.commit("elastic bench samples")
 
 
-def run(work, dataset, slots, *train_args):
+def run(work, dataset, slots, launcher_flags, *train_args):
     hosts = os.path.join(work, "hosts")
     with open(hosts, "w") as f:
-        f.write(slots + "\n")
+        f.write(slots.replace(",", "\n") + "\n")
     out = os.path.join(work, "out.json")
     for stale in (out, out + ".killed", out + ".grown"):
         if os.path.exists(stale):
@@ -48,7 +53,7 @@ def run(work, dataset, slots, *train_args):
     args = [a.replace("HOSTS", hosts) for a in train_args]
     proc = subprocess.run([os.path.join(BUILD, "cohort"), "run", "--host-discovery-script",
                            "cat " + hosts, "--min-np", "2", "--timeout", "30",
-                           "--timeout-secs", "120", "--", sys.executable, TRAIN, dataset, out,
+                           "--timeout-secs", "120", *launcher_flags, "--", sys.executable, TRAIN, dataset, out,
                            *args], env=env, capture_output=True, text=True, timeout=150)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
@@ -61,17 +66,31 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--np", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cluster", help="state dir of a tools/cluster cluster of 2+ hosts")
     args = parser.parse_args()
+    flags = []
+    full = "127.0.0.1:%d" % args.np
+    less = "127.0.0.1:%d" % (args.np - 1)
+    if args.cluster:
+        cluster = dict(line.split("=", 1) for line in subprocess.run(
+            [os.path.join(REPO, "tools", "cluster"), "env", "--state-dir", args.cluster],
+            capture_output=True, text=True, check=True).stdout.splitlines())
+        a, b = cluster["CLUSTER_ADDRS"].strip('"').split()[:2]
+        half = args.np // 2
+        full = "%s:%d,%s:%d" % (a, half, b, args.np - half)
+        less = "%s:%d,%s:%d" % (a, half, b, args.np - half - 1)
+        flags = ["--ssh-command", "ssh -F %s/ssh_config" % args.cluster,
+                 "--network-interface", cluster["CLUSTER_NAME"] + "-br,eth0",
+                 "-x", "PYTHONPATH", "-x", "COHORT_BUILD_DIR"]
     work = tempfile.mkdtemp(prefix="cohort-elastic-bench-")
     dataset = os.path.join(work, "ds")
     make_dataset(dataset, 400)
     death, grow = [], []
     for i in range(args.repeats):
-        record = run(work, dataset, "127.0.0.1:%d" % args.np, "--kill", "1:3")
+        record = run(work, dataset, full, flags, "--kill", "1:3")
         with open(os.path.join(work, "out.json.killed")) as f:
             death.append(record["resumed"][0] - float(f.read()))
-        record = run(work, dataset, "127.0.0.1:%d" % (args.np - 1), "--grow",
-                     "3:HOSTS:127.0.0.1:%d" % args.np)
+        record = run(work, dataset, less, flags, "--grow", "3:HOSTS:" + full)
         with open(os.path.join(work, "out.json.grown")) as f:
             grow.append(record["resumed"][0] - float(f.read()))
         print("run %d: death -> next step %.2f s, new host -> its first step %.2f s" %
