@@ -390,8 +390,8 @@ int RunCommand(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
-  Result<int> exit_code = flags->elastic ? RunElasticJob(flags->options, *flags->elastic)
-                                         : RunJob(flags->options);
+  Result<int> exit_code =
+      flags->elastic ? RunElasticJob(flags->options, *flags->elastic) : RunJob(flags->options);
   if (!exit_code.ok()) {
     std::fprintf(stderr, "cohort run: %s\n", exit_code.status().ToString().c_str());
     return 1;

@@ -93,8 +93,7 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   if (*cache < 0) return Status::InvalidArgument("COHORT_CACHE_CAPACITY must not be negative");
   s.engine.cache_capacity = static_cast<size_t>(*cache);
   s.elastic_worker = EnvString(env, "COHORT_ELASTIC_WORKER").value_or("");
-  Result<double> elastic =
-      EnvDouble(env, "COHORT_ELASTIC_TIMEOUT", s.elastic_timeout_seconds);
+  Result<double> elastic = EnvDouble(env, "COHORT_ELASTIC_TIMEOUT", s.elastic_timeout_seconds);
   if (!elastic.ok()) return elastic.status();
   if (*elastic <= 0)
     return Status::InvalidArgument("COHORT_ELASTIC_TIMEOUT must be positive seconds");
@@ -165,8 +164,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
 // An elastic worker's rank, size and hosts come from the round it joins, not
 // from its environment; its mesh lives under "round<N>/". The plain
 // connection stays open for NewestElasticRound().
-Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(
-    std::unique_ptr<StoreClient> store) {
+Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(std::unique_ptr<StoreClient> store) {
   // The driver settles a round within the elastic timeout (or the start-up
   // allowance of newcomers); the margin covers its ticks.
   constexpr double kMarginSeconds = 10;

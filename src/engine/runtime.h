@@ -30,8 +30,8 @@ struct RuntimeSettings {
   int tcp_streams = 1;                                                 // COHORT_TCP_STREAMS
   std::string test_hosts;  // COHORT_TEST_HOSTS (testing knob)
   EngineOptions engine;    // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
-  std::string elastic_worker;             // COHORT_ELASTIC_WORKER (set by cohort run)
-  double elastic_timeout_seconds = 600;   // COHORT_ELASTIC_TIMEOUT
+  std::string elastic_worker;            // COHORT_ELASTIC_WORKER (set by cohort run)
+  double elastic_timeout_seconds = 600;  // COHORT_ELASTIC_TIMEOUT
 };
 
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);

@@ -140,18 +140,18 @@ class ElasticDriver : public JobSupervisor {
   std::unique_ptr<StoreClient> client_;
   JobAddress address_;
   std::string local_path_, ssh_path_;
-  std::vector<HostSlots> hosts_;            // as last discovered
-  std::map<std::string, int> failed_;       // slots retired per host
-  std::vector<ElasticWorker> workers_;      // in start order
+  std::vector<HostSlots> hosts_;        // as last discovered
+  std::map<std::string, int> failed_;   // slots retired per host
+  std::vector<ElasticWorker> workers_;  // in start order
   std::optional<Deadline> next_discovery_;
-  std::string change_;                      // why the next round is needed; empty: none
+  std::string change_;  // why the next round is needed; empty: none
   int64_t round_ = 0;
-  std::vector<int> members_;                // of round_, in rank order
-  bool go_ = false;                         // round_ was told to go
+  std::vector<int> members_;                               // of round_, in rank order
+  bool go_ = false;                                        // round_ was told to go
   Deadline round_deadline_ = Deadline::AfterSeconds(0);    // for members past their start-up
   Deadline startup_deadline_ = Deadline::AfterSeconds(0);  // for newcomers
   int resets_ = 0;
-  bool finished_ = false;                   // a worker exited 0: no more rounds
+  bool finished_ = false;  // a worker exited 0: no more rounds
   std::optional<Deadline> below_min_deadline_;
 };
 
@@ -208,7 +208,8 @@ Status ElasticDriver::StartWorker(JobControl& job, const std::string& host) {
   one.extra_env["COHORT_ELASTIC_TIMEOUT"] = FormatSeconds(elastic_.elastic_timeout_seconds);
   if (ssh_path_.empty() && !IsLocalHost(host.substr(host.find('@') + 1))) {
     std::optional<std::string> ssh = FindExecutable(options_.ssh.command.at(0));
-    if (!ssh) return Status::InvalidArgument("ssh client not found: '" + options_.ssh.command[0] + "'");
+    if (!ssh)
+      return Status::InvalidArgument("ssh client not found: '" + options_.ssh.command[0] + "'");
     ssh_path_ = *ssh;
   }
   Result<std::vector<WorkerLaunch>> launch = PlanWorkers(one, address_, local_path_, ssh_path_);
@@ -294,12 +295,12 @@ void ElasticDriver::PublishRound(JobControl& job) {
     job.Stop(s.ToString(), 1);
     return;
   }
-  Say("elastic round " + std::to_string(round_) + " (" + change_ + "): " +
-      std::to_string(members.size()) + " workers, ranks 0.. are workers " + ids);
+  Say("elastic round " + std::to_string(round_) + " (" + change_ +
+      "): " + std::to_string(members.size()) + " workers, ranks 0.. are workers " + ids);
   go_ = false;
   round_deadline_ = Deadline::AfterSeconds(elastic_.elastic_timeout_seconds);
-  startup_deadline_ = Deadline::AfterSeconds(
-      std::max(elastic_.elastic_timeout_seconds, kElasticStartupSeconds));
+  startup_deadline_ =
+      Deadline::AfterSeconds(std::max(elastic_.elastic_timeout_seconds, kElasticStartupSeconds));
   change_.clear();
 }
 
@@ -368,8 +369,9 @@ void ElasticDriver::Tick(JobControl& job) {
   if (finished_) return;
   if (next_discovery_ && next_discovery_->Expired()) {
     Result<std::string> output = RunDiscoveryScript(elastic_.discovery_script);
-    Result<std::vector<HostSlots>> hosts =
-        output.ok() ? ParseDiscoveredHosts(*output) : Result<std::vector<HostSlots>>(output.status());
+    Result<std::vector<HostSlots>> hosts = output.ok()
+                                               ? ParseDiscoveredHosts(*output)
+                                               : Result<std::vector<HostSlots>>(output.status());
     if (hosts.ok()) {
       hosts_ = std::move(hosts).value();
       Discover(job);
@@ -440,9 +442,8 @@ Result<std::vector<HostSlots>> ParseDiscoveredHosts(const std::string& output) {
 
 Result<int> RunElasticJob(const LaunchOptions& options, const ElasticOptions& elastic) {
   if (elastic.min_np < 1 || elastic.max_np < elastic.min_np) {
-    return Status::InvalidArgument("--min-np " + std::to_string(elastic.min_np) +
-                                   " and --max-np " + std::to_string(elastic.max_np) +
-                                   ": need 1 <= min <= max");
+    return Status::InvalidArgument("--min-np " + std::to_string(elastic.min_np) + " and --max-np " +
+                                   std::to_string(elastic.max_np) + ": need 1 <= min <= max");
   }
   if (elastic.discovery_script.empty()) {
     return Status::InvalidArgument("an elastic job needs --host-discovery-script");

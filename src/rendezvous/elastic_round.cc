@@ -34,7 +34,7 @@ Result<std::vector<ElasticMember>> ParseElasticMembers(const std::string& text) 
 }
 
 Result<ElasticPlacement> PlaceElasticWorker(const std::vector<ElasticMember>& members,
-                                           const std::string& worker, int64_t round) {
+                                            const std::string& worker, int64_t round) {
   std::vector<std::string> hosts;  // in order of first appearance
   for (const ElasticMember& m : members) {
     if (std::find(hosts.begin(), hosts.end(), m.host) == hosts.end()) hosts.push_back(m.host);
@@ -50,8 +50,8 @@ Result<ElasticPlacement> PlaceElasticWorker(const std::vector<ElasticMember>& me
       if (j < i) ++p.local_rank;
       ++p.local_size;
     }
-    p.cross_rank = static_cast<int>(std::find(hosts.begin(), hosts.end(), members[i].host) -
-                                    hosts.begin());
+    p.cross_rank =
+        static_cast<int>(std::find(hosts.begin(), hosts.end(), members[i].host) - hosts.begin());
     p.cross_size = static_cast<int>(hosts.size());
     return p;
   }

@@ -58,7 +58,7 @@ Result<std::vector<ElasticMember>> ParseElasticMembers(const std::string& text);
 // `worker`'s place among `members` (hosts numbered in order of first
 // appearance); an error when it is not a member.
 Result<ElasticPlacement> PlaceElasticWorker(const std::vector<ElasticMember>& members,
-                                           const std::string& worker, int64_t round);
+                                            const std::string& worker, int64_t round);
 
 // Joins the newest round that names `worker` and waits until the driver says
 // go. A worker that already joined the newest round leaves it (this is how

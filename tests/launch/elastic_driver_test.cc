@@ -7,8 +7,7 @@ namespace cohort {
 namespace {
 
 TEST(DiscoveredHosts, LinesWithAndWithoutSlotsAndRepeatsAdd) {
-  Result<std::vector<HostSlots>> hosts =
-      ParseDiscoveredHosts("node1:4\n\n  node2 \nnode1:2\r\n");
+  Result<std::vector<HostSlots>> hosts = ParseDiscoveredHosts("node1:4\n\n  node2 \nnode1:2\r\n");
   ASSERT_TRUE(hosts.ok()) << hosts.status().ToString();
   ASSERT_EQ(hosts->size(), 2u);
   EXPECT_EQ((*hosts)[0].host, "node1");

@@ -56,7 +56,8 @@ class ElasticJoin : public ::testing::Test {
   }
   // What the driver does: members first, then the counter.
   void Publish(int64_t round, const std::vector<ElasticMember>& members) {
-    ASSERT_TRUE(driver_->Set(ElasticRoundKey(round, "members"), FormatElasticMembers(members)).ok());
+    ASSERT_TRUE(
+        driver_->Set(ElasticRoundKey(round, "members"), FormatElasticMembers(members)).ok());
     ASSERT_TRUE(driver_->Add(kElasticRoundKey, 1).ok());
   }
   std::unique_ptr<StoreServer> server_;
@@ -114,8 +115,9 @@ TEST_F(ElasticJoin, ATimeoutNamesTheRound) {
   Result<ElasticPlacement> p = JoinElasticRound(*worker, "0", 0.2);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), Status::Code::kTimeout);
-  EXPECT_NE(p.status().message().find("elastic worker 0 waiting for round 1 (is the launcher gone?)"),
-            std::string::npos)
+  EXPECT_NE(
+      p.status().message().find("elastic worker 0 waiting for round 1 (is the launcher gone?)"),
+      std::string::npos)
       << p.status().message();
 }
 
