@@ -116,3 +116,34 @@ def test_elastic_flags_are_checked(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
     assert "host discovery output line 1 'a:b': expected host or host:slots" in proc.stderr
+
+
+def test_elastic_sampler_splits_the_rest_of_the_epoch_over_the_new_ranks(monkeypatch):
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from cohort.torch.elastic import sampler as sampler_module
+    world = {"rank": 0, "size": 2}
+    monkeypatch.setattr(sampler_module, "rank", lambda: world["rank"])
+    monkeypatch.setattr(sampler_module, "size", lambda: world["size"])
+    dataset = list(range(11))
+    shares = {}
+    for r in range(2):
+        world["rank"] = r
+        shares[r] = list(sampler_module.ElasticSampler(dataset, shuffle=True, seed=3))
+    # Two ranks, two batches of 2 each: 8 samples processed.
+    first = shares[0][:4] + shares[1][:4]
+    sampler = sampler_module.ElasticSampler(dataset, shuffle=True, seed=3)
+    sampler.record_batch(0, 2)
+    sampler.record_batch(1, 2)
+    state = sampler.state_dict()
+    assert state == {"epoch": 0, "processed_num": 8}
+    world["size"] = 3
+    rest = []
+    for r in range(3):
+        world["rank"] = r
+        s = sampler_module.ElasticSampler(dataset, shuffle=True, seed=3)
+        s.load_state_dict(state)
+        assert len(s) == 1
+        rest += list(s)
+    assert sorted(first + rest) == dataset
+    sampler.set_epoch(1)
+    assert sampler.state_dict() == {"epoch": 1, "processed_num": 0}

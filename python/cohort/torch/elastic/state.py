@@ -140,22 +140,27 @@ class SamplerStateHandler(StateHandler):
 
 class DataLoaderStateHandler(StateHandler):
     """A cohort.data.DataLoader's position ({epoch, consumed, ...}: samples
-    consumed by all ranks together) is saved at commit; sync restarts the
-    stream there on the new ranks, which split the rest of the epoch."""
+    consumed by all ranks together) is saved at commit. sync restarts rank 0's
+    stream, at its current position or, after restore(), at the saved one, on
+    the new ranks, which split the rest of the epoch."""
 
     def __init__(self, loader):
         super().__init__(loader)
+        self._restored = None
         self.save()
 
     def save(self):
         self._saved = self.value.state_dict()
 
     def restore(self):
-        pass  # sync, which follows every restore, restarts the stream at the saved state
+        # Restarting the stream waits for sync, which follows every restore
+        # once the new ranks are known.
+        self._restored = self._saved
 
     def sync(self):
-        self._saved = broadcast_object(self._saved, name="DataLoaderStateHandler")
-        self.value.load_state_dict(self._saved)
+        position = self._restored if self._restored is not None else self.value.state_dict()
+        self._restored = None
+        self.value.load_state_dict(broadcast_object(position, name="DataLoaderStateHandler"))
 
 
 def _is_cohort_data_loader(value):
