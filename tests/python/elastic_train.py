@@ -10,9 +10,10 @@ the sample ids all ranks trained on (padding excluded) to the state, so rank
 --kill: in the first round, RANK sends itself SIGNAL (default KILL; STOP
 hangs it) at STEP, in the middle of the step (after backward, before the
 gradients' allreduce).
---grow: in the first round, rank 0 writes TEXT to HOSTFILE (the discovery
-script's source) at STEP, waits (deadline 60 s) until the launcher has
-published the new round, and commits: the job grows at that step.
+--grow: in the first round, rank 0 writes TEXT (commas: new lines) to
+HOSTFILE (the discovery script's source) at STEP, waits (deadline 60 s) until
+the launcher has published the new round, and commits: the job grows (or
+shrinks, with fewer slots) at that step.
 OUT gets {"seen": {epoch: [ids]}, "sizes": [size per step], "events": ...}."""
 import argparse
 import json

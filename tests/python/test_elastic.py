@@ -71,6 +71,15 @@ def test_discovered_host_grows_the_job_at_a_commit(tmp_path, dataset):
     assert "elastic round 2 (a worker started on 127.0.0.1): 3 workers" in proc.stderr
 
 
+def test_host_with_fewer_slots_shrinks_the_job(tmp_path, dataset):
+    proc, record = run_elastic(tmp_path, dataset, "127.0.0.1:3", "--grow", "2:HOSTS:127.0.0.1:2",
+                               flags=["--min-np", "2", "--timeout", "30"])
+    assert_each_sample_once(proc, record)
+    assert record["sizes"][:2] == [3, 3] and set(record["sizes"][2:]) == {2}, record["sizes"]
+    assert "host 127.0.0.1 has fewer slots now; stopping worker 2" in proc.stderr, proc.stderr
+    assert "elastic round 2 (host 127.0.0.1 shrank): 2 workers" in proc.stderr, proc.stderr
+
+
 def test_stopped_worker_is_removed_after_the_elastic_timeout(tmp_path, dataset):
     proc, record = run_elastic(tmp_path, dataset, "127.0.0.1:3", "--kill", "1:2:STOP",
                                flags=["--min-np", "2", "--timeout", "3", "--elastic-timeout", "4"])
