@@ -132,6 +132,7 @@ class ElasticDriver : public JobSupervisor {
   void WatchRound(JobControl& job);
   void PublishRound(JobControl& job);
   bool BelowMinimum(JobControl& job);
+  void StopNewcomers(JobControl& job);
   Status SetKey(const std::string& key, const std::string& value);
 
   const LaunchOptions& options_;
@@ -147,6 +148,7 @@ class ElasticDriver : public JobSupervisor {
   std::string change_;  // why the next round is needed; empty: none
   int64_t round_ = 0;
   std::vector<int> members_;                               // of round_, in rank order
+  std::vector<int> training_;                              // members of the last round told to go
   bool go_ = false;                                        // round_ was told to go
   Deadline round_deadline_ = Deadline::AfterSeconds(0);    // for members past their start-up
   Deadline startup_deadline_ = Deadline::AfterSeconds(0);  // for newcomers
@@ -327,6 +329,7 @@ void ElasticDriver::WatchRound(JobControl& job) {
   if (go_) return;
   if (missing.empty()) {
     go_ = true;
+    training_ = members_;
     Status s = SetKey(ElasticRoundKey(round_, "go"), "go");
     if (!s.ok()) job.Stop(s.ToString(), 1);
     return;
@@ -385,16 +388,31 @@ void ElasticDriver::Tick(JobControl& job) {
   if (!change_.empty()) PublishRound(job);
 }
 
+// Training ended while workers waited to join it: they have nothing to join.
+void ElasticDriver::StopNewcomers(JobControl& job) {
+  for (ElasticWorker& w : workers_) {
+    if (!w.alive || std::find(training_.begin(), training_.end(), w.id) != training_.end()) {
+      continue;
+    }
+    Say("the job's training ended; stopping worker " + std::to_string(w.id) +
+        ", which was waiting to join it");
+    w.alive = false;  // its exit is expected
+    job.Signal(w.id, SIGTERM);
+  }
+}
+
 bool ElasticDriver::OnExit(JobControl& job, int id, int status) {
   ElasticWorker* w = Find(id);
   if (w == nullptr) return false;
   const bool expected = !w->alive;  // stopped by Discover, or removed as hung
   w->alive = false;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    if (!finished_) StopNewcomers(job);
     finished_ = true;  // training ended: the others finish too
     return true;
   }
-  if (finished_) return false;  // a failure after the end is the job's failure
+  // A failure after the end is the job's failure, unless the driver stopped it.
+  if (finished_) return expected;
   if (Alive() == 0) {
     // Nothing is left to wait for a new slot with.
     job.Stop("worker " + std::to_string(id) + " on " + w->host + " " + DescribeExit(status) +

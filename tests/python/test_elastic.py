@@ -89,6 +89,33 @@ def test_stopped_worker_is_removed_after_the_elastic_timeout(tmp_path, dataset):
             in proc.stderr), proc.stderr
 
 
+LATE_SCRIPT = """
+import sys, time, numpy, cohort, cohort.elastic
+cohort.init()
+if cohort.rank() == 0 and cohort.elastic.rounds()[0] == 1:
+    open(sys.argv[1], "w").write("127.0.0.1:3\\n")
+    deadline = time.time() + 60
+    while cohort.elastic.rounds()[1] == 1 and time.time() < deadline:
+        time.sleep(0.05)
+cohort.allreduce(numpy.zeros(1), name="end")  # rank 1 ends after rank 0 saw the new round
+cohort.shutdown()
+"""
+
+
+def test_a_worker_still_joining_when_training_ends_is_stopped(tmp_path):
+    hosts, script = tmp_path / "hosts", tmp_path / "late.py"
+    hosts.write_text("127.0.0.1:2\n")
+    script.write_text(LATE_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), COHORT_BUILD_DIR=BUILD)
+    proc = subprocess.run([CLI, "run", "--host-discovery-script", "cat " + str(hosts),
+                           "--min-np", "2", "--timeout-secs", "100", "--", sys.executable,
+                           str(script), str(hosts)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("the job's training ended; stopping worker 2, which was waiting to join it"
+            in proc.stderr), proc.stderr
+
+
 def test_below_min_np_the_job_fails_saying_so(tmp_path, dataset):
     proc, record = run_elastic(tmp_path, dataset, "127.0.0.1:2", "--kill", "1:1",
                                flags=["--min-np", "2", "--elastic-timeout", "2"])
