@@ -328,8 +328,6 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
           "an elastic job takes its hosts from --host-discovery-script, not -H or --hostfile");
     }
     flags.options.np = elastic.min_np;
-    flags.options.extra_env["COHORT_ELASTIC_TIMEOUT"] =
-        elastic_flags.count("--elastic-timeout") ? elastic_flags["--elastic-timeout"] : "600";
     flags.elastic = elastic;
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
