@@ -38,6 +38,12 @@ Status Shutdown();
 // call when not initialized.
 Status Abort(const std::string& reason);
 bool IsInitialized();
+// Elastic jobs (`cohort run --min-np/--max-np`): `joined` is the round of the
+// job this process joined at Init, `newest` the newest round the launcher has
+// published. newest > joined means workers joined or left: the next
+// Shutdown + Init joins the newer round (Horovod's HostsUpdatedInterrupt).
+// kInvalidArgument in a job that is not elastic.
+Status ElasticRounds(int64_t* joined, int64_t* newest);
 
 // Where this process sits in the job; -1 when not initialized.
 int Rank();

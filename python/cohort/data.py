@@ -110,6 +110,15 @@ def _env_int(name, default):
     return int(value) if value else default
 
 
+def _job_rank_and_size():
+    """The running cohort job's rank and size (an elastic job's change at each
+    reset, unlike COHORT_RANK), else COHORT_RANK and COHORT_SIZE."""
+    runtime = sys.modules.get("cohort._cohort")
+    if runtime is not None and runtime.is_initialized():
+        return runtime.rank(), runtime.size()
+    return _env_int("COHORT_RANK", 0), _env_int("COHORT_SIZE", 1)
+
+
 def _record_in_tracking(location, ref):
     """Names the dataset and commit this loader reads in cohort.track's active
     run (its provenance), when there is one."""
@@ -134,8 +143,13 @@ class DataLoader:
         else:
             options["seed"] = 0 if seed is None else seed
         options["allow_commit_change"] = allow_commit_change
-        options["rank"] = _env_int("COHORT_RANK", 0) if rank is None else rank
-        options["world_size"] = _env_int("COHORT_SIZE", 1) if world_size is None else world_size
+        job_rank, job_size = _job_rank_and_size()
+        options["rank"] = job_rank if rank is None else rank
+        options["world_size"] = job_size if world_size is None else world_size
+        self._batch_size = batch_size
+        self._options = {k: v for k, v in options.items()
+                         if k not in ("seed", "epoch", "consumed", "commit", "state_window_chunks",
+                                      "state_shuffle")}
         self._loader = _data.Loader(location, batch_size=batch_size, **options)
         _record_in_tracking(location, options.get("ref") or "HEAD")
         self.indices = None  # dataset sample index of each row of the last batch
@@ -173,6 +187,19 @@ class DataLoader:
         order) unless allow_commit_change=True, which accepts that the rest of
         this epoch may repeat or skip samples."""
         return self._loader.state()
+
+    def load_state_dict(self, state, rank=None, world_size=None):
+        """Restarts the stream at `state` (from state_dict(), possibly of
+        another rank) as `rank` of `world_size`, by default the running job's:
+        the ranks split what is left of the epoch, so after a change of the
+        rank count (an elastic reset) every sample is still delivered once.
+        Batches prefetched beyond the old position are dropped."""
+        options = dict(self._options)
+        _resume_options(state, None, options)
+        job_rank, job_size = _job_rank_and_size()
+        options["rank"] = job_rank if rank is None else rank
+        options["world_size"] = job_size if world_size is None else world_size
+        self._loader = _data.Loader(self.location, batch_size=self._batch_size, **options)
 
 
 def ingest_imagefolder(directory, location, threads=0):

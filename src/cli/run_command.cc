@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "cli/flag_values.h"
 #include "cohort/status.h"
 #include "common/settings.h"
+#include "launch/elastic_driver.h"
 #include "launch/local_launcher.h"
 #include "launch/remote_agent.h"
 
@@ -126,6 +128,15 @@ void PrintUsage(FILE* out) {
   std::fprintf(out,
                "  -h, --help           print this help\n"
                "\n"
+               "elastic jobs (horovodrun's flags; workers join and leave without a restart,\n"
+               "see cohort.torch.elastic; -np is then optional):\n"
+               "  --host-discovery-script S  prints the current \"host:slots\" lines; run\n"
+               "                       every second, a worker is started per free slot\n"
+               "  --min-np N           fail when fewer workers are left (default -np or 1)\n"
+               "  --max-np N           start at most N workers (default -np if given)\n"
+               "  --reset-limit K      fail when the workers changed more than K times\n"
+               "Output lines are then prefixed with the worker's id (its start order).\n"
+               "\n"
                "hosts (ranks fill each host's slots in order; without hosts, all run here):\n"
                "  -H, --host LIST      COHORT_HOSTS: host1:2,host2:2 (no :N means 1 slot;\n"
                "                       a name of this host runs without ssh)\n"
@@ -159,7 +170,47 @@ int UsageError(const std::string& problem) {
 struct RunFlags {
   bool help = false;
   LaunchOptions options;
+  std::optional<ElasticOptions> elastic;  // given --host-discovery-script
 };
+
+bool IsElasticFlag(const std::string& name) {
+  return name == "--min-np" || name == "--max-np" || name == "--host-discovery-script" ||
+         name == "--elastic-timeout" || name == "--reset-limit";
+}
+
+// Fills the elastic flags into `elastic` (flag -> value), naming the flag in errors.
+Status ApplyElasticFlags(const std::map<std::string, std::string>& flags, int np,
+                         ElasticOptions* elastic) {
+  if (!flags.count("--host-discovery-script")) {
+    return Status::InvalidArgument(flags.begin()->first +
+                                   " needs --host-discovery-script (an elastic job)");
+  }
+  elastic->discovery_script = flags.at("--host-discovery-script");
+  elastic->min_np = np > 0 ? np : 1;
+  if (np > 0) elastic->max_np = np;
+  for (const char* name : {"--min-np", "--max-np", "--reset-limit"}) {
+    if (!flags.count(name)) continue;
+    Result<int> n = std::string(name) == "--reset-limit" ? ParseNonNegativeInt(name, flags.at(name))
+                                                         : ParsePositiveInt(name, flags.at(name));
+    if (!n.ok()) return n.status();
+    (std::string(name) == "--min-np"   ? elastic->min_np
+     : std::string(name) == "--max-np" ? elastic->max_np
+                                       : elastic->reset_limit) = *n;
+  }
+  if (flags.count("--max-np") == 0 && elastic->max_np < elastic->min_np) {
+    elastic->max_np = kMaxRanks;
+  }
+  if (flags.count("--elastic-timeout")) {
+    Result<double> s = ParsePositiveSeconds("--elastic-timeout", flags.at("--elastic-timeout"));
+    if (!s.ok()) return s.status();
+    elastic->elastic_timeout_seconds = *s;
+  }
+  if (elastic->max_np < elastic->min_np) {
+    return Status::InvalidArgument("--max-np " + std::to_string(elastic->max_np) +
+                                   " is below --min-np " + std::to_string(elastic->min_np));
+  }
+  return Status::OK();
+}
 
 // Options come first; the first argument that is not one (or the one after
 // "--") starts the command, so the command's own flags are left alone.
@@ -168,6 +219,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
   flags.options.np = 0;
   // Host settings from the environment, overridden by flags.
   std::map<std::string, std::string> host_settings;
+  std::map<std::string, std::string> elastic_flags;
   for (const char* variable : kHostVariables) {
     if (const char* value = std::getenv(variable)) host_settings[variable] = value;
   }
@@ -190,7 +242,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (name == "-np" || name == "--np" || name == "-n" || name == "--timeout-secs" ||
-               IsHostFlag(name) || FindSettingByFlag(name) != nullptr) {
+               IsHostFlag(name) || IsElasticFlag(name) || FindSettingByFlag(name) != nullptr) {
       if (i + 1 >= argc) return Status::InvalidArgument(name + " needs a value");
       value = argv[++i];
     }
@@ -202,6 +254,8 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
       Result<double> seconds = ParsePositiveSeconds(name, value);
       if (!seconds.ok()) return seconds.status();
       flags.options.timeout_seconds = *seconds;
+    } else if (IsElasticFlag(name)) {
+      elastic_flags[name] = value;
     } else if (IsHostFlag(name)) {
       host_settings[HostFlagVariable(name)] = value;
       if (name == "-x") flags.options.exported_env.push_back(value);
@@ -214,6 +268,16 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "'");
     }
+  }
+  if (!elastic_flags.empty()) {
+    ElasticOptions elastic;
+    COHORT_RETURN_IF_ERROR(ApplyElasticFlags(elastic_flags, flags.options.np, &elastic));
+    if (host_settings.count("COHORT_HOSTS") || host_settings.count("COHORT_HOSTFILE")) {
+      return Status::InvalidArgument(
+          "an elastic job takes its hosts from --host-discovery-script, not -H or --hostfile");
+    }
+    flags.options.np = elastic.min_np;
+    flags.elastic = elastic;
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
   COHORT_RETURN_IF_ERROR(CheckJobFits(flags.options.np));
@@ -273,7 +337,8 @@ int RunCommand(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
-  Result<int> exit_code = RunJob(flags->options);
+  Result<int> exit_code =
+      flags->elastic ? RunElasticJob(flags->options, *flags->elastic) : RunJob(flags->options);
   if (!exit_code.ok()) {
     std::fprintf(stderr, "cohort run: %s\n", exit_code.status().ToString().c_str());
     return 1;

@@ -67,8 +67,11 @@ void Communicator::Interrupt(const Status& status) {
   }
 }
 
-Status Communicator::PeerError(int peer, const Status& cause, const std::string& during) {
-  if (parent_ != nullptr) return parent_->PeerError(members_[peer], cause, during);
+Status Communicator::PeerError(int peer, const Status& cause, const std::string& during,
+                               double reason_wait_seconds) {
+  if (parent_ != nullptr) {
+    return parent_->PeerError(members_[peer], cause, during, reason_wait_seconds);
+  }
   {
     // Our own Interrupt closed the link: the cause is here, not at the peer.
     std::lock_guard<std::mutex> lock(interrupt_mu_);
@@ -77,7 +80,8 @@ Status Communicator::PeerError(int peer, const Status& cause, const std::string&
   if (store_ != nullptr) {
     // A peer that gave up deliberately published its reason before closing
     // its links, so a short wait is enough; a crashed peer published nothing.
-    Result<std::string> reason = store_->Get(AbortKey(peer), Deadline::AfterSeconds(1));
+    Result<std::string> reason =
+        store_->Get(AbortKey(peer), Deadline::AfterSeconds(reason_wait_seconds));
     if (reason.ok()) {
       size_t tab = reason->find('\t');
       auto code = static_cast<Status::Code>(std::stoi(reason->substr(0, tab)));
@@ -103,7 +107,8 @@ Status Communicator::CheckPeerAlive(int peer, const std::string& during) {
   }
   pollfd p{mesh_.pidfds[l], POLLIN, 0};
   if (p.fd >= 0 && ::poll(&p, 1, 0) > 0) {
-    return PeerError(peer, Status::PeerFailure("the process exited"), during);
+    // Elastic jobs go on as soon as this error is known: no wait for a reason.
+    return PeerError(peer, Status::PeerFailure("the process exited"), during, 0);
   }
   return Status::OK();
 }

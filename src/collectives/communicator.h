@@ -68,7 +68,10 @@ class Communicator {
   void Interrupt(const Status& status);
   // The error for a failure seen on the link to `peer` (`cause`): names the
   // peer and, when the peer published why it gave up, carries that reason.
-  Status PeerError(int peer, const Status& cause, const std::string& during);
+  // `reason_wait_seconds`: how long the reason may take to appear (0 for a
+  // peer known to have exited: what it published is there already).
+  Status PeerError(int peer, const Status& cause, const std::string& during,
+                   double reason_wait_seconds = 1.0);
   // Checks that `peer`, when it is on this host, has neither exited nor
   // given up. Only the peer being waited for is checked: a peer that finished
   // its part and exited normally is no error for a rank waiting on another.

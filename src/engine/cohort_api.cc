@@ -155,6 +155,16 @@ Status Abort(const std::string& reason) {
 }
 
 bool IsInitialized() { return g_runtime != nullptr; }
+
+Status ElasticRounds(int64_t* joined, int64_t* newest) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime == nullptr) return Status::NotInitialized("cohort has not been initialized");
+  Result<int64_t> latest = g_runtime->NewestElasticRound();
+  if (!latest.ok()) return latest.status();
+  *joined = g_runtime->elastic_round();
+  *newest = *latest;
+  return Status::OK();
+}
 int Rank() { return MeshValue(&Mesh::rank); }
 int Size() { return MeshValue(&Mesh::size); }
 int LocalRank() { return MeshValue(&Mesh::local_rank); }

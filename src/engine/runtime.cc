@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/settings.h"
 #include "net/auth.h"
+#include "rendezvous/elastic_round.h"
 #include "rendezvous/foreign_job.h"
 #include "rendezvous/local_address.h"
 #include "rendezvous/mesh_builder.h"
@@ -23,7 +24,8 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
         "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
         "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
         "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_TIMELINE",
-        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY"}) {
+        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
+        "COHORT_ELASTIC_TIMEOUT"}) {
     Result<SettingValue> value = ReadSetting(env, name);
     if (!value.ok()) return value.status();
     v[name] = std::move(value).value();
@@ -48,6 +50,9 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.tcp_streams = static_cast<int>(v["COHORT_TCP_STREAMS"].number);
   s.test_hosts = v["COHORT_TEST_HOSTS"].text;
   s.engine.cache_capacity = static_cast<size_t>(v["COHORT_CACHE_CAPACITY"].number);
+  // Set by cohort run for elastic workers only; not a user setting.
+  s.elastic_worker = EnvString(env, "COHORT_ELASTIC_WORKER").value_or("");
+  s.elastic_timeout_seconds = v["COHORT_ELASTIC_TIMEOUT"].number;
   return s;
 }
 
@@ -77,7 +82,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   Result<std::unique_ptr<StoreClient>> store =
       StoreClient::Connect(j.store_host, j.store_port, j.secret, deadline);
   if (!store.ok()) return store.status().WithContext("rank " + std::to_string(j.rank) + " joining");
-  store = ScopeToThisJoin(std::move(store).value(), j.rank, &rt->store_scope_);
+  if (rt->settings_.elastic_worker.empty()) {
+    store = ScopeToThisJoin(std::move(store).value(), j.rank, &rt->store_scope_);
+  } else {
+    store = rt->JoinElasticRound(std::move(store).value());
+  }
   if (!store.ok()) return store.status();
   // A rank's host is one of several when the launcher says so.
   const bool multi_host = j.cross_size > 1 || (j.local_size > 0 && j.local_size < j.size);
@@ -106,6 +115,41 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   co.chunk_bytes = rt->settings_.chunk_bytes;
   rt->comm_ = std::make_unique<Communicator>(std::move(mesh).value(), std::move(store).value(), co);
   return rt;
+}
+
+// An elastic worker's rank, size and hosts come from the round it joins, not
+// from its environment; its mesh lives under "round<N>/". The plain
+// connection stays open for NewestElasticRound().
+Result<std::unique_ptr<StoreClient>> Runtime::JoinElasticRound(std::unique_ptr<StoreClient> store) {
+  // The driver settles a round within the elastic timeout (or the start-up
+  // allowance of newcomers); the margin covers its ticks.
+  constexpr double kMarginSeconds = 10;
+  const double round_seconds =
+      std::max(settings_.elastic_timeout_seconds, kElasticStartupSeconds) + kMarginSeconds;
+  Result<ElasticPlacement> p =
+      cohort::JoinElasticRound(*store, settings_.elastic_worker, round_seconds);
+  if (!p.ok()) return p.status();
+  job_.rank = p->rank;
+  job_.size = p->size;
+  job_.local_rank = p->local_rank;
+  job_.local_size = p->local_size;
+  job_.cross_rank = p->cross_rank;
+  job_.cross_size = p->cross_size;
+  elastic_round_ = p->round;
+  Result<std::unique_ptr<StoreClient>> control = StoreClient::Connect(
+      job_.store_host, job_.store_port, job_.secret, Deadline::AfterSeconds(round_seconds));
+  if (!control.ok()) return control.status();
+  elastic_store_ = std::move(control).value();
+  store_scope_ = "round" + std::to_string(p->round) + "/";
+  return std::unique_ptr<StoreClient>(new PrefixedStore(std::move(store), store_scope_));
+}
+
+Result<int64_t> Runtime::NewestElasticRound() {
+  if (elastic_store_ == nullptr) {
+    return Status::InvalidArgument("this process is not an elastic worker (cohort run --min-np)");
+  }
+  std::lock_guard<std::mutex> lock(elastic_mu_);
+  return cohort::NewestElasticRound(*elastic_store_);
 }
 
 Engine& Runtime::StartEngine() {

@@ -16,6 +16,7 @@
 #include "p2p/point_to_point.h"
 #include "rendezvous/launcher_env.h"
 #include "rendezvous/mesh_builder.h"
+#include "rendezvous/store_client.h"
 #include "rendezvous/store_server.h"
 
 namespace cohort {
@@ -33,6 +34,8 @@ struct RuntimeSettings {
   int tcp_streams = 1;                                                 // COHORT_TCP_STREAMS
   std::string test_hosts;  // COHORT_TEST_HOSTS (testing knob)
   EngineOptions engine;    // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
+  std::string elastic_worker;            // COHORT_ELASTIC_WORKER (set by cohort run)
+  double elastic_timeout_seconds = 600;  // COHORT_ELASTIC_TIMEOUT
 };
 
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);
@@ -69,9 +72,14 @@ class Runtime {
   uint64_t NextGroupId() { return ++groups_; }
   const RuntimeSettings& settings() const { return settings_; }
   const JobEnvironment& job() const { return job_; }
+  // Elastic workers (rendezvous/elastic_round.h): the round this runtime
+  // joined (-1 otherwise) and the newest one the launcher has published.
+  int64_t elastic_round() const { return elastic_round_; }
+  Result<int64_t> NewestElasticRound();
 
  private:
   Runtime() = default;
+  Result<std::unique_ptr<StoreClient>> JoinElasticRound(std::unique_ptr<StoreClient> store);
 
   JobEnvironment job_;
   RuntimeSettings settings_;
@@ -86,6 +94,9 @@ class Runtime {
   bool aborted_ = false;
   uint64_t sync_calls_ = 0;
   uint64_t groups_ = 0;
+  int64_t elastic_round_ = -1;
+  std::mutex elastic_mu_;
+  std::unique_ptr<StoreClient> elastic_store_;  // guarded by elastic_mu_
 };
 
 }  // namespace cohort

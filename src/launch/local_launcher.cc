@@ -52,9 +52,11 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "launch/job_supervisor.h"
 #include "launch/process_util.h"
 #include "launch/worker_plan.h"
 #include "net/auth.h"
+#include "rendezvous/local_address.h"
 #include "rendezvous/store_server.h"
 
 namespace cohort {
@@ -158,17 +160,21 @@ struct OutputPipe {
   std::string partial;       // bytes after the last newline
 };
 
-class LocalJob {
+class LocalJob : public JobControl {
  public:
   // `store`, when given, holds the ranks' failure records (abort/<rank>).
-  LocalJob(const LaunchOptions& options, const SignalRouting& signals, const StoreServer* store);
+  // `supervisor`, when given, decides what a worker's exit means.
+  LocalJob(const LaunchOptions& options, const SignalRouting& signals, const StoreServer* store,
+           JobSupervisor* supervisor = nullptr);
 
   // Starts the workers in rank order. A worker whose command cannot be
   // executed counts as the job's first failure and ends the starting.
   Status Start(const std::vector<WorkerLaunch>& launches);
   // Stops the job (SIGTERM, then SIGKILL after the grace period) with exit
   // status `exit_code`, unless it is already stopping.
-  void Stop(const std::string& message, int exit_code);
+  void Stop(const std::string& message, int exit_code) override;
+  Status AddWorker(const WorkerLaunch& launch) override { return Spawn(launch); }
+  void Signal(int id, int sig) override;
   // Relays output and handles signals, exits and deadlines until every
   // started worker has been reaped. Returns the launcher's exit status.
   Result<int> Wait();
@@ -197,6 +203,7 @@ class LocalJob {
   const LaunchOptions& options_;
   const SignalRouting& signals_;
   const StoreServer* store_;
+  JobSupervisor* supervisor_;
   std::optional<Deadline> job_deadline_;
   Fd dev_null_;
   std::vector<Worker> workers_;
@@ -211,8 +218,12 @@ class LocalJob {
 };
 
 LocalJob::LocalJob(const LaunchOptions& options, const SignalRouting& signals,
-                   const StoreServer* store)
-    : options_(options), signals_(signals), store_(store), buffer_(kReadChunk) {
+                   const StoreServer* store, JobSupervisor* supervisor)
+    : options_(options),
+      signals_(signals),
+      store_(store),
+      supervisor_(supervisor),
+      buffer_(kReadChunk) {
   if (options.timeout_seconds > 0) job_deadline_ = Deadline::AfterSeconds(options.timeout_seconds);
 }
 
@@ -427,6 +438,7 @@ void LocalJob::OnExit(const Worker& worker, int status) {
   // Its last output comes before the report of its exit.
   DrainPipesOf(worker.rank);
   if (stopping_) return;  // exits caused by the stop are not news
+  if (supervisor_ != nullptr && supervisor_->OnExit(*this, worker.rank, status)) return;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   std::string what = Describe(worker) + " ";
   int code;
@@ -523,6 +535,12 @@ void LocalJob::SignalWorker(Worker& worker, int sig) {
   if (::kill(-worker.pid, sig) != 0 && errno == ESRCH) ::kill(worker.pid, sig);
 }
 
+void LocalJob::Signal(int id, int sig) {
+  for (Worker& worker : workers_) {
+    if (worker.rank == id && !worker.reaped) SignalWorker(worker, sig);
+  }
+}
+
 void LocalJob::SignalAll(int sig) {
   for (Worker& worker : workers_) {
     // Only an unreaped worker's pid, and so its group id, is surely still ours.
@@ -556,6 +574,9 @@ int LocalJob::PollTimeoutMs() const {
     if (d && (!next || d->at() < next->at())) next = d;
   };
   if (!stopping_) consider(job_deadline_);
+  if (!stopping_ && supervisor_ != nullptr) {
+    consider(Deadline::After(std::chrono::milliseconds(supervisor_->TickMs())));
+  }
   if (stopping_ && !killed_) consider(kill_deadline_);
   consider(drain_deadline_);
   // With no deadline pending, the wait ends with the next output, exit or
@@ -569,6 +590,7 @@ Result<int> LocalJob::Wait() {
   ReapExited();  // exits during the start-up (their SIGCHLD may have been read)
   while (true) {
     OnDeadlines();
+    if (supervisor_ != nullptr && !stopping_) supervisor_->Tick(*this);
     if (Running() == 0) {
       // A process a worker left behind may hold its pipes open: give it the
       // grace period to finish writing, then stop listening.
@@ -654,7 +676,7 @@ Status CheckJobFits(int np) {
   return Status::OK();
 }
 
-Result<int> RunJob(const LaunchOptions& options) {
+Result<int> RunJob(const LaunchOptions& options, JobSupervisor* supervisor) {
   if (options.np < 1) {
     return Status::InvalidArgument("np=" + std::to_string(options.np) + " must be at least 1");
   }
@@ -682,7 +704,11 @@ Result<int> RunJob(const LaunchOptions& options) {
     }
     ssh_path = *path;
   }
-  Result<std::string> store_host = StoreListenAddress(options);
+  // A supervisor places workers on hosts only it knows: they reach the store
+  // through --network-interface, or run on this host.
+  Result<std::string> store_host = supervisor == nullptr || options.network_interface.empty()
+                                       ? StoreListenAddress(options)
+                                       : InterfaceAddress(options.network_interface);
   if (!store_host.ok()) return store_host.status();
   COHORT_RETURN_IF_ERROR(EnsureStandardFds());
   SignalRouting signals;
@@ -690,15 +716,20 @@ Result<int> RunJob(const LaunchOptions& options) {
   const std::string secret = GenerateSecret();
   Result<std::unique_ptr<StoreServer>> store = StoreServer::Start(*store_host, 0, secret);
   if (!store.ok()) return store.status().WithContext("starting the rendezvous store");
+  const JobAddress address{*store_host, (*store)->port(), secret};
   Result<std::vector<WorkerLaunch>> launches =
-      PlanWorkers(options, {*store_host, (*store)->port(), secret}, local_path, ssh_path);
+      supervisor != nullptr ? std::vector<WorkerLaunch>{}
+                            : PlanWorkers(options, address, local_path, ssh_path);
   if (!launches.ok()) {
     (*store)->Stop();
     return launches.status();
   }
 
-  LocalJob job(options, signals, store->get());
+  LocalJob job(options, signals, store->get(), supervisor);
   Status started = job.Start(*launches);
+  if (started.ok() && supervisor != nullptr) {
+    started = supervisor->Begin(job, **store, address, local_path);
+  }
   // Workers started before a failure must still be stopped and reaped.
   if (!started.ok()) job.Stop("", 1);
   Result<int> exit_code = job.Wait();

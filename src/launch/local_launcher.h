@@ -74,7 +74,11 @@ Status CheckJobFits(int np);
 // Must be called from the main thread of a process that has nothing else to
 // do meanwhile: it blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD, ignores
 // SIGPIPE, and restores all of that before it returns.
-Result<int> RunJob(const LaunchOptions& options);
+//
+// A `supervisor` (job_supervisor.h) starts the workers itself and decides what
+// their exits mean; `options.np` then only sizes the limits checked.
+class JobSupervisor;
+Result<int> RunJob(const LaunchOptions& options, JobSupervisor* supervisor = nullptr);
 
 }  // namespace cohort
 

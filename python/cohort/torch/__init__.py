@@ -31,3 +31,4 @@ from ..capabilities import (mpi_built, mpi_enabled, mpi_threads_supported,  # no
 
 from .zero import ZeroRedundancyOptimizer  # noqa: F401,E402
 from .fsdp import FullyShardedDataParallel  # noqa: F401,E402
+from . import elastic  # noqa: F401,E402  (hvd.elastic, as horovod.torch.elastic)

@@ -171,6 +171,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hooks
         did not fire) and puts the averaged gradients into p.grad."""
+        try:
+            self._start_missing()
+            self._wait_all()
+        except BaseException:
+            self._drop_pending()  # a failed step leaves nothing half-done behind
+            raise
+        self._synchronized = True
+
+    def _start_missing(self):
         for p in self._requires_update - set(self._handles):
             self._handles[p] = (None, None)
         for p in list(self._handles):
@@ -182,6 +191,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for g in list(self._group_ready):  # groups some of whose gradients never came
             del self._group_ready[g]
             self._allreduce_group_async(g)
+
+    def _drop_pending(self):
+        """Forgets gradients whose allreduce is under way, e.g. after the job
+        failed mid-step (cohort.torch.elastic restores and resets)."""
+        self._handles.clear()
+        self._group_ready.clear()
+        for p in self._requires_update:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+
+    def _wait_all(self):
         for p, (handle, (compressed, ctx)) in list(self._handles.items()):
             out = synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
@@ -190,7 +209,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 p.grad.set_(self._compression.decompress(compressed, ctx))
         self._handles.clear()
-        self._synchronized = True
 
     @contextmanager
     def skip_synchronize(self):

@@ -59,6 +59,14 @@ void BindJob(py::module_& m) {
       },
       py::arg("reason"), py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", [] { return cohort_is_initialized() != 0; });
+  m.def(
+      "elastic_rounds",
+      [] {
+        int64_t joined = 0, newest = 0;
+        Call([&](cohort_error* e) { return cohort_elastic_rounds(&joined, &newest, e); });
+        return std::make_pair(joined, newest);
+      },
+      py::call_guard<py::gil_scoped_release>());
   m.def("rank", cohort_rank);
   m.def("size", cohort_size);
   m.def("local_rank", cohort_local_rank);
