@@ -19,6 +19,7 @@ int SubmitCommand(int argc, char** argv);  // cohort submit (queue_commands.cc)
 int QueueCommand(int argc, char** argv);   // cohort queue  (queue_commands.cc)
 int CancelCommand(int argc, char** argv);  // cohort cancel (queue_commands.cc)
 int LogsCommand(int argc, char** argv);    // cohort logs   (queue_commands.cc)
+int AgentCommand(int argc, char** argv);   // cohort agent  (agent_command.cc)
 
 }  // namespace cohort::cli
 

@@ -22,6 +22,7 @@ void PrintUsage(FILE* out) {
                "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
                "  submit  queue a job on `cohort server`: cohort submit [--slots N] -- COMMAND\n"
                "  queue   the job queue; cancel ID; logs ID [-f]\n"
+               "  agent   run queued jobs on this host: cohort agent --server URL --slots N\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "queue") == 0) return cohort::cli::QueueCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "cancel") == 0) return cohort::cli::CancelCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "logs") == 0) return cohort::cli::LogsCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "agent") == 0) return cohort::cli::AgentCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;

@@ -26,6 +26,7 @@ void PrintUsage(FILE* out) {
                "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
+               "                     [--agent-timeout S]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -42,7 +43,9 @@ void PrintUsage(FILE* out) {
                "                       file, in tables of its own); job logs go to\n"
                "                       queue-logs/ beside it\n"
                "  --grace S            seconds between SIGTERM and SIGKILL when a job is\n"
-               "                       cancelled, preempted or over --max-time (default 60)\n",
+               "                       cancelled, preempted or over --max-time (default 60)\n"
+               "  --agent-timeout S    an agent silent this long has its jobs requeued\n"
+               "                       (default 10)\n",
                track::DefaultStoreUri().c_str());
 }
 
@@ -127,6 +130,10 @@ int ServerCommand(int argc, char** argv) {
       auto grace = ParsePositiveSeconds(flag, value);
       if (!grace.ok()) return BadValue(grace.status());
       queue_options.grace_s = *grace;
+    } else if (flag == "--agent-timeout") {
+      auto timeout = ParsePositiveSeconds(flag, value);
+      if (!timeout.ok()) return BadValue(timeout.status());
+      queue_options.agent_timeout_s = *timeout;
     } else {
       std::fprintf(stderr, "cohort server: unknown flag %s\n\n", flag.c_str());
       PrintUsage(stderr);

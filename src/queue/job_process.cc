@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,9 +63,18 @@ struct ChildArgs {
   int null_fd;
   int log_fd;
   int report_fd;
+  bool tied;
 };
 
-[[noreturn]] void RunJob(const ChildArgs& a) {
+// A tied process dies with its parent; `parent` is the pid it must still have.
+void DieWithParent(const ChildArgs& a, pid_t parent) {
+  if (!a.tied) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+}
+
+[[noreturn]] void RunJob(const ChildArgs& a, pid_t wrapper) {
+  DieWithParent(a, wrapper);
   ::setpgid(0, 0);
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD}) SetDisposition(s, SIG_DFL);
   sigset_t none;
@@ -84,15 +94,17 @@ struct ChildArgs {
 
 // The wrapper: a session of its own, deaf to the signals meant for the job,
 // waits for the job and leaves its exit status in a file.
-[[noreturn]] void RunWrapper(const ChildArgs& a) {
+[[noreturn]] void RunWrapper(const ChildArgs& a, pid_t starter) {
+  DieWithParent(a, starter);
   ::setsid();
   for (int s : {SIGTERM, SIGINT, SIGHUP}) SetDisposition(s, SIG_IGN);
   SetDisposition(SIGCHLD, SIG_DFL);
   ::dup2(a.null_fd, 0);
   ::dup2(a.log_fd, 1);
   ::dup2(a.log_fd, 2);
+  pid_t self = ::getpid();
   pid_t job = ::fork();
-  if (job == 0) RunJob(a);
+  if (job == 0) RunJob(a, self);
   if (job > 0) ::setpgid(job, job);  // also done by the job: whichever runs first
   int pids[2] = {static_cast<int>(::getpid()), static_cast<int>(job)};
   (void)!::write(a.report_fd, pids, sizeof(pids));
@@ -137,19 +149,22 @@ Result<JobProcess> StartJob(const JobLaunch& launch) {
   if (!null.valid()) return Status::IoError("cannot open /dev/null: " + ErrnoText(errno));
   auto report = MakePipe();
   if (!report.ok()) return report.status();
-  ChildArgs a{NullTerminated(args),      NullTerminated(env), launch.cwd.c_str(),
-              launch.exit_path.c_str(),  exit_tmp.c_str(),    null.get(),
-              log.get(),                 report->write.get()};
+  ChildArgs a{NullTerminated(args),     NullTerminated(env), launch.cwd.c_str(),
+              launch.exit_path.c_str(), exit_tmp.c_str(),    null.get(),
+              log.get(),                report->write.get(), launch.tied_to_starter};
+  pid_t starter = ::getpid();
   pid_t first = ::fork();
   if (first < 0) return Status::IoError("fork: " + ErrnoText(errno));
   if (first == 0) {
+    if (a.tied) RunWrapper(a, starter);
+    // Detached: the wrapper's parent exits at once, so init adopts it.
     pid_t wrapper = ::fork();
-    if (wrapper == 0) RunWrapper(a);
+    if (wrapper == 0) RunWrapper(a, ::getpid());
     ::_exit(wrapper < 0 ? 1 : 0);
   }
   report->write.Close();
   int status = 0;
-  while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+  while (!a.tied && ::waitpid(first, &status, 0) < 0 && errno == EINTR) {
   }
   int pids[2] = {0, 0};
   size_t got = 0;

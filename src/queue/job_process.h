@@ -20,6 +20,11 @@ struct JobLaunch {
   std::string cwd;
   std::string log_path;   // stdout and stderr, appended
   std::string exit_path;  // written (atomically) when the job ends: "exit N\n"
+  // false: detached, the job outlives its starter (the server's jobs). true:
+  // the wrapper is the starter's child and it and the job are SIGKILLed when
+  // the starter dies (an agent's jobs: a dead agent's work is requeued
+  // elsewhere, so it must not go on). The starter reaps the wrapper.
+  bool tied_to_starter = false;
 };
 
 struct JobProcess {
@@ -28,7 +33,7 @@ struct JobProcess {
   int job_pgid = 0;
 };
 
-// Starts the job detached (double fork, setsid). Fails only when the
+// Starts the job (double fork and setsid when detached). Fails only when the
 // processes could not be created; a command that does not exist runs and
 // exits 127 with the shell's message in the log.
 Result<JobProcess> StartJob(const JobLaunch& launch);

@@ -92,7 +92,102 @@ Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
   return job;
 }
 
+bool ValidAgentName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && name != kLocalHost &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+             std::string::npos;
+}
+
+json AgentWorkJson(const AgentWork& work) {
+  json start = json::array();
+  for (const AgentStart& job : work.start) {
+    start.push_back({{"id", job.id},
+                     {"command", job.command},
+                     {"env", job.env},
+                     {"cwd", job.cwd},
+                     {"log_offset", job.log_offset}});
+  }
+  json signal = json::array();
+  for (auto [id, number] : work.signal) signal.push_back({{"id", id}, {"signal", number}});
+  return {{"start", start}, {"signal", signal}, {"drop", work.drop}};
+}
+
 }  // namespace
+
+HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string& rest) {
+  size_t slash = rest.find('/');
+  std::string name = rest.substr(0, slash);
+  std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (!ValidAgentName(name)) {
+    return MlflowError("INVALID_PARAMETER_VALUE",
+                       "'" + name + "' is not an agent name (letters, digits, '.', '_', '-'; "
+                       "at most 64; not 'local')");
+  }
+  if (action == "heartbeat") {
+    auto fields = server::RequestFields::FromRequest(request);
+    if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
+    auto pool = fields->OptionalString("pool");
+    auto slots = fields->RequiredInt("slots");
+    if (!pool.ok()) return Invalid(pool.status());
+    if (!slots.ok()) return Invalid(slots.status());
+    if (*slots < 1 || *slots > 1000000) {
+      return MlflowError("INVALID_PARAMETER_VALUE", "slots: must be 1 or more");
+    }
+    std::vector<uint64_t> running;
+    if (fields->Has("running")) {
+      const json& list = fields->json()["running"];
+      if (!list.is_array()) return MlflowError("INVALID_PARAMETER_VALUE", "running: not a list");
+      for (const json& id : list) {
+        if (!id.is_number_unsigned()) {
+          return MlflowError("INVALID_PARAMETER_VALUE", "running: " + id.dump() +
+                                                            " is not a job id");
+        }
+        running.push_back(id.get<uint64_t>());
+      }
+    }
+    double wait_s = 0;
+    if (fields->Has("wait_s")) {
+      auto wait = fields->RequiredDouble("wait_s");
+      if (!wait.ok()) return Invalid(wait.status());
+      wait_s = std::clamp(*wait, 0.0, 30.0);
+    }
+    auto work = service_->Heartbeat(name, pool->value_or(kDefaultPool), static_cast<int>(*slots),
+                                    running, wait_s);
+    if (!work.ok()) return MlflowError("INTERNAL_ERROR", work.status().ToString());
+    return Json(AgentWorkJson(*work));
+  }
+  // jobs/ID/log or jobs/ID/exit
+  if (action.rfind("jobs/", 0) != 0) {
+    return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
+  }
+  action = action.substr(5);
+  slash = action.find('/');
+  auto id = ParseNumber(action.substr(0, slash));
+  std::string what = slash == std::string::npos ? "" : action.substr(slash + 1);
+  if (!id) return MlflowError("INVALID_PARAMETER_VALUE", "'" + action + "' is not a job id");
+  if (what == "log") {
+    auto query = server::ParseQuery(request.query);
+    auto it = query.find("offset");
+    auto offset = it == query.end() ? std::nullopt : ParseNumber(it->second);
+    if (!offset) return MlflowError("INVALID_PARAMETER_VALUE", "log: needs ?offset=BYTES");
+    auto size = service_->AppendLog(name, *id, *offset, request.body);
+    if (!size.ok()) return Invalid(size.status());
+    return Json({{"offset", *size}});
+  }
+  if (what == "exit") {
+    auto fields = server::RequestFields::FromRequest(request);
+    if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
+    auto code = fields->RequiredInt("exit_code");
+    if (!code.ok()) return Invalid(code.status());
+    if (*code < 0 || *code > 255) {
+      return MlflowError("INVALID_PARAMETER_VALUE", "exit_code: must be 0-255");
+    }
+    Status s = service_->ReportExit(name, *id, static_cast<int>(*code));
+    if (!s.ok()) return Invalid(s);
+    return Json(json::object());
+  }
+  return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
+}
 
 HttpResponse QueueApi::Handle(const HttpRequest& request, const std::string& user) {
   std::string rest = request.path.substr(std::string(kPrefix).size());
@@ -104,6 +199,12 @@ HttpResponse QueueApi::Handle(const HttpRequest& request, const std::string& use
     if (request.method == "POST") return SubmitJob(request, user);
     if (request.method == "GET") return ListJobs();
     return not_found();
+  }
+  if (rest == "agents" && request.method == "GET") {
+    return Json({{"agents", service_->AgentsJson()}});
+  }
+  if (rest.rfind("agents/", 0) == 0 && request.method == "POST") {
+    return HandleAgent(request, rest.substr(7));
   }
   if (rest.rfind("jobs/", 0) != 0) return not_found();
   rest = rest.substr(5);

@@ -14,6 +14,17 @@
 //                                      next offset). The state is read before the bytes,
 //                                      so a final state means the bytes are complete.
 //
+//   GET  /api/queue/agents             {"agents": [{"name", "pool", "slots", "last_seen",
+//                                      "alive"}]}
+// Agents (`cohort agent`) call:
+//   POST /api/queue/agents/NAME/heartbeat  {"pool", "slots", "running": [ids], "wait_s"}
+//                                      -> {"start": [{"id", "command", "env", "cwd",
+//                                      "log_offset"}], "signal": [{"id", "signal"}],
+//                                      "drop": [ids]}
+//   POST /api/queue/agents/NAME/jobs/ID/log?offset=N   the log's bytes from N
+//                                      -> {"offset": bytes held}
+//   POST /api/queue/agents/NAME/jobs/ID/exit           {"exit_code"} -> {}
+//
 // Errors are JSON {"error_code", "message"} as the MLflow API answers them.
 // Without --auth the user is the X-Cohort-User header ("anonymous" when absent).
 #ifndef COHORT_QUEUE_QUEUE_API_H_
@@ -40,6 +51,7 @@ class QueueApi {
   server::HttpResponse ShowJob(const JobRecord& job);
   server::HttpResponse CancelJob(const JobRecord& job, const std::string& user);
   server::HttpResponse ReadLog(const server::HttpRequest& request, const JobRecord& job);
+  server::HttpResponse HandleAgent(const server::HttpRequest& request, const std::string& rest);
   nlohmann::json JobJson(const JobRecord& job);
 
   QueueService* service_;

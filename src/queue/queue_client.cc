@@ -41,8 +41,10 @@ std::string QueueAnswer::ErrorMessage() const {
   return body.empty() ? "HTTP " + std::to_string(status) : body;
 }
 
-QueueClient::QueueClient()
-    : server_(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")),
+QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
+
+QueueClient::QueueClient(std::string server)
+    : server_(std::move(server)),
       token_(EnvOr("COHORT_TRACKING_TOKEN", EnvOr("MLFLOW_TRACKING_TOKEN", ""))),
       user_(CurrentUser()),
       http_(ClientPolicy(), /*max_in_flight=*/1) {
@@ -61,6 +63,15 @@ Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::j
   request.url = server_ + "/api/queue/" + path;
   request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   request.headers.push_back("Content-Type: application/json");
+  return Call(std::move(request));
+}
+
+Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string bytes) {
+  data::HttpRequest request;
+  request.method = "POST";
+  request.url = server_ + "/api/queue/" + path;
+  request.body = std::move(bytes);
+  request.headers.push_back("Content-Type: application/octet-stream");
   return Call(std::move(request));
 }
 

@@ -29,11 +29,14 @@ struct QueueAnswer {
 class QueueClient {
  public:
   QueueClient();  // from the environment
+  explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
   const std::string& server() const { return server_; }
 
   // `path` is below /api/queue/ ("jobs/3/cancel").
   Result<QueueAnswer> Get(const std::string& path);
   Result<QueueAnswer> Post(const std::string& path, const nlohmann::json& body);
+  // POSTs `bytes` as they are (an agent's job log).
+  Result<QueueAnswer> PostBytes(const std::string& path, std::string bytes);
 
  private:
   Result<QueueAnswer> Call(data::HttpRequest request);

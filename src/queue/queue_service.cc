@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "queue/job_process.h"
@@ -50,7 +51,7 @@ Result<std::unique_ptr<QueueService>> QueueService::Start(const QueueOptions& op
   auto store = QueueStore::Open(options.db_path);
   if (!store.ok()) return store.status().WithContext("queue database " + options.db_path);
   std::unique_ptr<QueueService> service(new QueueService(options, std::move(*store)));
-  service->last_pass_ = WallClock();
+  service->last_pass_ = service->started_ = WallClock();
   // The first pass follows the running jobs a previous server started.
   COHORT_RETURN_IF_ERROR(service->Pass(WallClock()));
   service->loop_ = std::thread([s = service.get()] { s->Loop(); });
@@ -65,6 +66,7 @@ void QueueService::Stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  assigned_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
@@ -72,12 +74,32 @@ std::string QueueService::LogPath(uint64_t id) const {
   return options_.log_dir + "/" + std::to_string(id) + ".log";
 }
 
+uint64_t QueueService::LogSize(uint64_t id) const {
+  std::error_code error;
+  uint64_t size = std::filesystem::file_size(LogPath(id), error);
+  return error ? 0 : size;
+}
+
 std::string QueueService::ExitPath(uint64_t id) const {
   return options_.log_dir + "/" + std::to_string(id) + ".exit";
 }
 
-int QueueService::PoolSlots(const std::string& pool) const {
-  return pool == kDefaultPool ? options_.local_slots : 0;
+std::vector<sched::Host> QueueService::PoolHosts(const std::string& pool, double now) const {
+  std::vector<sched::Host> hosts;
+  if (pool == kDefaultPool && options_.local_slots > 0) {
+    hosts.push_back({kLocalHost, options_.local_slots});
+  }
+  for (const auto& [name, agent] : agents_) {
+    if (agent.pool == pool && AgentAlive(name, now)) hosts.push_back({name, agent.slots});
+  }
+  return hosts;
+}
+
+bool QueueService::AgentAlive(const std::string& name, double now) const {
+  auto it = agents_.find(name);
+  // An agent not heard of since this server started gets one timeout to call.
+  double last_seen = it == agents_.end() ? started_ : it->second.last_seen;
+  return now - last_seen <= options_.agent_timeout_s;
 }
 
 Result<uint64_t> QueueService::Submit(JobRecord job) {
@@ -86,11 +108,25 @@ Result<uint64_t> QueueService::Submit(JobRecord job) {
     return Status::InvalidArgument("slots must be at least 1, not " + std::to_string(job.slots));
   }
   std::unique_lock<std::mutex> lock(mu_);
-  int pool_slots = PoolSlots(job.pool);
+  int pool_slots = 0;
+  int largest = 0;
+  std::vector<sched::Host> hosts = PoolHosts(job.pool, WallClock());
+  for (const sched::Host& host : hosts) {
+    pool_slots += host.slots;
+    largest = std::max(largest, host.slots);
+  }
   if (job.slots > pool_slots) {
     return Status::InvalidArgument("the job asks for " + std::to_string(job.slots) +
                                    " slots but pool '" + job.pool + "' has " +
                                    std::to_string(pool_slots) + " slots");
+  }
+  // A gang spread over agents would need `cohort run`'s rendezvous across
+  // them, which agents do not do yet.
+  if (job.slots > largest) {
+    return Status::InvalidArgument("the job asks for " + std::to_string(job.slots) +
+                                   " slots but the largest host of pool '" + job.pool + "' has " +
+                                   std::to_string(largest) +
+                                   " (gangs across hosts are not supported yet)");
   }
   job.state = JobState::kPending;
   job.submitted = WallClock();
@@ -167,7 +203,7 @@ Status QueueService::Pass(double now) {
   std::vector<sched::RunningJob> running;
   for (JobRecord& job : *active) {
     if (job.state != JobState::kRunning) continue;
-    if (job.host == kLocalHost) COHORT_RETURN_IF_ERROR(Follow(&job, now));
+    COHORT_RETURN_IF_ERROR(Follow(&job, now));
     if (job.state == JobState::kRunning) running.push_back({ToSpec(job), job.started, {}});
   }
   sched::AdvanceUsage(running, std::max(0.0, now - last_pass_), options_.usage_half_life_s,
@@ -179,6 +215,7 @@ Status QueueService::Pass(double now) {
   }
   pending_status_.clear();
   for (const std::string& pool : pools) COHORT_RETURN_IF_ERROR(SchedulePool(pool, *active, now));
+  assigned_.notify_all();
   return Status::OK();
 }
 
@@ -187,7 +224,9 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
   sched::QueueState state;
   state.now = now;
   state.usage = usage_;
-  if (PoolSlots(pool) > 0) state.hosts.push_back({kLocalHost, PoolSlots(pool)});
+  state.hosts = PoolHosts(pool, now);
+  std::map<std::string, int> host_index;
+  for (size_t i = 0; i < state.hosts.size(); ++i) host_index[state.hosts[i].name] = int(i);
   std::map<uint64_t, const JobRecord*> by_id;
   for (const JobRecord& job : jobs) {
     if (job.pool != pool) continue;
@@ -197,7 +236,8 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
     sched::RunningJob run;
     run.spec = ToSpec(job);
     run.started = job.started;
-    run.placement = {{0, job.slots}};
+    auto host = host_index.find(job.host);
+    if (host != host_index.end()) run.placement = {{host->second, job.slots}};
     run.terminating = job.stop != StopReason::kNone;
     run.terminating_since = job.stop_since;
     state.running.push_back(std::move(run));
@@ -217,13 +257,32 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
   }
   for (const sched::StartDecision& start : decision.starts) {
     JobRecord job = *by_id.at(start.job);
-    COHORT_RETURN_IF_ERROR(Launch(&job, start.placement, now));
+    if (start.placement.size() != 1) {
+      pending_status_[job.id] = {job.id, 0, "needs one host with " + std::to_string(job.slots) +
+                                                " free slots (gangs across hosts are not "
+                                                "supported yet)", -1};
+      continue;
+    }
+    job.host = state.hosts[static_cast<size_t>(start.placement[0].host)].name;
+    COHORT_RETURN_IF_ERROR(Launch(&job, now));
   }
   for (const sched::PendingStatus& status : decision.pending) pending_status_[status.job] = status;
   return Status::OK();
 }
 
-Status QueueService::Launch(JobRecord* job, const std::vector<sched::Placement>&, double now) {
+Status QueueService::Launch(JobRecord* job, double now) {
+  job->state = JobState::kRunning;
+  job->started = now;
+  job->finished = 0;
+  job->exit_code = -1;
+  job->reason.clear();
+  job->wrapper_pid = 0;
+  job->wrapper_start.clear();
+  job->job_pgid = 0;
+  job->stop = StopReason::kNone;
+  job->stop_since = 0;
+  // An agent's job starts when the agent's next heartbeat collects it.
+  if (job->host != kLocalHost) return store_->Update(*job);
   JobLaunch launch;
   launch.command = job->command;
   launch.env = JobEnv(*job);
@@ -235,19 +294,12 @@ Status QueueService::Launch(JobRecord* job, const std::vector<sched::Placement>&
     job->state = JobState::kFailed;
     job->finished = now;
     job->reason = "could not start: " + process.status().message();
+    job->host.clear();
     return store_->Update(*job);
   }
-  job->state = JobState::kRunning;
-  job->started = now;
-  job->finished = 0;
-  job->exit_code = -1;
-  job->reason.clear();
-  job->host = kLocalHost;
   job->wrapper_pid = process->wrapper_pid;
   job->wrapper_start = process->wrapper_start;
   job->job_pgid = process->job_pgid;
-  job->stop = StopReason::kNone;
-  job->stop_since = 0;
   return store_->Update(*job);
 }
 
@@ -257,11 +309,29 @@ Status QueueService::StopJob(JobRecord* job, StopReason reason, const std::strin
   job->stop_since = now;
   job->reason = why;
   COHORT_RETURN_IF_ERROR(store_->Update(*job));  // before the signal: a restart knows why
-  SignalJob(job->job_pgid, SIGTERM);
+  // An agent's job is signalled through the agent's heartbeat.
+  if (job->host == kLocalHost) SignalJob(job->job_pgid, SIGTERM);
   return Status::OK();
 }
 
 Status QueueService::Follow(JobRecord* job, double now) {
+  if (job->host == kLocalHost) return FollowLocal(job, now);
+  if (!AgentAlive(job->host, now)) {
+    // Requeued to resume elsewhere from its last checkpoint.
+    job->stop = StopReason::kPreempt;
+    std::string reason = "requeued: agent " + job->host + " stopped heartbeating";
+    COHORT_RETURN_IF_ERROR(Finish(job, -1, now));
+    job->reason = reason;
+    return store_->Update(*job);
+  }
+  if (job->stop == StopReason::kNone && job->max_time > 0 && now - job->started > job->max_time) {
+    return StopJob(job, StopReason::kMaxTime,
+                   "exceeded --max-time " + FormatSeconds(job->max_time), now);
+  }
+  return Status::OK();
+}
+
+Status QueueService::FollowLocal(JobRecord* job, double now) {
   if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
   if (!WrapperAlive(job->wrapper_pid, job->wrapper_start)) {
     // The wrapper may have written the file between the two looks.
@@ -307,6 +377,114 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
   job->stop = StopReason::kNone;
   job->stop_since = 0;
   return store_->Update(*job);
+}
+
+}  // namespace cohort::queue
+
+namespace cohort::queue {
+
+Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::string& pool,
+                                          int slots, const std::vector<uint64_t>& running,
+                                          double wait_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  double now = WallClock();
+  auto it = agents_.find(agent);
+  bool changed = it == agents_.end() || it->second.pool != pool || it->second.slots != slots ||
+                 !AgentAlive(agent, now);
+  agents_[agent] = {pool, slots, now};
+  if (changed) {  // new capacity: schedule now
+    wake_requested_ = true;
+    wake_.notify_all();
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (true) {
+    auto work = AgentWorkFor(agent, running, WallClock());
+    if (!work.ok()) return work.status();
+    bool idle = work->start.empty() && work->signal.empty() && work->drop.empty();
+    if (!idle || stopping_ ||
+        assigned_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      return work;
+    }
+  }
+}
+
+Result<AgentWork> QueueService::AgentWorkFor(const std::string& agent,
+                                             const std::vector<uint64_t>& running, double now) {
+  auto active = store_->Active();
+  if (!active.ok()) return active.status();
+  std::set<uint64_t> held(running.begin(), running.end());
+  std::set<uint64_t> mine;
+  AgentWork work;
+  for (JobRecord& job : *active) {
+    if (job.state != JobState::kRunning || job.host != agent) continue;
+    mine.insert(job.id);
+    bool runs = held.count(job.id) > 0;
+    if (job.stop != StopReason::kNone) {
+      if (!runs) {
+        // Stopped before the agent started it: it ends as if killed at once.
+        COHORT_RETURN_IF_ERROR(Finish(&job, 128 + SIGTERM, now));
+        continue;
+      }
+      work.signal.push_back({job.id, now - job.stop_since >= options_.grace_s ? SIGKILL : SIGTERM});
+    } else if (!runs) {
+      work.start.push_back({job.id, job.command, JobEnv(job), job.cwd, LogSize(job.id)});
+    }
+  }
+  for (uint64_t id : held) {
+    if (mine.count(id) == 0) work.drop.push_back(id);
+  }
+  return work;
+}
+
+nlohmann::json QueueService::AgentsJson() {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  double now = WallClock();
+  for (const auto& [name, agent] : agents_) {
+    out.push_back({{"name", name},
+                   {"pool", agent.pool},
+                   {"slots", agent.slots},
+                   {"last_seen", agent.last_seen},
+                   {"alive", AgentAlive(name, now)}});
+  }
+  return out;
+}
+
+Status QueueService::ReportExit(const std::string& agent, uint64_t id, int exit_code) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto found = store_->Get(id);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) return Status::InvalidArgument("no job " + std::to_string(id));
+  JobRecord job = std::move(**found);
+  if (job.state != JobState::kRunning || job.host != agent) return Status::OK();
+  COHORT_RETURN_IF_ERROR(Finish(&job, exit_code, WallClock()));
+  wake_requested_ = true;
+  lock.unlock();
+  wake_.notify_all();
+  return Status::OK();
+}
+
+Result<uint64_t> QueueService::AppendLog(const std::string& agent, uint64_t id, uint64_t offset,
+                                         const std::string& bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto found = store_->Get(id);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) return Status::InvalidArgument("no job " + std::to_string(id));
+  if ((*found)->state != JobState::kRunning || (*found)->host != agent) {
+    return Status::InvalidArgument("job " + std::to_string(id) + " does not run on agent " +
+                                   agent);
+  }
+  uint64_t size = LogSize(id);
+  if (offset > size) {
+    return Status::InvalidArgument("log offset " + std::to_string(offset) + " is past the " +
+                                   std::to_string(size) + " bytes held");
+  }
+  if (offset + bytes.size() <= size) return size;
+  std::ofstream out(LogPath(id), std::ios::binary | std::ios::app);
+  out.write(bytes.data() + (size - offset), static_cast<std::streamsize>(bytes.size() - (size - offset)));
+  out.flush();
+  if (!out) return Status::IoError("cannot write the job log " + LogPath(id));
+  return offset + bytes.size();
 }
 
 }  // namespace cohort::queue

@@ -1,10 +1,15 @@
 // QueueService: the queue inside `cohort server`. Keeps the jobs in a
 // QueueStore, runs the scheduling loop (each pass calls sched::Schedule, the
-// policy the simulator runs) and is the executor for this host's pool: it
-// starts jobs detached (queue/job_process.h), follows them to their exit
-// status, enforces --max-time, and stops cancelled and preempted jobs with
-// SIGTERM, then SIGKILL after the grace period. A restarted service finds
-// its running jobs in the store and follows them again.
+// policy the simulator runs) and is the executor for this host: it starts
+// jobs detached (queue/job_process.h), follows them to their exit status,
+// enforces --max-time, and stops cancelled and preempted jobs with SIGTERM,
+// then SIGKILL after the grace period. A restarted service finds its running
+// jobs in the store and follows them again.
+//
+// Agents (`cohort agent`, queue/queue_agent.h) are the other hosts of their
+// pool: each heartbeat says which jobs the agent runs and answers which to
+// start and which to signal; an agent silent for longer than the agent
+// timeout has its jobs requeued.
 #ifndef COHORT_QUEUE_QUEUE_SERVICE_H_
 #define COHORT_QUEUE_QUEUE_SERVICE_H_
 
@@ -32,6 +37,25 @@ struct QueueOptions {
   double grace_s = 60;  // SIGTERM to SIGKILL
   double pass_interval_s = 0.5;
   double usage_half_life_s = 6 * 3600;
+  double agent_timeout_s = 10;  // an agent silent this long is lost
+};
+
+// A job for an agent to start, with everything the agent needs.
+struct AgentStart {
+  uint64_t id = 0;
+  std::vector<std::string> command;
+  std::vector<std::string> env;  // complete: the queue's variables included
+  std::string cwd;
+  // The server's log already holds this many bytes (earlier runs): the
+  // agent's log offsets for this run start here.
+  uint64_t log_offset = 0;
+};
+
+// The answer to an agent's heartbeat.
+struct AgentWork {
+  std::vector<AgentStart> start;
+  std::vector<std::pair<uint64_t, int>> signal;  // job, signal number
+  std::vector<uint64_t> drop;  // jobs it runs that are no longer its own: kill them
 };
 
 // The pool every job goes to unless --pool names another, and the name of
@@ -62,6 +86,21 @@ class QueueService {
   // caller's to check.
   Status Cancel(uint64_t id, const std::string& by);
 
+  // An agent's heartbeat: registers it (or updates its pool and slots) and
+  // answers its work, waiting up to `wait_s` for some when there is none.
+  Result<AgentWork> Heartbeat(const std::string& agent, const std::string& pool, int slots,
+                              const std::vector<uint64_t>& running, double wait_s);
+  // Every agent heard of since this server started: name, pool, slots,
+  // last_seen (seconds since the epoch), alive.
+  nlohmann::json AgentsJson();
+  // The agent's job `id` ended with `exit_code`. A job that is no longer
+  // the agent's (requeued meanwhile) is left alone.
+  Status ReportExit(const std::string& agent, uint64_t id, int exit_code);
+  // Appends the agent's job log bytes that start at `offset`; bytes already
+  // held are skipped. Returns the log's size.
+  Result<uint64_t> AppendLog(const std::string& agent, uint64_t id, uint64_t offset,
+                             const std::string& bytes);
+
   std::string LogPath(uint64_t id) const;
   int local_slots() const { return options_.local_slots; }
   const QueueOptions& options() const { return options_; }
@@ -70,13 +109,24 @@ class QueueService {
   QueueService(QueueOptions options, std::unique_ptr<QueueStore> store)
       : options_(std::move(options)), store_(std::move(store)) {}
   std::string ExitPath(uint64_t id) const;
-  int PoolSlots(const std::string& pool) const;
+  struct Agent {
+    std::string pool;
+    int slots = 0;
+    double last_seen = 0;
+  };
+  // The pool's hosts: this one (pool "default") and its live agents.
+  std::vector<sched::Host> PoolHosts(const std::string& pool, double now) const;
+  bool AgentAlive(const std::string& name, double now) const;
+  Result<AgentWork> AgentWorkFor(const std::string& agent, const std::vector<uint64_t>& running,
+                                 double now);
   void Loop();
   Status Pass(double now);
   Status Follow(JobRecord* job, double now);
+  Status FollowLocal(JobRecord* job, double now);
   Status Finish(JobRecord* job, int exit_code, double now);
   Status StopJob(JobRecord* job, StopReason reason, const std::string& why, double now);
-  Status Launch(JobRecord* job, const std::vector<sched::Placement>& placement, double now);
+  Status Launch(JobRecord* job, double now);
+  uint64_t LogSize(uint64_t id) const;
   Status SchedulePool(const std::string& pool, const std::vector<JobRecord>& jobs, double now);
 
   const QueueOptions options_;
@@ -84,11 +134,14 @@ class QueueService {
 
   std::mutex mu_;  // the store, the statuses and the usage
   std::condition_variable wake_;
+  std::condition_variable assigned_;  // a pass gave work to an agent
   bool stopping_ = false;
   bool wake_requested_ = false;
   std::map<uint64_t, sched::PendingStatus> pending_status_;
   sched::Usage usage_;
   double last_pass_ = 0;
+  double started_ = 0;
+  std::map<std::string, Agent> agents_;
   std::thread loop_;
 };
 
