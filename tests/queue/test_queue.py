@@ -318,7 +318,7 @@ def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
         j = wait_for(s, first, {"running"})
         wait_for(s, second, {"running"})
         assert j["host"] in agents
-        wait_file(tmp_path / "pid-0")
+        wait_file_holds(tmp_path / "queue-logs" / f"{first}.log", "run 0\n")  # streamed
         pid = int((tmp_path / "pid-0").read_text())
         # The agent dies: within its timeout the job is requeued, and its
         # process, tied to the agent, is gone.
