@@ -58,7 +58,7 @@ struct JobRecord {
   std::string reason;  // why it ended (or was requeued); the policy's reason while pending
   int exit_code = -1;  // 128+N for signal N; -1: none
   int restarts = 0;    // times it was preempted and requeued
-  // While running: where and as which processes.
+  // Where it runs (or last ran, once final) and as which processes.
   std::string host;   // "local" or an agent's name
   int wrapper_pid = 0;  // the detached wrapper that waits for the job and writes its exit file
   std::string wrapper_start;  // its start time (/proc/PID/stat), so a reused pid is not mistaken

@@ -370,7 +370,7 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
       break;
   }
   if (IsFinal(job->state)) job->finished = now;
-  job->host.clear();
+  if (!IsFinal(job->state)) job->host.clear();  // a final job keeps where it ran
   job->wrapper_pid = 0;
   job->wrapper_start.clear();
   job->job_pgid = 0;

@@ -336,7 +336,7 @@ def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
         (tmp_path / "go").touch()
         done = wait_for(s, first, {"succeeded", "failed"})
         assert (done["state"], done["restarts"]) == ("succeeded", 1)
-        assert done["host"] == "" and done["exit_code"] == 0
+        assert done["host"] in agents and done["exit_code"] == 0
         # Both runs' output reached the server, the second after the first.
         assert cli(s, "logs", str(first))[1] == "run 0\nrun 1\nreleased\n"
     finally:
