@@ -26,7 +26,8 @@ void PrintUsage(FILE* out) {
                "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
-               "                     [--agent-timeout S]\n"
+               "                     [--agent-timeout S] [--slurm-pool NAME]\n"
+               "                     [--slurm-partition P]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -45,7 +46,10 @@ void PrintUsage(FILE* out) {
                "  --grace S            seconds between SIGTERM and SIGKILL when a job is\n"
                "                       cancelled, preempted or over --max-time (default 60)\n"
                "  --agent-timeout S    an agent silent this long has its jobs requeued\n"
-               "                       (default 10)\n",
+               "                       (default 10)\n"
+               "  --slurm-pool NAME    jobs of pool NAME go to SLURM with sbatch (the\n"
+               "                       cluster of SLURM_CONF), followed with squeue\n"
+               "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n",
                track::DefaultStoreUri().c_str());
 }
 
@@ -130,6 +134,10 @@ int ServerCommand(int argc, char** argv) {
       auto grace = ParsePositiveSeconds(flag, value);
       if (!grace.ok()) return BadValue(grace.status());
       queue_options.grace_s = *grace;
+    } else if (flag == "--slurm-pool") {
+      queue_options.slurm_pool = value;
+    } else if (flag == "--slurm-partition") {
+      queue_options.slurm_partition = value;
     } else if (flag == "--agent-timeout") {
       auto timeout = ParsePositiveSeconds(flag, value);
       if (!timeout.ok()) return BadValue(timeout.status());

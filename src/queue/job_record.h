@@ -63,6 +63,7 @@ struct JobRecord {
   int wrapper_pid = 0;  // the detached wrapper that waits for the job and writes its exit file
   std::string wrapper_start;  // its start time (/proc/PID/stat), so a reused pid is not mistaken
   int job_pgid = 0;           // the job's own process group, which signals go to
+  std::string slurm_id;       // in a SLURM pool: SLURM's job id
   StopReason stop = StopReason::kNone;
   double stop_since = 0;  // when SIGTERM was sent
 };

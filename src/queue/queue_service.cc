@@ -51,6 +51,11 @@ Result<std::unique_ptr<QueueService>> QueueService::Start(const QueueOptions& op
   auto store = QueueStore::Open(options.db_path);
   if (!store.ok()) return store.status().WithContext("queue database " + options.db_path);
   std::unique_ptr<QueueService> service(new QueueService(options, std::move(*store)));
+  if (!options.slurm_pool.empty()) {
+    auto slurm = SlurmPool::Open(options.slurm_pool, options.slurm_partition);
+    if (!slurm.ok()) return slurm.status();
+    service->slurm_ = std::move(*slurm);
+  }
   service->last_pass_ = service->started_ = WallClock();
   // The first pass follows the running jobs a previous server started.
   COHORT_RETURN_IF_ERROR(service->Pass(WallClock()));
@@ -86,6 +91,7 @@ std::string QueueService::ExitPath(uint64_t id) const {
 
 std::vector<sched::Host> QueueService::PoolHosts(const std::string& pool, double now) const {
   std::vector<sched::Host> hosts;
+  if (slurm_ != nullptr && pool == slurm_->pool()) return {{kSlurmHost, slurm_->slots()}};
   if (pool == kDefaultPool && options_.local_slots > 0) {
     hosts.push_back({kLocalHost, options_.local_slots});
   }
@@ -281,6 +287,18 @@ Status QueueService::Launch(JobRecord* job, double now) {
   job->job_pgid = 0;
   job->stop = StopReason::kNone;
   job->stop_since = 0;
+  job->slurm_id.clear();
+  if (job->host == kSlurmHost) {
+    auto id = slurm_->Submit(*job, JobEnv(*job), LogPath(job->id));
+    if (!id.ok()) {
+      job->state = JobState::kFailed;
+      job->finished = now;
+      job->reason = "could not start: " + id.status().message();
+      return store_->Update(*job);
+    }
+    job->slurm_id = *id;
+    return store_->Update(*job);
+  }
   // An agent's job starts when the agent's next heartbeat collects it.
   if (job->host != kLocalHost) return store_->Update(*job);
   JobLaunch launch;
@@ -311,11 +329,13 @@ Status QueueService::StopJob(JobRecord* job, StopReason reason, const std::strin
   COHORT_RETURN_IF_ERROR(store_->Update(*job));  // before the signal: a restart knows why
   // An agent's job is signalled through the agent's heartbeat.
   if (job->host == kLocalHost) SignalJob(job->job_pgid, SIGTERM);
+  if (job->host == kSlurmHost) return slurm_->Signal(job->slurm_id, /*kill=*/false);
   return Status::OK();
 }
 
 Status QueueService::Follow(JobRecord* job, double now) {
   if (job->host == kLocalHost) return FollowLocal(job, now);
+  if (job->host == kSlurmHost) return FollowSlurm(job, now);
   if (!AgentAlive(job->host, now)) {
     // Requeued to resume elsewhere from its last checkpoint.
     job->stop = StopReason::kPreempt;
@@ -325,6 +345,26 @@ Status QueueService::Follow(JobRecord* job, double now) {
     return store_->Update(*job);
   }
   if (job->stop == StopReason::kNone && job->max_time > 0 && now - job->started > job->max_time) {
+    return StopJob(job, StopReason::kMaxTime,
+                   "exceeded --max-time " + FormatSeconds(job->max_time), now);
+  }
+  return Status::OK();
+}
+
+Status QueueService::FollowSlurm(JobRecord* job, double now) {
+  if (slurm_ == nullptr) {
+    job->stop = StopReason::kLost;
+    job->reason = "lost: SLURM job " + job->slurm_id + " of a pool this server no longer runs";
+    return Finish(job, -1, now);
+  }
+  auto code = slurm_->Poll(job->slurm_id);
+  if (!code.ok()) return code.status();
+  if (code->has_value()) return Finish(job, **code, now);
+  if (job->stop != StopReason::kNone) {
+    if (now - job->stop_since >= options_.grace_s) return slurm_->Signal(job->slurm_id, true);
+    return Status::OK();
+  }
+  if (job->max_time > 0 && now - job->started > job->max_time) {
     return StopJob(job, StopReason::kMaxTime,
                    "exceeded --max-time " + FormatSeconds(job->max_time), now);
   }

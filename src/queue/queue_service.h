@@ -26,6 +26,7 @@
 #include "cohort/status.h"
 #include "queue/job_record.h"
 #include "queue/queue_store.h"
+#include "queue/slurm_pool.h"
 #include "sched/policy.h"
 
 namespace cohort::queue {
@@ -38,6 +39,10 @@ struct QueueOptions {
   double pass_interval_s = 0.5;
   double usage_half_life_s = 6 * 3600;
   double agent_timeout_s = 10;  // an agent silent this long is lost
+  // A pool of this name runs its jobs through SLURM (queue/slurm_pool.h);
+  // empty: none.
+  std::string slurm_pool;
+  std::string slurm_partition;  // "" = SLURM's default partition
 };
 
 // A job for an agent to start, with everything the agent needs.
@@ -62,6 +67,8 @@ struct AgentWork {
 // the server's own host in it.
 inline constexpr char kDefaultPool[] = "default";
 inline constexpr char kLocalHost[] = "local";
+// The one host of a SLURM pool, which stands for the whole partition.
+inline constexpr char kSlurmHost[] = "slurm";
 
 class QueueService {
  public:
@@ -123,6 +130,7 @@ class QueueService {
   Status Pass(double now);
   Status Follow(JobRecord* job, double now);
   Status FollowLocal(JobRecord* job, double now);
+  Status FollowSlurm(JobRecord* job, double now);
   Status Finish(JobRecord* job, int exit_code, double now);
   Status StopJob(JobRecord* job, StopReason reason, const std::string& why, double now);
   Status Launch(JobRecord* job, double now);
@@ -131,6 +139,7 @@ class QueueService {
 
   const QueueOptions options_;
   std::unique_ptr<QueueStore> store_;
+  std::unique_ptr<SlurmPool> slurm_;  // null without --slurm-pool
 
   std::mutex mu_;  // the store, the statuses and the usage
   std::condition_variable wake_;

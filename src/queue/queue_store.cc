@@ -18,13 +18,14 @@ const char kSchema[] =
     " exit_code INTEGER NOT NULL DEFAULT -1, restarts INTEGER NOT NULL DEFAULT 0,"
     " host TEXT NOT NULL DEFAULT '', wrapper_pid INTEGER NOT NULL DEFAULT 0,"
     " wrapper_start TEXT NOT NULL DEFAULT '', job_pgid INTEGER NOT NULL DEFAULT 0,"
-    " stop TEXT NOT NULL DEFAULT '', stop_since REAL NOT NULL DEFAULT 0);"
+    " stop TEXT NOT NULL DEFAULT '', stop_since REAL NOT NULL DEFAULT 0,"
+    " slurm_id TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS queue_jobs_by_state ON queue_jobs (state);";
 
 const char kColumns[] =
     "id, user, project, pool, slots, priority, max_time, command, cwd, env, state, submitted,"
     " started, finished, reason, exit_code, restarts, host, wrapper_pid, wrapper_start,"
-    " job_pgid, stop, stop_since";
+    " job_pgid, stop, stop_since, slurm_id";
 
 std::vector<std::string> StringList(const std::string& text) {
   json parsed = json::parse(text, nullptr, false);
@@ -69,6 +70,7 @@ Result<JobRecord> ReadRow(const track::SqliteStatement& row) {
   job.job_pgid = static_cast<int>(row.Int(20));
   job.stop = ParseStopReason(row.Text(21));
   job.stop_since = row.Double(22);
+  job.slurm_id = row.Text(23);
   return job;
 }
 
@@ -129,10 +131,10 @@ Status QueueStore::Update(const JobRecord& job) {
   return db_->Run(
       "UPDATE queue_jobs SET state = ?, started = ?, finished = ?, reason = ?, exit_code = ?,"
       " restarts = ?, host = ?, wrapper_pid = ?, wrapper_start = ?, job_pgid = ?, stop = ?,"
-      " stop_since = ? WHERE id = ?",
+      " stop_since = ?, slurm_id = ? WHERE id = ?",
       {StateName(job.state), job.started, job.finished, job.reason, int64_t{job.exit_code},
        int64_t{job.restarts}, job.host, int64_t{job.wrapper_pid}, job.wrapper_start,
-       int64_t{job.job_pgid}, StopReasonName(job.stop), job.stop_since,
+       int64_t{job.job_pgid}, StopReasonName(job.stop), job.stop_since, job.slurm_id,
        static_cast<int64_t>(job.id)});
 }
 
