@@ -85,8 +85,8 @@ int AgentCommand(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   queue::QueueClient client(server);
   queue::QueueAgent agent(options, &client);
-  std::printf("cohort agent %s: %d slots in pool '%s' of %s\n", options.name.c_str(),
-              options.slots, options.pool.c_str(), client.server().c_str());
+  std::printf("cohort agent %s: %d slots in pool '%s' of %s\n", options.name.c_str(), options.slots,
+              options.pool.c_str(), client.server().c_str());
   std::fflush(stdout);
   Status s = agent.Run([&stop] {
     struct timespec none = {0, 0};

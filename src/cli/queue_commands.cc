@@ -149,7 +149,8 @@ int SubmitCommand(int argc, char** argv) {
       std::fputs(kSubmitUsage, stdout);
       return 0;
     }
-    if (i + 1 >= argc) return Usage("submit", "unknown flag or missing value: " + flag, kSubmitUsage);
+    if (i + 1 >= argc)
+      return Usage("submit", "unknown flag or missing value: " + flag, kSubmitUsage);
     std::string value = argv[++i];
     if (flag == "--slots") {
       auto slots = ParsePositiveInt(flag, value);
@@ -198,8 +199,8 @@ int QueueCommand(int argc, char** argv) {
     std::printf("%s\n", jobs.dump(2).c_str());
     return 0;
   }
-  std::printf("%-6s %-10s %-10s %-7s %5s %4s %-9s %-9s %-40s %s\n", "ID", "STATE", "USER",
-              "PRIO", "SLOTS", "POS", "SUBMIT", "START", "COMMAND", "REASON");
+  std::printf("%-6s %-10s %-10s %-7s %5s %4s %-9s %-9s %-40s %s\n", "ID", "STATE", "USER", "PRIO",
+              "SLOTS", "POS", "SUBMIT", "START", "COMMAND", "REASON");
   for (const json& job : jobs) {
     bool waiting = !job["position"].is_null();
     std::string start = waiting ? FromNow(job["estimated_start"]) : Clock(job["started"]);

@@ -168,19 +168,18 @@ int ServerCommand(int argc, char** argv) {
     return 1;
   }
   queue::QueueApi queue_api(queue->get());
-  options.routes.push_back({queue::QueueApi::kPrefix,
-                            [&queue_api](const server::HttpRequest& request,
-                                         const std::string& user) {
-                              return queue_api.Handle(request, user);
-                            }});
+  options.routes.push_back(
+      {queue::QueueApi::kPrefix,
+       [&queue_api](const server::HttpRequest& request, const std::string& user) {
+         return queue_api.Handle(request, user);
+       }});
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
     return 1;
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
-              (*server)->port(),
-              store_uri.c_str());
+              (*server)->port(), store_uri.c_str());
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop, &signal_number);

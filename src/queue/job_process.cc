@@ -97,7 +97,12 @@ void DieWithParent(const ChildArgs& a, pid_t parent) {
 [[noreturn]] void RunWrapper(const ChildArgs& a, pid_t starter) {
   DieWithParent(a, starter);
   ::setsid();
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) SetDisposition(s, SIG_IGN);
+  // Blocked, not yet ignored, across the fork: a SIGTERM sent to the job
+  // before it reset its dispositions stays pending until it unblocks.
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, s);
+  ::sigprocmask(SIG_BLOCK, &stops, nullptr);
   SetDisposition(SIGCHLD, SIG_DFL);
   ::dup2(a.null_fd, 0);
   ::dup2(a.log_fd, 1);
@@ -106,6 +111,8 @@ void DieWithParent(const ChildArgs& a, pid_t parent) {
   pid_t job = ::fork();
   if (job == 0) RunJob(a, self);
   if (job > 0) ::setpgid(job, job);  // also done by the job: whichever runs first
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) SetDisposition(s, SIG_IGN);
+  ::sigprocmask(SIG_UNBLOCK, &stops, nullptr);
   int pids[2] = {static_cast<int>(::getpid()), static_cast<int>(job)};
   (void)!::write(a.report_fd, pids, sizeof(pids));
   CloseFrom(3);
@@ -149,9 +156,10 @@ Result<JobProcess> StartJob(const JobLaunch& launch) {
   if (!null.valid()) return Status::IoError("cannot open /dev/null: " + ErrnoText(errno));
   auto report = MakePipe();
   if (!report.ok()) return report.status();
-  ChildArgs a{NullTerminated(args),     NullTerminated(env), launch.cwd.c_str(),
-              launch.exit_path.c_str(), exit_tmp.c_str(),    null.get(),
-              log.get(),                report->write.get(), launch.tied_to_starter};
+  ChildArgs a{
+      NullTerminated(args),  NullTerminated(env), launch.cwd.c_str(), launch.exit_path.c_str(),
+      exit_tmp.c_str(),      null.get(),          log.get(),          report->write.get(),
+      launch.tied_to_starter};
   pid_t starter = ::getpid();
   pid_t first = ::fork();
   if (first < 0) return Status::IoError("fork: " + ErrnoText(errno));

@@ -4,8 +4,8 @@
 namespace cohort::queue {
 namespace {
 
-constexpr JobState kStates[] = {JobState::kPending,   JobState::kRunning, JobState::kSucceeded,
-                                JobState::kFailed,    JobState::kCancelled, JobState::kPreempted};
+constexpr JobState kStates[] = {JobState::kPending, JobState::kRunning,   JobState::kSucceeded,
+                                JobState::kFailed,  JobState::kCancelled, JobState::kPreempted};
 
 nlohmann::json TimeOrNull(double t) { return t > 0 ? nlohmann::json(t) : nlohmann::json(); }
 
@@ -13,12 +13,18 @@ nlohmann::json TimeOrNull(double t) { return t > 0 ? nlohmann::json(t) : nlohman
 
 const char* StateName(JobState state) {
   switch (state) {
-    case JobState::kPending: return "pending";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kPreempted: return "preempted";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kPreempted:
+      return "preempted";
   }
   return "?";
 }
@@ -42,18 +48,23 @@ bool IsWaiting(JobState state) {
 
 const char* StopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kNone: return "";
-    case StopReason::kCancel: return "cancel";
-    case StopReason::kPreempt: return "preempt";
-    case StopReason::kMaxTime: return "max-time";
-    case StopReason::kLost: return "lost";
+    case StopReason::kNone:
+      return "";
+    case StopReason::kCancel:
+      return "cancel";
+    case StopReason::kPreempt:
+      return "preempt";
+    case StopReason::kMaxTime:
+      return "max-time";
+    case StopReason::kLost:
+      return "lost";
   }
   return "";
 }
 
 StopReason ParseStopReason(std::string_view text) {
-  for (StopReason reason : {StopReason::kCancel, StopReason::kPreempt, StopReason::kMaxTime,
-                            StopReason::kLost}) {
+  for (StopReason reason :
+       {StopReason::kCancel, StopReason::kPreempt, StopReason::kMaxTime, StopReason::kLost}) {
     if (text == StopReasonName(reason)) return reason;
   }
   return StopReason::kNone;

@@ -35,7 +35,7 @@ bool IsWaiting(JobState state);
 
 // Why a running job is being stopped (SIGTERM sent, SIGKILL after the grace).
 enum class StopReason { kNone, kCancel, kPreempt, kMaxTime, kLost };
-const char* StopReasonName(StopReason reason);  // "", "cancel", "preempt", "max-time", "lost"
+const char* StopReasonName(StopReason reason);      // "", "cancel", "preempt", "max-time", "lost"
 StopReason ParseStopReason(std::string_view text);  // unknown text: kNone
 
 struct JobRecord {
@@ -59,7 +59,7 @@ struct JobRecord {
   int exit_code = -1;  // 128+N for signal N; -1: none
   int restarts = 0;    // times it was preempted and requeued
   // Where it runs (or last ran, once final) and as which processes.
-  std::string host;   // "local" or an agent's name
+  std::string host;     // "local" or an agent's name
   int wrapper_pid = 0;  // the detached wrapper that waits for the job and writes its exit file
   std::string wrapper_start;  // its start time (/proc/PID/stat), so a reused pid is not mistaken
   int job_pgid = 0;           // the job's own process group, which signals go to

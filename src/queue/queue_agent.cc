@@ -42,8 +42,8 @@ Status QueueAgent::Run(const std::function<bool()>& stop) {
   std::error_code error;
   std::filesystem::create_directories(options_.work_dir, error);
   if (error) {
-    return Status::IoError("cannot create the agent's work directory " + options_.work_dir +
-                           ": " + error.message());
+    return Status::IoError("cannot create the agent's work directory " + options_.work_dir + ": " +
+                           error.message());
   }
   while (!stop()) {
     Status s = Beat();
@@ -68,11 +68,9 @@ Status QueueAgent::Beat() {
   json running = json::array();
   for (const auto& [id, held] : held_) running.push_back(id);
   double wait = held_.empty() ? options_.heartbeat_s : std::min(options_.heartbeat_s, kBusyWaitS);
-  auto answer = client_->Post("agents/" + options_.name + "/heartbeat",
-                              {{"pool", options_.pool},
-                               {"slots", options_.slots},
-                               {"running", running},
-                               {"wait_s", wait}});
+  auto answer = client_->Post(
+      "agents/" + options_.name + "/heartbeat",
+      {{"pool", options_.pool}, {"slots", options_.slots}, {"running", running}, {"wait_s", wait}});
   if (!answer.ok()) return answer.status();
   if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
   json work = json::parse(answer->body, nullptr, false);
@@ -110,9 +108,9 @@ Status QueueAgent::Start(const json& job) {
   auto process = StartJob(launch);
   if (!process.ok()) {
     // Reported as the job's end, with the reason in its log.
-    std::ofstream(launch.log_path) << "cohort agent " << options_.name
-                                   << ": cannot start the job: " << process.status().message()
-                                   << "\n";
+    std::ofstream(launch.log_path)
+        << "cohort agent " << options_.name
+        << ": cannot start the job: " << process.status().message() << "\n";
     std::ofstream(launch.exit_path) << "exit 127\n";
   } else {
     held.wrapper_pid = process->wrapper_pid;
@@ -134,9 +132,10 @@ void QueueAgent::ShipLog(uint64_t id, Held* held) {
     in.clear();
     if (bytes.empty()) return;
     size_t n = bytes.size();
-    auto answer = client_->PostBytes("agents/" + options_.name + "/jobs/" + std::to_string(id) +
-                                         "/log?offset=" + std::to_string(held->log_base + held->sent),
-                                     std::move(bytes));
+    auto answer =
+        client_->PostBytes("agents/" + options_.name + "/jobs/" + std::to_string(id) +
+                               "/log?offset=" + std::to_string(held->log_base + held->sent),
+                           std::move(bytes));
     if (!answer.ok() || answer->status != 200) return;  // again at the next heartbeat
     held->sent += n;
   }

@@ -21,8 +21,8 @@ struct AgentOptions {
   std::string name;  // unique among the server's agents
   std::string pool = "default";
   int slots = 1;
-  std::string work_dir;      // the jobs' local logs and exit files
-  double heartbeat_s = 1;    // at most this long between heartbeats
+  std::string work_dir;    // the jobs' local logs and exit files
+  double heartbeat_s = 1;  // at most this long between heartbeats
 };
 
 class QueueAgent {

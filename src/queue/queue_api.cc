@@ -94,7 +94,8 @@ Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
 
 bool ValidAgentName(const std::string& name) {
   return !name.empty() && name.size() <= 64 && name != kLocalHost &&
-         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
              std::string::npos;
 }
 
@@ -120,8 +121,9 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
   std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
   if (!ValidAgentName(name)) {
     return MlflowError("INVALID_PARAMETER_VALUE",
-                       "'" + name + "' is not an agent name (letters, digits, '.', '_', '-'; "
-                       "at most 64; not 'local')");
+                       "'" + name +
+                           "' is not an agent name (letters, digits, '.', '_', '-'; "
+                           "at most 64; not 'local')");
   }
   if (action == "heartbeat") {
     auto fields = server::RequestFields::FromRequest(request);
@@ -139,8 +141,8 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
       if (!list.is_array()) return MlflowError("INVALID_PARAMETER_VALUE", "running: not a list");
       for (const json& id : list) {
         if (!id.is_number_unsigned()) {
-          return MlflowError("INVALID_PARAMETER_VALUE", "running: " + id.dump() +
-                                                            " is not a job id");
+          return MlflowError("INVALID_PARAMETER_VALUE",
+                             "running: " + id.dump() + " is not a job id");
         }
         running.push_back(id.get<uint64_t>());
       }
@@ -149,7 +151,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     if (fields->Has("wait_s")) {
       auto wait = fields->RequiredDouble("wait_s");
       if (!wait.ok()) return Invalid(wait.status());
-      wait_s = std::clamp(*wait, 0.0, 30.0);
+      wait_s = std::clamp(*wait, 0.0, 5.0);  // bounds how long a server stop waits
     }
     auto work = service_->Heartbeat(name, pool->value_or(kDefaultPool), static_cast<int>(*slots),
                                     running, wait_s);
@@ -280,8 +282,9 @@ HttpResponse QueueApi::ReadLog(const HttpRequest& request, const JobRecord& job)
   auto query = server::ParseQuery(request.query);
   if (auto it = query.find("offset"); it != query.end()) {
     auto parsed = ParseNumber(it->second);
-    if (!parsed) return MlflowError("INVALID_PARAMETER_VALUE", "offset '" + it->second +
-                                                                   "' is not a byte offset");
+    if (!parsed)
+      return MlflowError("INVALID_PARAMETER_VALUE",
+                         "offset '" + it->second + "' is not a byte offset");
     offset = *parsed;
   }
   HttpResponse response;

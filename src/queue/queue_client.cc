@@ -80,8 +80,8 @@ Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
   request.headers.push_back("X-Cohort-User: " + user_);
   auto response = http_.Perform(request);
   if (!response.ok()) {
-    return Status::PeerFailure("cannot reach the queue at " + server_ + " (COHORT_SERVER): " +
-                               response.status().message());
+    return Status::PeerFailure("cannot reach the queue at " + server_ +
+                               " (COHORT_SERVER): " + response.status().message());
   }
   QueueAnswer answer;
   answer.status = response->status;

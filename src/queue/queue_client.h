@@ -20,15 +20,15 @@ namespace cohort::queue {
 struct QueueAnswer {
   long status = 0;
   std::string body;
-  std::string job_state;       // X-Cohort-Job-State, log reads only
-  uint64_t next_offset = 0;    // X-Cohort-Log-Offset, log reads only
+  std::string job_state;     // X-Cohort-Job-State, log reads only
+  uint64_t next_offset = 0;  // X-Cohort-Log-Offset, log reads only
   // The error's message of a JSON error body, else the body itself.
   std::string ErrorMessage() const;
 };
 
 class QueueClient {
  public:
-  QueueClient();  // from the environment
+  QueueClient();                             // from the environment
   explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
   const std::string& server() const { return server_; }
 

@@ -264,9 +264,11 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
   for (const sched::StartDecision& start : decision.starts) {
     JobRecord job = *by_id.at(start.job);
     if (start.placement.size() != 1) {
-      pending_status_[job.id] = {job.id, 0, "needs one host with " + std::to_string(job.slots) +
-                                                " free slots (gangs across hosts are not "
-                                                "supported yet)", -1};
+      pending_status_[job.id] = {job.id, 0,
+                                 "needs one host with " + std::to_string(job.slots) +
+                                     " free slots (gangs across hosts are not "
+                                     "supported yet)",
+                                 -1};
       continue;
     }
     job.host = state.hosts[static_cast<size_t>(start.placement[0].host)].name;
@@ -345,8 +347,8 @@ Status QueueService::Follow(JobRecord* job, double now) {
     return store_->Update(*job);
   }
   if (job->stop == StopReason::kNone && job->max_time > 0 && now - job->started > job->max_time) {
-    return StopJob(job, StopReason::kMaxTime,
-                   "exceeded --max-time " + FormatSeconds(job->max_time), now);
+    return StopJob(job, StopReason::kMaxTime, "exceeded --max-time " + FormatSeconds(job->max_time),
+                   now);
   }
   return Status::OK();
 }
@@ -365,8 +367,8 @@ Status QueueService::FollowSlurm(JobRecord* job, double now) {
     return Status::OK();
   }
   if (job->max_time > 0 && now - job->started > job->max_time) {
-    return StopJob(job, StopReason::kMaxTime,
-                   "exceeded --max-time " + FormatSeconds(job->max_time), now);
+    return StopJob(job, StopReason::kMaxTime, "exceeded --max-time " + FormatSeconds(job->max_time),
+                   now);
   }
   return Status::OK();
 }
@@ -401,9 +403,13 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
       job->restarts += 1;
       job->started = 0;
       break;
-    case StopReason::kCancel: job->state = JobState::kCancelled; break;
+    case StopReason::kCancel:
+      job->state = JobState::kCancelled;
+      break;
     case StopReason::kMaxTime:
-    case StopReason::kLost: job->state = JobState::kFailed; break;
+    case StopReason::kLost:
+      job->state = JobState::kFailed;
+      break;
     case StopReason::kNone:
       job->state = exit_code == 0 ? JobState::kSucceeded : JobState::kFailed;
       job->reason = exit_code == 0 ? "" : "exit status " + std::to_string(exit_code);
@@ -441,8 +447,7 @@ Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::s
     auto work = AgentWorkFor(agent, running, WallClock());
     if (!work.ok()) return work.status();
     bool idle = work->start.empty() && work->signal.empty() && work->drop.empty();
-    if (!idle || stopping_ ||
-        assigned_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (!idle || stopping_ || assigned_.wait_until(lock, deadline) == std::cv_status::timeout) {
       return work;
     }
   }
@@ -511,8 +516,7 @@ Result<uint64_t> QueueService::AppendLog(const std::string& agent, uint64_t id, 
   if (!found.ok()) return found.status();
   if (!found->has_value()) return Status::InvalidArgument("no job " + std::to_string(id));
   if ((*found)->state != JobState::kRunning || (*found)->host != agent) {
-    return Status::InvalidArgument("job " + std::to_string(id) + " does not run on agent " +
-                                   agent);
+    return Status::InvalidArgument("job " + std::to_string(id) + " does not run on agent " + agent);
   }
   uint64_t size = LogSize(id);
   if (offset > size) {
@@ -521,7 +525,8 @@ Result<uint64_t> QueueService::AppendLog(const std::string& agent, uint64_t id, 
   }
   if (offset + bytes.size() <= size) return size;
   std::ofstream out(LogPath(id), std::ios::binary | std::ios::app);
-  out.write(bytes.data() + (size - offset), static_cast<std::streamsize>(bytes.size() - (size - offset)));
+  out.write(bytes.data() + (size - offset),
+            static_cast<std::streamsize>(bytes.size() - (size - offset)));
   out.flush();
   if (!out) return Status::IoError("cannot write the job log " + LogPath(id));
   return offset + bytes.size();

@@ -61,7 +61,8 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& args,
   out->write.Close();
   err->write.Close();
   CommandOutput result;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kCommandTimeoutS);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kCommandTimeoutS);
   struct pollfd fds[2] = {{out->read.get(), POLLIN, 0}, {err->read.get(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_fds = 2;
@@ -126,7 +127,8 @@ Result<std::unique_ptr<SlurmPool>> SlurmPool::Open(std::string pool, std::string
   std::string text = sinfo->out;
   size_t slash = text.rfind('/');
   int slots = 0;
-  if (sinfo->exit_code == 0 && slash != std::string::npos) slots = std::atoi(text.c_str() + slash + 1);
+  if (sinfo->exit_code == 0 && slash != std::string::npos)
+    slots = std::atoi(text.c_str() + slash + 1);
   if (slots <= 0) {
     return Status::IoError("SLURM pool '" + pool + "': sinfo found no CPUs: " +
                            (sinfo->Message().empty() ? text : sinfo->Message()));
