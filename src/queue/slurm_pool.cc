@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "launch/process_util.h"
+#include "launch/ssh_launcher.h"  // ShellQuote
 
 extern char** environ;
 
@@ -97,13 +98,6 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& args,
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
-}
-
-// 'it'\''s' for sh.
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // The value of "Key=value" in scontrol's one-line output, or "".
