@@ -16,7 +16,7 @@ namespace {
 
 const char kUsage[] =
     "usage: cohort agent [--server URL] [--slots N] [--pool P] [--name NAME]\n"
-    "                    [--work-dir DIR] [--heartbeat S]\n"
+    "                    [--address ADDR] [--work-dir DIR] [--heartbeat S]\n"
     "\n"
     "Runs queued jobs on this host for `cohort server`: heartbeats, starts the jobs the\n"
     "server places here, streams their logs and reports their exit. Its jobs die with\n"
@@ -25,6 +25,8 @@ const char kUsage[] =
     "  --slots N        slots this host offers (default: its core count)\n"
     "  --pool P         the pool it joins (default 'default')\n"
     "  --name NAME      its name (default: the host name)\n"
+    "  --address ADDR   how the other hosts of a gang reach this one with ssh\n"
+    "                   (default: NAME)\n"
     "  --work-dir DIR   local job logs (default $TMPDIR/cohort-agent-NAME)\n"
     "  --heartbeat S    seconds between heartbeats at most (default 1)\n";
 
@@ -58,6 +60,8 @@ int AgentCommand(int argc, char** argv) {
       options.pool = value;
     } else if (flag == "--name") {
       options.name = value;
+    } else if (flag == "--address") {
+      options.address = value;
     } else if (flag == "--work-dir") {
       options.work_dir = value;
     } else if (flag == "--heartbeat") {

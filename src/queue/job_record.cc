@@ -1,6 +1,9 @@
 // Job states, stop reasons and the job's JSON.
 #include "queue/job_record.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace cohort::queue {
 namespace {
 
@@ -70,6 +73,30 @@ StopReason ParseStopReason(std::string_view text) {
   return StopReason::kNone;
 }
 
+std::string FormatPlacement(const std::vector<std::pair<std::string, int>>& hosts) {
+  std::string out;
+  for (const auto& [name, slots] : hosts) {
+    if (!out.empty()) out += ',';
+    out += name + ":" + std::to_string(slots);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int>> ParsePlacement(const std::string& text) {
+  std::vector<std::pair<std::string, int>> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, comma - start);
+    size_t colon = item.rfind(':');
+    if (colon != std::string::npos) {
+      out.emplace_back(item.substr(0, colon), std::atoi(item.c_str() + colon + 1));
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
 sched::JobSpec ToSpec(const JobRecord& job) {
   sched::JobSpec spec;
   spec.id = job.id;
@@ -99,6 +126,7 @@ nlohmann::json ToJson(const JobRecord& job, const sched::PendingStatus* pending)
       {"exit_code", job.exit_code >= 0 ? nlohmann::json(job.exit_code) : nlohmann::json()},
       {"restarts", job.restarts},
       {"host", job.host},
+      {"placement", job.placement},
       {"max_time", TimeOrNull(job.max_time)},
       {"position", nullptr},
       {"estimated_start", nullptr},

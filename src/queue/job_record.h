@@ -64,9 +64,16 @@ struct JobRecord {
   std::string wrapper_start;  // its start time (/proc/PID/stat), so a reused pid is not mistaken
   int job_pgid = 0;           // the job's own process group, which signals go to
   std::string slurm_id;       // in a SLURM pool: SLURM's job id
+  // A gang over several agents: "AGENT:SLOTS,AGENT:SLOTS" (the first, `host`,
+  // runs `cohort run` over all of them); "" when it runs on one host.
+  std::string placement;
   StopReason stop = StopReason::kNone;
   double stop_since = 0;  // when SIGTERM was sent
 };
+
+// "a1:2,a2:1" <-> {{"a1", 2}, {"a2", 1}}.
+std::string FormatPlacement(const std::vector<std::pair<std::string, int>>& hosts);
+std::vector<std::pair<std::string, int>> ParsePlacement(const std::string& text);
 
 // The sched module's view of a waiting or running job.
 sched::JobSpec ToSpec(const JobRecord& job);

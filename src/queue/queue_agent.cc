@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "queue/job_process.h"
+#include "queue/job_record.h"
 
 namespace cohort::queue {
 namespace {
@@ -30,6 +31,13 @@ std::vector<std::string> Strings(const json& list) {
     if (item.is_string()) out.push_back(item.get<std::string>());
   }
   return out;
+}
+
+// This binary, which is also `cohort run`.
+std::string SelfPath() {
+  std::error_code error;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? "cohort" : path.string();
 }
 
 }  // namespace
@@ -68,9 +76,12 @@ Status QueueAgent::Beat() {
   json running = json::array();
   for (const auto& [id, held] : held_) running.push_back(id);
   double wait = held_.empty() ? options_.heartbeat_s : std::min(options_.heartbeat_s, kBusyWaitS);
-  auto answer = client_->Post(
-      "agents/" + options_.name + "/heartbeat",
-      {{"pool", options_.pool}, {"slots", options_.slots}, {"running", running}, {"wait_s", wait}});
+  auto answer =
+      client_->Post("agents/" + options_.name + "/heartbeat", {{"address", options_.address},
+                                                               {"pool", options_.pool},
+                                                               {"slots", options_.slots},
+                                                               {"running", running},
+                                                               {"wait_s", wait}});
   if (!answer.ok()) return answer.status();
   if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
   json work = json::parse(answer->body, nullptr, false);
@@ -97,6 +108,15 @@ Status QueueAgent::Start(const json& job) {
   if (id == 0 || held_.count(id) > 0) return Status::OK();
   JobLaunch launch;
   launch.command = Strings(job.value("command", json::array()));
+  std::string hosts = job.value("hosts", std::string());
+  if (!hosts.empty()) {
+    // The gang's other hosts: `cohort run` starts their ranks over ssh.
+    int slots = 0;
+    for (const auto& [host, n] : ParsePlacement(hosts)) slots += n;
+    std::vector<std::string> run = {SelfPath(), "run", "-np", std::to_string(slots),
+                                    "-H",       hosts, "--"};
+    launch.command.insert(launch.command.begin(), run.begin(), run.end());
+  }
   launch.env = Strings(job.value("env", json::array()));
   launch.cwd = job.value("cwd", std::string());
   launch.log_path = LocalPath(id, ".log");

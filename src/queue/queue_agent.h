@@ -3,7 +3,10 @@
 // runs each job as the server does (queue/job_process.h), but tied to
 // itself: when the agent dies its jobs die too, since the server requeues
 // them elsewhere after the agent timeout. Job logs are streamed to the
-// server and exit statuses reported.
+// server and exit statuses reported. A gang placed over several agents is
+// started by the first with `cohort run -np N -H ADDR:SLOTS,...` (ssh to the
+// others, as `cohort run` always does; COHORT_SSH_COMMAND in the submitter's
+// environment configures it); the others only lend their slots.
 #ifndef COHORT_QUEUE_QUEUE_AGENT_H_
 #define COHORT_QUEUE_QUEUE_AGENT_H_
 
@@ -18,7 +21,8 @@
 namespace cohort::queue {
 
 struct AgentOptions {
-  std::string name;  // unique among the server's agents
+  std::string name;     // unique among the server's agents
+  std::string address;  // how other hosts reach this one (`cohort run -H`); "" = name
   std::string pool = "default";
   int slots = 1;
   std::string work_dir;    // the jobs' local logs and exit files

@@ -106,7 +106,8 @@ json AgentWorkJson(const AgentWork& work) {
                      {"command", job.command},
                      {"env", job.env},
                      {"cwd", job.cwd},
-                     {"log_offset", job.log_offset}});
+                     {"log_offset", job.log_offset},
+                     {"hosts", job.hosts}});
   }
   json signal = json::array();
   for (auto [id, number] : work.signal) signal.push_back({{"id", id}, {"signal", number}});
@@ -129,6 +130,8 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     auto fields = server::RequestFields::FromRequest(request);
     if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
     auto pool = fields->OptionalString("pool");
+    auto address = fields->OptionalString("address");
+    if (!address.ok()) return Invalid(address.status());
     auto slots = fields->RequiredInt("slots");
     if (!pool.ok()) return Invalid(pool.status());
     if (!slots.ok()) return Invalid(slots.status());
@@ -153,8 +156,8 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
       if (!wait.ok()) return Invalid(wait.status());
       wait_s = std::clamp(*wait, 0.0, 5.0);  // bounds how long a server stop waits
     }
-    auto work = service_->Heartbeat(name, pool->value_or(kDefaultPool), static_cast<int>(*slots),
-                                    running, wait_s);
+    auto work = service_->Heartbeat(name, address->value_or(""), pool->value_or(kDefaultPool),
+                                    static_cast<int>(*slots), running, wait_s);
     if (!work.ok()) return MlflowError("INTERNAL_ERROR", work.status().ToString());
     return Json(AgentWorkJson(*work));
   }

@@ -17,10 +17,10 @@
 //   GET  /api/queue/agents             {"agents": [{"name", "pool", "slots", "last_seen",
 //                                      "alive"}]}
 // Agents (`cohort agent`) call:
-//   POST /api/queue/agents/NAME/heartbeat  {"pool", "slots", "running": [ids], "wait_s"}
-//                                      -> {"start": [{"id", "command", "env", "cwd",
-//                                      "log_offset"}], "signal": [{"id", "signal"}],
-//                                      "drop": [ids]}
+//   POST /api/queue/agents/NAME/heartbeat  {"address", "pool", "slots", "running": [ids],
+//                                      "wait_s"} -> {"start": [{"id", "command", "env",
+//                                      "cwd", "log_offset", "hosts"}], "signal": [{"id",
+//                                      "signal"}], "drop": [ids]}
 //   POST /api/queue/agents/NAME/jobs/ID/log?offset=N   the log's bytes from N
 //                                      -> {"offset": bytes held}
 //   POST /api/queue/agents/NAME/jobs/ID/exit           {"exit_code"} -> {}

@@ -126,13 +126,16 @@ Result<uint64_t> QueueService::Submit(JobRecord job) {
                                    " slots but pool '" + job.pool + "' has " +
                                    std::to_string(pool_slots) + " slots");
   }
-  // A gang spread over agents would need `cohort run`'s rendezvous across
-  // them, which agents do not do yet.
-  if (job.slots > largest) {
-    return Status::InvalidArgument("the job asks for " + std::to_string(job.slots) +
-                                   " slots but the largest host of pool '" + job.pool + "' has " +
-                                   std::to_string(largest) +
-                                   " (gangs across hosts are not supported yet)");
+  // A gang spans hosts only through agents (`cohort run -H` over them).
+  int agent_slots = 0;
+  for (const sched::Host& host : hosts) {
+    if (host.name != kLocalHost && host.name != kSlurmHost) agent_slots += host.slots;
+  }
+  if (job.slots > largest && job.slots > agent_slots) {
+    return Status::InvalidArgument(
+        "the job asks for " + std::to_string(job.slots) + " slots but the largest host of pool '" +
+        job.pool + "' has " + std::to_string(largest) + " and its agents together " +
+        std::to_string(agent_slots) + " (a gang spans hosts only through agents)");
   }
   job.state = JobState::kPending;
   job.submitted = WallClock();
@@ -242,8 +245,10 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
     sched::RunningJob run;
     run.spec = ToSpec(job);
     run.started = job.started;
-    auto host = host_index.find(job.host);
-    if (host != host_index.end()) run.placement = {{host->second, job.slots}};
+    for (const auto& [name, slots] : HostsOf(job)) {
+      auto host = host_index.find(name);
+      if (host != host_index.end()) run.placement.push_back({host->second, slots});
+    }
     run.terminating = job.stop != StopReason::kNone;
     run.terminating_since = job.stop_since;
     state.running.push_back(std::move(run));
@@ -263,19 +268,31 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
   }
   for (const sched::StartDecision& start : decision.starts) {
     JobRecord job = *by_id.at(start.job);
-    if (start.placement.size() != 1) {
+    std::vector<std::pair<std::string, int>> hosts;
+    bool agents_only = true;
+    for (const sched::Placement& p : start.placement) {
+      hosts.emplace_back(state.hosts[static_cast<size_t>(p.host)].name, p.slots);
+      agents_only = agents_only && hosts.back().first != kLocalHost;
+    }
+    if (hosts.size() > 1 && !agents_only) {
       pending_status_[job.id] = {job.id, 0,
-                                 "needs one host with " + std::to_string(job.slots) +
-                                     " free slots (gangs across hosts are not "
-                                     "supported yet)",
+                                 "needs " + std::to_string(job.slots) +
+                                     " slots on one host or on agents only (a gang spans "
+                                     "hosts only through agents)",
                                  -1};
       continue;
     }
-    job.host = state.hosts[static_cast<size_t>(start.placement[0].host)].name;
+    job.host = hosts.front().first;
+    job.placement = hosts.size() > 1 ? FormatPlacement(hosts) : "";
     COHORT_RETURN_IF_ERROR(Launch(&job, now));
   }
   for (const sched::PendingStatus& status : decision.pending) pending_status_[status.job] = status;
   return Status::OK();
+}
+
+std::vector<std::pair<std::string, int>> QueueService::HostsOf(const JobRecord& job) const {
+  if (!job.placement.empty()) return ParsePlacement(job.placement);
+  return {{job.host, job.slots}};
 }
 
 Status QueueService::Launch(JobRecord* job, double now) {
@@ -338,10 +355,14 @@ Status QueueService::StopJob(JobRecord* job, StopReason reason, const std::strin
 Status QueueService::Follow(JobRecord* job, double now) {
   if (job->host == kLocalHost) return FollowLocal(job, now);
   if (job->host == kSlurmHost) return FollowSlurm(job, now);
-  if (!AgentAlive(job->host, now)) {
+  std::string lost;
+  for (const auto& [name, slots] : HostsOf(*job)) {
+    if (lost.empty() && !AgentAlive(name, now)) lost = name;
+  }
+  if (!lost.empty()) {
     // Requeued to resume elsewhere from its last checkpoint.
     job->stop = StopReason::kPreempt;
-    std::string reason = "requeued: agent " + job->host + " stopped heartbeating";
+    std::string reason = "requeued: agent " + lost + " stopped heartbeating";
     COHORT_RETURN_IF_ERROR(Finish(job, -1, now));
     job->reason = reason;
     return store_->Update(*job);
@@ -416,7 +437,10 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
       break;
   }
   if (IsFinal(job->state)) job->finished = now;
-  if (!IsFinal(job->state)) job->host.clear();  // a final job keeps where it ran
+  if (!IsFinal(job->state)) {  // a final job keeps where it ran
+    job->host.clear();
+    job->placement.clear();
+  }
   job->wrapper_pid = 0;
   job->wrapper_start.clear();
   job->job_pgid = 0;
@@ -429,15 +453,15 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
 
 namespace cohort::queue {
 
-Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::string& pool,
-                                          int slots, const std::vector<uint64_t>& running,
-                                          double wait_s) {
+Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::string& address,
+                                          const std::string& pool, int slots,
+                                          const std::vector<uint64_t>& running, double wait_s) {
   std::unique_lock<std::mutex> lock(mu_);
   double now = WallClock();
   auto it = agents_.find(agent);
   bool changed = it == agents_.end() || it->second.pool != pool || it->second.slots != slots ||
                  !AgentAlive(agent, now);
-  agents_[agent] = {pool, slots, now};
+  agents_[agent] = {address.empty() ? agent : address, pool, slots, now};
   if (changed) {  // new capacity: schedule now
     wake_requested_ = true;
     wake_.notify_all();
@@ -472,7 +496,16 @@ Result<AgentWork> QueueService::AgentWorkFor(const std::string& agent,
       }
       work.signal.push_back({job.id, now - job.stop_since >= options_.grace_s ? SIGKILL : SIGTERM});
     } else if (!runs) {
-      work.start.push_back({job.id, job.command, JobEnv(job), job.cwd, LogSize(job.id)});
+      AgentStart start{job.id, job.command, JobEnv(job), job.cwd, LogSize(job.id), ""};
+      if (!job.placement.empty()) {
+        std::vector<std::pair<std::string, int>> hosts;
+        for (const auto& [name, slots] : ParsePlacement(job.placement)) {
+          auto it = agents_.find(name);
+          hosts.emplace_back(it == agents_.end() ? name : it->second.address, slots);
+        }
+        start.hosts = FormatPlacement(hosts);
+      }
+      work.start.push_back(std::move(start));
     }
   }
   for (uint64_t id : held) {

@@ -54,6 +54,8 @@ struct AgentStart {
   // The server's log already holds this many bytes (earlier runs): the
   // agent's log offsets for this run start here.
   uint64_t log_offset = 0;
+  // A gang over several agents: `cohort run -H` hosts ("ADDRESS:SLOTS,...").
+  std::string hosts;
 };
 
 // The answer to an agent's heartbeat.
@@ -95,7 +97,8 @@ class QueueService {
 
   // An agent's heartbeat: registers it (or updates its pool and slots) and
   // answers its work, waiting up to `wait_s` for some when there is none.
-  Result<AgentWork> Heartbeat(const std::string& agent, const std::string& pool, int slots,
+  Result<AgentWork> Heartbeat(const std::string& agent, const std::string& address,
+                              const std::string& pool, int slots,
                               const std::vector<uint64_t>& running, double wait_s);
   // Every agent heard of since this server started: name, pool, slots,
   // last_seen (seconds since the epoch), alive.
@@ -117,10 +120,13 @@ class QueueService {
       : options_(std::move(options)), store_(std::move(store)) {}
   std::string ExitPath(uint64_t id) const;
   struct Agent {
+    std::string address;  // how `cohort run -H` reaches it
     std::string pool;
     int slots = 0;
     double last_seen = 0;
   };
+  // The hosts of a running job: its placement, else its one host.
+  std::vector<std::pair<std::string, int>> HostsOf(const JobRecord& job) const;
   // The pool's hosts: this one (pool "default") and its live agents.
   std::vector<sched::Host> PoolHosts(const std::string& pool, double now) const;
   bool AgentAlive(const std::string& name, double now) const;

@@ -56,6 +56,7 @@ TEST(QueueStoreTest, RecordsRoundTripAndSurviveReopening) {
     running.stop = StopReason::kPreempt;
     running.stop_since = 1002;
     running.slurm_id = "77";
+    running.placement = FormatPlacement({{"a1", 3}, {"a2", 1}});
     ASSERT_TRUE((*store)->Update(running).ok());
   }
   auto store = QueueStore::Open(path);
@@ -79,6 +80,9 @@ TEST(QueueStoreTest, RecordsRoundTripAndSurviveReopening) {
   EXPECT_EQ(j.job_pgid, 43);
   EXPECT_EQ(j.stop, StopReason::kPreempt);
   EXPECT_EQ(j.slurm_id, "77");
+  EXPECT_EQ(j.placement, "a1:3,a2:1");
+  EXPECT_EQ(ParsePlacement(j.placement),
+            (std::vector<std::pair<std::string, int>>{{"a1", 3}, {"a2", 1}}));
   auto missing = (*store)->Get(id + 100);
   ASSERT_TRUE(missing.ok());
   EXPECT_FALSE(missing->has_value());

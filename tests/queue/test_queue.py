@@ -308,9 +308,8 @@ def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
     agents = {name: start_agent(s, tmp_path, name) for name in ("a1", "a2")}
     try:
         wait_agents(s, ["a1", "a2"])
-        assert cli(s, "submit", "--slots", "2", "--", "true") == (
-            1, "", "cohort submit: the job asks for 2 slots but the largest host of pool "
-                   "'default' has 1 (gangs across hosts are not supported yet)\n")
+        assert cli(s, "submit", "--slots", "3", "--", "true") == (
+            1, "", "cohort submit: the job asks for 3 slots but pool 'default' has 2 slots\n")
         first = submit(s, "--", "sh", "-c", f"echo $$ > {tmp_path}/pid-$COHORT_JOB_RESTARTS; "
                        f"echo run $COHORT_JOB_RESTARTS; {' '.join(gate(tmp_path)[2:])}",
                        cwd=tmp_path)

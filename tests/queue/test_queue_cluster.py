@@ -37,7 +37,7 @@ def cluster(tmp_path):
     else:
         pytest.fail("tools/cluster found no free subnet")
     try:
-        yield name, subnet
+        yield name, subnet, state
     finally:
         subprocess.run([CLUSTER, "down", "--name", name, "--state-dir", state],
                        capture_output=True, timeout=120)
@@ -55,9 +55,9 @@ class Server:
                 line += os.read(self.proc.stdout.fileno(), 4096)
         self.url = re.search(rb"(http://[0-9.]+:\d+)", line).group(1).decode()
 
-    def cli(self, *args):
+    def cli(self, *args, env=None):
         p = subprocess.run([COHORT, *args], capture_output=True, text=True, timeout=DEADLINE_S,
-                           env=dict(os.environ, COHORT_SERVER=self.url, USER="alice"))
+                           env=dict(os.environ, COHORT_SERVER=self.url, USER="alice", **(env or {})))
         return p.returncode, p.stdout, p.stderr
 
     def job(self, job_id):
@@ -74,28 +74,63 @@ class Server:
         return j
 
 
-def test_agents_on_emulated_hosts_run_jobs_there(cluster, tmp_path):
-    name, subnet = cluster
+def start_agents(name, subnet, server, tmp_path):
+    return [subprocess.Popen([IP, "netns", "exec", f"{name}-h{i}", COHORT, "agent", "--server",
+                              server.url, "--slots", "1", "--name", f"h{i}", "--address",
+                              f"{subnet}.{i + 1}", "--heartbeat", "0.2", "--work-dir",
+                              str(tmp_path / f"h{i}")], stdout=subprocess.DEVNULL)
+            for i in range(2)]
+
+
+def stop(agents, server):
+    for a in agents:
+        a.terminate()
+        a.wait(timeout=DEADLINE_S)
+    server.proc.terminate()
+    server.proc.wait(timeout=DEADLINE_S)
+
+
+ADDRESS = f"{IP} -o -4 addr show dev eth0 | sed 's/.*inet \\([0-9.]*\\).*/\\1/'"
+
+
+def submit_when_registered(server, *args, env=None):
+    deadline = time.monotonic() + DEADLINE_S
+    while True:  # refused until the agents have registered
+        rc, out, err = server.cli("submit", *args, env=env)
+        if rc == 0:
+            return int(out)
+        assert time.monotonic() < deadline, err
+        time.sleep(0.1)
+
+
+def test_a_gang_spans_agents_through_cohort_run(cluster, tmp_path):
+    name, subnet, state = cluster
     server = Server(tmp_path, f"{subnet}.254")
-    agents = [subprocess.Popen([IP, "netns", "exec", f"{name}-h{i}", COHORT, "agent", "--server",
-                                server.url, "--slots", "1", "--name", f"h{i}", "--heartbeat",
-                                "0.2", "--work-dir", str(tmp_path / f"h{i}")],
-                               stdout=subprocess.DEVNULL)
-              for i in range(2)]
+    agents = start_agents(name, subnet, server, tmp_path)
+    try:
+        ssh = {"COHORT_SSH_COMMAND": f"ssh -F {state}/ssh_config"}
+        j = submit_when_registered(server, "--slots", "2", "--", "sh", "-c",
+                                   f'echo "rank $COHORT_RANK at $({ADDRESS})"', env=ssh)
+        done = server.wait_for(j, {"succeeded", "failed"})
+        log = server.cli("logs", str(j))[1]
+        assert done["state"] == "succeeded", log
+        assert done["placement"] in ("h0:1,h1:1", "h1:1,h0:1")
+        # cohort run prefixes each rank's lines; rank 0 runs on the leader, `host`.
+        leader = int(done["host"][1:])
+        assert sorted(log.splitlines()) == [f"[0] rank 0 at {subnet}.{1 + leader}",
+                                            f"[1] rank 1 at {subnet}.{2 - leader}"], log
+    finally:
+        stop(agents, server)
+
+
+def test_agents_on_emulated_hosts_run_jobs_there(cluster, tmp_path):
+    name, subnet, _ = cluster
+    server = Server(tmp_path, f"{subnet}.254")
+    agents = start_agents(name, subnet, server, tmp_path)
     try:
         gate = f"while [ ! -e {tmp_path}/go ]; do sleep 0.05; done"
-        ids = []
-        for _ in range(2):
-            deadline = time.monotonic() + DEADLINE_S
-            while True:  # refused until an agent has registered
-                rc, out, err = server.cli("submit", "--", "sh", "-c",
-                                          f"{IP} -o -4 addr show dev eth0 | "
-                                          f"sed 's/.*inet \\([0-9.]*\\).*/\\1/'; {gate}")
-                if rc == 0:
-                    break
-                assert time.monotonic() < deadline, err
-                time.sleep(0.1)
-            ids.append(int(out))
+        ids = [submit_when_registered(server, "--", "sh", "-c", f"{ADDRESS}; {gate}")
+               for _ in range(2)]
         jobs = [server.wait_for(i, {"running"}) for i in ids]
         assert sorted(j["host"] for j in jobs) == ["h0", "h1"]  # one slot each
         (tmp_path / "go").touch()
@@ -107,8 +142,4 @@ def test_agents_on_emulated_hosts_run_jobs_there(cluster, tmp_path):
             assert server.cli("logs", str(j["id"]))[1] == f"{subnet}.{host + 1}\n"
     finally:
         (tmp_path / "go").touch()
-        for a in agents:
-            a.terminate()
-            a.wait(timeout=DEADLINE_S)
-        server.proc.terminate()
-        server.proc.wait(timeout=DEADLINE_S)
+        stop(agents, server)
