@@ -14,6 +14,7 @@
 #include "cli/flag_values.h"
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
+#include "server/mlflow_api.h"
 #include "server/tracking_server.h"
 #include "track/errors.h"
 #include "track/store.h"
@@ -82,7 +83,7 @@ Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& 
   if (!queue_db.empty()) return queue_db;
   const std::string sqlite = "sqlite:";
   if (store_uri.rfind(sqlite, 0) == 0) return store_uri.substr(sqlite.size());
-  return Status::InvalidArgument("the job queue needs --queue-db PATH when --store " + store_uri +
+  return Status::InvalidArgument("it needs --queue-db PATH when --store " + store_uri +
                                  " is not a SQLite file");
 }
 
@@ -155,24 +156,34 @@ int ServerCommand(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
+  std::unique_ptr<queue::QueueService> queue;
+  std::unique_ptr<queue::QueueApi> queue_api;
   auto db_path = QueueDbPath(queue_db, store_uri);
-  if (!db_path.ok()) {
-    std::fprintf(stderr, "cohort server: %s\n", db_path.status().message().c_str());
-    return 2;
+  if (db_path.ok()) {
+    queue_options.db_path = *db_path;
+    queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
+    auto started = queue::QueueService::Start(queue_options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "cohort server: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    queue = std::move(*started);
+    queue_api = std::make_unique<queue::QueueApi>(queue.get());
+    options.routes.push_back(
+        {queue::QueueApi::kPrefix,
+         [api = queue_api.get()](const server::HttpRequest& request, const std::string& user) {
+           return api->Handle(request, user);
+         }});
+  } else {
+    // Tracking still works; the queue's endpoints say why there is none.
+    std::string why = db_path.status().message();
+    std::fprintf(stderr, "cohort server: no job queue: %s\n", why.c_str());
+    options.routes.push_back(
+        {queue::QueueApi::kPrefix, [why](const server::HttpRequest&, const std::string&) {
+           return server::MlflowError("ENDPOINT_NOT_FOUND",
+                                      "this server runs no job queue: " + why);
+         }});
   }
-  queue_options.db_path = *db_path;
-  queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
-  auto queue = queue::QueueService::Start(queue_options);
-  if (!queue.ok()) {
-    std::fprintf(stderr, "cohort server: %s\n", queue.status().ToString().c_str());
-    return 1;
-  }
-  queue::QueueApi queue_api(queue->get());
-  options.routes.push_back(
-      {queue::QueueApi::kPrefix,
-       [&queue_api](const server::HttpRequest& request, const std::string& user) {
-         return queue_api.Handle(request, user);
-       }});
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
@@ -184,7 +195,7 @@ int ServerCommand(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop, &signal_number);
   (*server)->Stop();
-  (*queue)->Stop();  // the jobs it started keep running; a restart follows them again
+  if (queue) queue->Stop();  // the jobs it started keep running; a restart follows them again
   return 0;
 }
 
