@@ -269,6 +269,25 @@ GARBAGE = [
     ("DELETE", "/api/queue/jobs", None, 404, "ENDPOINT_NOT_FOUND"),
     ("GET", "/api/queue/", None, 404, "ENDPOINT_NOT_FOUND"),
     ("GET", "/api/queue/jobs/1/log?offset=-3", None, 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/bad%20name/heartbeat", b'{"slots": 1}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/local/heartbeat", b'{"slots": 1}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 0}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 1, "running": "x"}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 1, "running": [-1]}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'nope', 400, "BAD_REQUEST"),
+    ("POST", "/api/queue/agents/a1/jobs/1/log", b'bytes', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/log?offset=0", b'bytes', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/x/exit", b'{"exit_code": 0}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/exit", b'{"exit_code": 300}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/nothing", b'{}', 404, "ENDPOINT_NOT_FOUND"),
+    ("GET", "/api/queue/agents/a1/heartbeat", None, 404, "ENDPOINT_NOT_FOUND"),
 ]
 
 
@@ -284,6 +303,7 @@ def test_garbage_on_the_endpoints_is_refused(server):
     assert "urgent" in body["message"]
     assert server.request("GET", "/health") == (200, b"OK")
     assert job(server, 1)["id"] == 1
+    assert server.request("GET", "/api/queue/agents") == (200, {"agents": []})
 
 
 def start_agent(server, tmp_path, name):
