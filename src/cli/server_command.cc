@@ -28,7 +28,7 @@ void PrintUsage(FILE* out) {
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
                "                     [--agent-timeout S] [--slurm-pool NAME]\n"
-               "                     [--slurm-partition P]\n"
+               "                     [--slurm-partition P] [--quota P=N,...]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -50,7 +50,9 @@ void PrintUsage(FILE* out) {
                "                       (default 10)\n"
                "  --slurm-pool NAME    jobs of pool NAME go to SLURM with sbatch (the\n"
                "                       cluster of SLURM_CONF), followed with squeue\n"
-               "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n",
+               "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n"
+               "  --quota P=N,...      slots guaranteed to each project; others borrow\n"
+               "                       idle ones and are preempted to give them back\n",
                track::DefaultStoreUri().c_str());
 }
 
@@ -137,6 +139,9 @@ int ServerCommand(int argc, char** argv) {
       queue_options.grace_s = *grace;
     } else if (flag == "--slurm-pool") {
       queue_options.slurm_pool = value;
+    } else if (flag == "--quota") {
+      Status s = ParseQuota(value, &queue_options.quota);
+      if (!s.ok()) return BadValue(s);
     } else if (flag == "--slurm-partition") {
       queue_options.slurm_partition = value;
     } else if (flag == "--agent-timeout") {

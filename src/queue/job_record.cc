@@ -127,6 +127,7 @@ nlohmann::json ToJson(const JobRecord& job, const sched::PendingStatus* pending)
       {"restarts", job.restarts},
       {"host", job.host},
       {"placement", job.placement},
+      {"borrowed", job.borrowed},
       {"max_time", TimeOrNull(job.max_time)},
       {"position", nullptr},
       {"estimated_start", nullptr},

@@ -67,6 +67,8 @@ struct JobRecord {
   // A gang over several agents: "AGENT:SLOTS,AGENT:SLOTS" (the first, `host`,
   // runs `cohort run` over all of them); "" when it runs on one host.
   std::string placement;
+  // Started on capacity beyond its project's quota: reclaimable first.
+  bool borrowed = false;
   StopReason stop = StopReason::kNone;
   double stop_since = 0;  // when SIGTERM was sent
 };

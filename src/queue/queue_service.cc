@@ -233,6 +233,7 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
   sched::QueueState state;
   state.now = now;
   state.usage = usage_;
+  state.quota = options_.quota;
   state.hosts = PoolHosts(pool, now);
   std::map<std::string, int> host_index;
   for (size_t i = 0; i < state.hosts.size(); ++i) host_index[state.hosts[i].name] = int(i);
@@ -249,6 +250,7 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
       auto host = host_index.find(name);
       if (host != host_index.end()) run.placement.push_back({host->second, slots});
     }
+    run.borrowed = job.borrowed;
     run.terminating = job.stop != StopReason::kNone;
     run.terminating_since = job.stop_since;
     state.running.push_back(std::move(run));
@@ -283,6 +285,7 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
       continue;
     }
     job.host = hosts.front().first;
+    job.borrowed = start.borrowed;
     job.placement = hosts.size() > 1 ? FormatPlacement(hosts) : "";
     COHORT_RETURN_IF_ERROR(Launch(&job, now));
   }

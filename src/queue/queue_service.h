@@ -43,6 +43,8 @@ struct QueueOptions {
   // empty: none.
   std::string slurm_pool;
   std::string slurm_partition;  // "" = SLURM's default partition
+  // Guaranteed slots per project (sched::QueueState::quota); empty: none.
+  std::map<std::string, int> quota;
 };
 
 // A job for an agent to start, with everything the agent needs.

@@ -19,13 +19,14 @@ const char kSchema[] =
     " host TEXT NOT NULL DEFAULT '', wrapper_pid INTEGER NOT NULL DEFAULT 0,"
     " wrapper_start TEXT NOT NULL DEFAULT '', job_pgid INTEGER NOT NULL DEFAULT 0,"
     " stop TEXT NOT NULL DEFAULT '', stop_since REAL NOT NULL DEFAULT 0,"
-    " slurm_id TEXT NOT NULL DEFAULT '', placement TEXT NOT NULL DEFAULT '');"
+    " slurm_id TEXT NOT NULL DEFAULT '', placement TEXT NOT NULL DEFAULT '',"
+    " borrowed INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS queue_jobs_by_state ON queue_jobs (state);";
 
 const char kColumns[] =
     "id, user, project, pool, slots, priority, max_time, command, cwd, env, state, submitted,"
     " started, finished, reason, exit_code, restarts, host, wrapper_pid, wrapper_start,"
-    " job_pgid, stop, stop_since, slurm_id, placement";
+    " job_pgid, stop, stop_since, slurm_id, placement, borrowed";
 
 std::vector<std::string> StringList(const std::string& text) {
   json parsed = json::parse(text, nullptr, false);
@@ -72,6 +73,7 @@ Result<JobRecord> ReadRow(const track::SqliteStatement& row) {
   job.stop_since = row.Double(22);
   job.slurm_id = row.Text(23);
   job.placement = row.Text(24);
+  job.borrowed = row.Int(25) != 0;
   return job;
 }
 
@@ -132,11 +134,11 @@ Status QueueStore::Update(const JobRecord& job) {
   return db_->Run(
       "UPDATE queue_jobs SET state = ?, started = ?, finished = ?, reason = ?, exit_code = ?,"
       " restarts = ?, host = ?, wrapper_pid = ?, wrapper_start = ?, job_pgid = ?, stop = ?,"
-      " stop_since = ?, slurm_id = ?, placement = ? WHERE id = ?",
+      " stop_since = ?, slurm_id = ?, placement = ?, borrowed = ? WHERE id = ?",
       {StateName(job.state), job.started, job.finished, job.reason, int64_t{job.exit_code},
        int64_t{job.restarts}, job.host, int64_t{job.wrapper_pid}, job.wrapper_start,
        int64_t{job.job_pgid}, StopReasonName(job.stop), job.stop_since, job.slurm_id, job.placement,
-       static_cast<int64_t>(job.id)});
+       int64_t{job.borrowed}, static_cast<int64_t>(job.id)});
 }
 
 }  // namespace cohort::queue

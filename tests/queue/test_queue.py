@@ -199,6 +199,30 @@ def test_priorities_order_the_queue_and_preempt(tmp_path):
         s.stop()
 
 
+def test_quota_reclaims_borrowed_slots(tmp_path):
+    s = start_server(tmp_path, extra=["--quota", "a=1,b=1"])
+    try:
+        own = submit(s, "--project", "a", "--", *gate(tmp_path))
+        borrowing = submit(s, "--project", "a", "--", *gate(tmp_path))
+        assert wait_for(s, own, {"running"})["borrowed"] is False
+        assert wait_for(s, borrowing, {"running"})["borrowed"] is True
+        # Project b claims its guaranteed slot: a's borrowed job gives it back.
+        claim = submit(s, "--project", "b", "--", "true")
+        j = wait_for(s, borrowing, {"preempted"})
+        assert j["restarts"] == 1 and "job " + str(claim) in j["reason"], j
+        assert wait_for(s, claim, {"succeeded", "failed"})["state"] == "succeeded"
+        assert job(s, own)["state"] == "running"
+        (tmp_path / "go").touch()
+        assert wait_for(s, borrowing, {"succeeded", "failed"})["state"] == "succeeded"
+    finally:
+        s.stop()
+    rc, _, err = cli(s, "submit", "--", "true")  # the server is gone
+    assert rc == 1 and "cannot reach the queue at " + s.url in err
+    p = subprocess.run([COHORT, "server", "--quota", "a"], capture_output=True, text=True,
+                       timeout=DEADLINE_S)
+    assert (p.returncode, p.stderr) == (2, "cohort server: --quota: 'a' is not PROJECT=SLOTS\n")
+
+
 def test_max_time_stops_the_job(server):
     j = submit(server, "--max-time", "0.5", "--", "sleep", "30")
     j = wait_for(server, j, {"failed", "succeeded"})
