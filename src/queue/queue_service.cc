@@ -452,9 +452,6 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
   return store_->Update(*job);
 }
 
-}  // namespace cohort::queue
-
-namespace cohort::queue {
 
 Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::string& address,
                                           const std::string& pool, int slots,
