@@ -32,6 +32,7 @@ PACKAGES=(
   chromium                                       # the dashboard's browser tests and benchmark (headless)
   libyaml-cpp-dev                                # cohort sweep: YAML specs (its journal's JSON: nlohmann above)
   python3-optuna python3-matplotlib              # bench/sweep: the Optuna peer; plots
+  slurmctld slurmd slurm-client munge            # the job queue's SLURM pool and its test (a real SLURM on loopback)
 )
 
 missing=()

@@ -13,6 +13,9 @@ is better unless higher_is_better=True) and deletes the rest. `state` is
 anything torch.save (when torch is loaded) or pickle can write: a dict of
 tensors and plain objects. Save from one rank (rank 0); load on every rank.
 
+When a cohort.track run is active, each save tags it with the newest
+checkpoint (cohort.checkpoint.location, .step, .sha256).
+
 The module-level save(state, step) and load() use the location in
 COHORT_CHECKPOINT_DIR, so a job the queue preempts (SIGTERM, then a grace
 period) saves where its resumed run will look. The format is
@@ -63,6 +66,7 @@ class Checkpointer:
         if isinstance(step, bool) or not isinstance(step, int):
             raise TypeError("step must be an int, not %s" % type(step).__name__)
         self._store.save(step, _encode(state), None if metric is None else float(metric))
+        _record_on_tracking_run(self.location, step, self._store.list())
 
     def load(self, step=None, map_location="cpu"):
         """(state, step) of the newest checkpoint (or of `step`);
@@ -85,6 +89,20 @@ class Checkpointer:
     def best(self):
         """The best checkpoint's {"step", "bytes", "metric", "sha256"}, or None."""
         return self._store.best()
+
+
+def _record_on_tracking_run(location, step, saved):
+    """Tags the active cohort.track run, when there is one, with the newest
+    checkpoint: cohort.checkpoint.location, .step and .sha256."""
+    track = sys.modules.get("cohort.track")  # not imported: no run to record on
+    run = track.active_run() if track is not None else None
+    if run is None:
+        return
+    entry = next((c for c in saved if c["step"] == step), None)
+    run.set_tag("cohort.checkpoint.location", location)
+    run.set_tag("cohort.checkpoint.step", step)
+    if entry is not None:
+        run.set_tag("cohort.checkpoint.sha256", entry["sha256"])
 
 
 def _default():

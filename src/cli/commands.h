@@ -15,6 +15,11 @@ int RerunCommand(int argc, char** argv);  // cohort rerun  (rerun_command.cc)
 int UserCommand(int argc, char** argv);   // cohort user   (user_command.cc)
 int TokenCommand(int argc, char** argv);  // cohort token  (user_command.cc)
 int SweepCommand(int argc, char** argv);  // cohort sweep (sweep_command.cc)
+int SubmitCommand(int argc, char** argv);  // cohort submit (queue_commands.cc)
+int QueueCommand(int argc, char** argv);   // cohort queue  (queue_commands.cc)
+int CancelCommand(int argc, char** argv);  // cohort cancel (queue_commands.cc)
+int LogsCommand(int argc, char** argv);    // cohort logs   (queue_commands.cc)
+int AgentCommand(int argc, char** argv);   // cohort agent  (agent_command.cc)
 
 }  // namespace cohort::cli
 

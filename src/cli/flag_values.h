@@ -3,6 +3,7 @@
 #ifndef COHORT_CLI_FLAG_VALUES_H_
 #define COHORT_CLI_FLAG_VALUES_H_
 
+#include <map>
 #include <string>
 
 #include "cohort/status.h"
@@ -13,6 +14,8 @@ Result<int> ParsePositiveInt(const std::string& flag, const std::string& text);
 Result<int> ParseNonNegativeInt(const std::string& flag, const std::string& text);
 Result<double> ParsePositiveSeconds(const std::string& flag, const std::string& text);
 Result<double> ParseNonNegativeNumber(const std::string& flag, const std::string& text);
+// --quota "P=N,Q=M": guaranteed slots per project, into *quota.
+Status ParseQuota(const std::string& text, std::map<std::string, int>* quota);
 
 }  // namespace cohort::cli
 

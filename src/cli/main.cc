@@ -20,6 +20,9 @@ void PrintUsage(FILE* out) {
                "  rerun   print or run a tracked run's command again: cohort rerun RUN_ID\n"
                "  user    tracking users: cohort user add NAME; token: cohort token create USER\n"
                "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
+               "  submit  queue a job on `cohort server`: cohort submit [--slots N] -- COMMAND\n"
+               "  queue   the job queue; cancel ID; logs ID [-f]\n"
+               "  agent   run queued jobs on this host: cohort agent --server URL --slots N\n"
                "\n"
                "`cohort <command> --help` describes a command's options.\n");
 }
@@ -41,6 +44,11 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "user") == 0) return cohort::cli::UserCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "token") == 0) return cohort::cli::TokenCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "sweep") == 0) return cohort::cli::SweepCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "submit") == 0) return cohort::cli::SubmitCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "queue") == 0) return cohort::cli::QueueCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "cancel") == 0) return cohort::cli::CancelCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "logs") == 0) return cohort::cli::LogsCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "agent") == 0) return cohort::cli::AgentCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage(stdout);
     return 0;

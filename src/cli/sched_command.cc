@@ -91,24 +91,6 @@ Status ParsePolicies(const std::string& text, std::vector<sched::PolicyKind>* ou
   return Status::OK();
 }
 
-Status ParseQuota(const std::string& text, std::map<std::string, int>* quota) {
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? text.npos : comma - start);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::InvalidArgument("--quota: '" + item + "' is not PROJECT=SLOTS");
-    }
-    Result<int> slots = ParseNonNegativeInt("--quota " + item.substr(0, eq), item.substr(eq + 1));
-    if (!slots.ok()) return slots.status();
-    (*quota)[item.substr(0, eq)] = *slots;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return Status::OK();
-}
-
 // Applies one "--flag value" pair.
 Status ParseFlag(const std::string& flag, const std::string& value, Options* o) {
   auto set_int = [&](int* target, bool allow_zero) -> Status {

@@ -11,6 +11,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_values.h"
+#include "queue/queue_api.h"
+#include "queue/queue_service.h"
+#include "server/mlflow_api.h"
 #include "server/tracking_server.h"
 #include "track/errors.h"
 #include "track/store.h"
@@ -22,6 +26,9 @@ void PrintUsage(FILE* out) {
   std::fprintf(out,
                "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
+               "                     [--slots N] [--queue-db PATH] [--grace S]\n"
+               "                     [--agent-timeout S] [--slurm-pool NAME]\n"
+               "                     [--slurm-partition P] [--quota P=N,...]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -31,7 +38,21 @@ void PrintUsage(FILE* out) {
                "  --web-dir DIR        the dashboard's built files (default: web/ beside\n"
                "                       the cohort binary, when it exists)\n"
                "  --auth               API requests need 'Authorization: Bearer TOKEN' of a\n"
-               "                       user of the store (cohort user add / token create)\n",
+               "                       user of the store (cohort user add / token create)\n"
+               "  --slots N            slots of this host in the job queue's pool 'default'\n"
+               "                       (default: its core count; 0: run no jobs here)\n"
+               "  --queue-db PATH      SQLite file of the job queue (default: the store's\n"
+               "                       file, in tables of its own); job logs go to\n"
+               "                       queue-logs/ beside it\n"
+               "  --grace S            seconds between SIGTERM and SIGKILL when a job is\n"
+               "                       cancelled, preempted or over --max-time (default 60)\n"
+               "  --agent-timeout S    an agent silent this long has its jobs requeued\n"
+               "                       (default 10)\n"
+               "  --slurm-pool NAME    jobs of pool NAME go to SLURM with sbatch (the\n"
+               "                       cluster of SLURM_CONF), followed with squeue\n"
+               "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n"
+               "  --quota P=N,...      slots guaranteed to each project; others borrow\n"
+               "                       idle ones and are preempted to give them back\n",
                track::DefaultStoreUri().c_str());
 }
 
@@ -54,11 +75,28 @@ bool ParsePort(const std::string& text, int* port) {
   return *port <= 65535;
 }
 
+int BadValue(const Status& status) {
+  std::fprintf(stderr, "cohort server: %s\n", status.message().c_str());
+  return 2;
+}
+
+// The queue's database: --queue-db, else the tracking store's SQLite file.
+Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& store_uri) {
+  if (!queue_db.empty()) return queue_db;
+  const std::string sqlite = "sqlite:";
+  if (store_uri.rfind(sqlite, 0) == 0) return store_uri.substr(sqlite.size());
+  return Status::InvalidArgument("it needs --queue-db PATH when --store " + store_uri +
+                                 " is not a SQLite file");
+}
+
 }  // namespace
 
 int ServerCommand(int argc, char** argv) {
   server::TrackingServerOptions options;
   options.web_dir = DefaultWebDir();
+  queue::QueueOptions queue_options;
+  queue_options.local_slots = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  std::string queue_db;
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -89,6 +127,27 @@ int ServerCommand(int argc, char** argv) {
       options.artifacts = value;
     } else if (flag == "--web-dir") {
       options.web_dir = value;
+    } else if (flag == "--queue-db") {
+      queue_db = value;
+    } else if (flag == "--slots") {
+      auto slots = ParseNonNegativeInt(flag, value);
+      if (!slots.ok()) return BadValue(slots.status());
+      queue_options.local_slots = *slots;
+    } else if (flag == "--grace") {
+      auto grace = ParsePositiveSeconds(flag, value);
+      if (!grace.ok()) return BadValue(grace.status());
+      queue_options.grace_s = *grace;
+    } else if (flag == "--slurm-pool") {
+      queue_options.slurm_pool = value;
+    } else if (flag == "--quota") {
+      Status s = ParseQuota(value, &queue_options.quota);
+      if (!s.ok()) return BadValue(s);
+    } else if (flag == "--slurm-partition") {
+      queue_options.slurm_partition = value;
+    } else if (flag == "--agent-timeout") {
+      auto timeout = ParsePositiveSeconds(flag, value);
+      if (!timeout.ok()) return BadValue(timeout.status());
+      queue_options.agent_timeout_s = *timeout;
     } else {
       std::fprintf(stderr, "cohort server: unknown flag %s\n\n", flag.c_str());
       PrintUsage(stderr);
@@ -101,20 +160,47 @@ int ServerCommand(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
+  std::unique_ptr<queue::QueueService> queue;
+  std::unique_ptr<queue::QueueApi> queue_api;
+  auto db_path = QueueDbPath(queue_db, store_uri);
+  if (db_path.ok()) {
+    queue_options.db_path = *db_path;
+    queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
+    auto started = queue::QueueService::Start(queue_options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "cohort server: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    queue = std::move(*started);
+    queue_api = std::make_unique<queue::QueueApi>(queue.get());
+    options.routes.push_back(
+        {queue::QueueApi::kPrefix,
+         [api = queue_api.get()](const server::HttpRequest& request, const std::string& user) {
+           return api->Handle(request, user);
+         }});
+  } else {
+    // Tracking still works; the queue's endpoints say why there is none.
+    std::string why = db_path.status().message();
+    std::fprintf(stderr, "cohort server: no job queue: %s\n", why.c_str());
+    options.routes.push_back(
+        {queue::QueueApi::kPrefix, [why](const server::HttpRequest&, const std::string&) {
+           return server::MlflowError("ENDPOINT_NOT_FOUND",
+                                      "this server runs no job queue: " + why);
+         }});
+  }
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
     return 1;
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
-              (*server)->port(),
-              track::RedactStoreUri(options.store_uri.empty() ? track::DefaultStoreUri()
-                                                              : options.store_uri)
-                  .c_str());
+              (*server)->port(), track::RedactStoreUri(store_uri).c_str());
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop, &signal_number);
   (*server)->Stop();
+  if (queue) queue->Stop();  // the jobs it started keep running; a restart follows them again
   return 0;
 }
 

@@ -65,6 +65,12 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
     access_->After(request, user, &response);
     return response;
   }
+  for (const RouteHook& route : options_.routes) {
+    if (request.path.rfind(route.prefix, 0) != 0) continue;
+    std::string user;
+    if (auto refused = Authenticate(request, &user)) return *refused;
+    return route.handle(request, user);
+  }
   if (request.path == "/health") {
     HttpResponse r;
     r.content_type = "text/plain; charset=utf-8";

@@ -4,9 +4,11 @@
 #ifndef COHORT_SERVER_TRACKING_SERVER_H_
 #define COHORT_SERVER_TRACKING_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cohort/status.h"
 #include "data/storage.h"
@@ -17,6 +19,14 @@
 
 namespace cohort::server {
 
+// Another service's endpoints (the queue's, src/queue) under `prefix`,
+// behind the same authentication: `user` is the token's user with --auth,
+// else "".
+struct RouteHook {
+  std::string prefix;
+  std::function<HttpResponse(const HttpRequest& request, const std::string& user)> handle;
+};
+
 struct TrackingServerOptions {
   std::string store_uri;  // "sqlite:PATH"; empty = track::DefaultStoreUri()
   std::string host = "127.0.0.1";
@@ -26,6 +36,7 @@ struct TrackingServerOptions {
   // Every API and artifact request must carry "Authorization: Bearer TOKEN"
   // of a user of the store (`cohort user add`, `cohort token create`).
   bool auth = false;
+  std::vector<RouteHook> routes;
 };
 
 class TrackingServer {

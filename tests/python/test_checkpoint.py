@@ -126,3 +126,26 @@ def test_digits_stops_on_sigterm_and_resumes(tmp_path):
     result = lambda out: json.loads(out.split("result: ", 1)[1].splitlines()[0])
     # The same trajectory: the checkpoint kept the model and the optimizer's momentum.
     assert result(second)["test_accuracy"] == result(full)["test_accuracy"]
+
+
+def test_saves_are_recorded_on_the_tracking_run(tmp_path):
+    import cohort.track
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../server"))
+    from tracking_server_fixture import TrackingServer
+    db = f"sqlite:{tmp_path}/t.db"
+    run = cohort.track.init(project="ckpt", uri=db, spool_dir=str(tmp_path / "spool"),
+                            all_ranks=True, system_metrics_s=None)
+    store = ckpt.Checkpointer(tmp_path / "ckpt", keep_last=2)
+    for step in (1, 2):
+        store.save({"w": torch.full((2,), float(step))}, step)
+    run.finish()
+    server = TrackingServer(tmp_path, ["--store", db, "--slots", "0"])
+    try:
+        got = server.get("runs/get", run_id=run.id)[1]["run"]["data"]["tags"]
+        tags = {t["key"]: t["value"] for t in got if t["key"].startswith("cohort.checkpoint")}
+        newest = store.list()[-1]
+        assert tags == {"cohort.checkpoint.location": str(tmp_path / "ckpt"),
+                        "cohort.checkpoint.step": "2",
+                        "cohort.checkpoint.sha256": newest["sha256"]}
+    finally:
+        server.stop()

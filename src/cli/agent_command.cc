@@ -1,0 +1,106 @@
+// `cohort agent`: makes this host part of a `cohort server`'s pool
+// (queue/queue_agent.h) until SIGINT or SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/flag_values.h"
+#include "queue/queue_agent.h"
+
+namespace cohort::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: cohort agent [--server URL] [--slots N] [--pool P] [--name NAME]\n"
+    "                    [--address ADDR] [--work-dir DIR] [--heartbeat S]\n"
+    "\n"
+    "Runs queued jobs on this host for `cohort server`: heartbeats, starts the jobs the\n"
+    "server places here, streams their logs and reports their exit. Its jobs die with\n"
+    "it; the server requeues them after its agent timeout.\n"
+    "  --server URL     the server (default COHORT_SERVER, else http://127.0.0.1:5000)\n"
+    "  --slots N        slots this host offers (default: its core count)\n"
+    "  --pool P         the pool it joins (default 'default')\n"
+    "  --name NAME      its name (default: the host name)\n"
+    "  --address ADDR   how the other hosts of a gang reach this one with ssh\n"
+    "                   (default: NAME)\n"
+    "  --work-dir DIR   local job logs (default $TMPDIR/cohort-agent-NAME)\n"
+    "  --heartbeat S    seconds between heartbeats at most (default 1)\n";
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "cohort agent: %s\n\n%s", problem.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int AgentCommand(int argc, char** argv) {
+  queue::AgentOptions options;
+  options.slots = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const char* env_server = std::getenv("COHORT_SERVER");
+  std::string server = env_server != nullptr && *env_server ? env_server : "http://127.0.0.1:5000";
+  for (int i = 0; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) return Usage("unknown flag or missing value: " + flag);
+    std::string value = argv[++i];
+    if (flag == "--server") {
+      server = value;
+    } else if (flag == "--slots") {
+      auto slots = ParsePositiveInt(flag, value);
+      if (!slots.ok()) return Usage(slots.status().message());
+      options.slots = *slots;
+    } else if (flag == "--pool") {
+      options.pool = value;
+    } else if (flag == "--name") {
+      options.name = value;
+    } else if (flag == "--address") {
+      options.address = value;
+    } else if (flag == "--work-dir") {
+      options.work_dir = value;
+    } else if (flag == "--heartbeat") {
+      auto seconds = ParsePositiveSeconds(flag, value);
+      if (!seconds.ok()) return Usage(seconds.status().message());
+      options.heartbeat_s = *seconds;
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+  }
+  if (options.name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    options.name = host;
+  }
+  if (options.work_dir.empty()) {
+    options.work_dir =
+        (std::filesystem::temp_directory_path() / ("cohort-agent-" + options.name)).string();
+  }
+  // SIGINT/SIGTERM are taken between heartbeats (the jobs reset the mask).
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  queue::QueueClient client(server);
+  queue::QueueAgent agent(options, &client);
+  std::printf("cohort agent %s: %d slots in pool '%s' of %s\n", options.name.c_str(), options.slots,
+              options.pool.c_str(), client.server().c_str());
+  std::fflush(stdout);
+  Status s = agent.Run([&stop] {
+    struct timespec none = {0, 0};
+    return sigtimedwait(&stop, nullptr, &none) > 0;
+  });
+  if (!s.ok()) {
+    std::fprintf(stderr, "cohort agent: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace cohort::cli

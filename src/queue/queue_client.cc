@@ -1,0 +1,97 @@
+// HTTP calls to the queue's endpoints.
+#include "queue/queue_client.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace cohort::queue {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+std::string CurrentUser() {
+  std::string user = EnvOr("USER", "");
+  if (!user.empty()) return user;
+  const struct passwd* entry = ::getpwuid(::getuid());
+  return entry != nullptr ? entry->pw_name : "anonymous";
+}
+
+data::RetryPolicy ClientPolicy() {
+  data::RetryPolicy policy;
+  policy.max_attempts = 1;  // a submit must not be sent twice
+  policy.initial_backoff_s = 0.05;
+  policy.max_backoff_s = 0.2;
+  policy.request_timeout_s = 30;
+  policy.connect_timeout_s = 5;
+  return policy;
+}
+
+}  // namespace
+
+std::string QueueAnswer::ErrorMessage() const {
+  auto parsed = nlohmann::json::parse(body, nullptr, false);
+  if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
+    return parsed["message"].get<std::string>();
+  }
+  return body.empty() ? "HTTP " + std::to_string(status) : body;
+}
+
+QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
+
+QueueClient::QueueClient(std::string server)
+    : server_(std::move(server)),
+      token_(EnvOr("COHORT_TRACKING_TOKEN", EnvOr("MLFLOW_TRACKING_TOKEN", ""))),
+      user_(CurrentUser()),
+      http_(ClientPolicy(), /*max_in_flight=*/1) {
+  while (!server_.empty() && server_.back() == '/') server_.pop_back();
+}
+
+Result<QueueAnswer> QueueClient::Get(const std::string& path) {
+  data::HttpRequest request;
+  request.url = server_ + "/api/queue/" + path;
+  return Call(std::move(request));
+}
+
+Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::json& body) {
+  data::HttpRequest request;
+  request.method = "POST";
+  request.url = server_ + "/api/queue/" + path;
+  request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  request.headers.push_back("Content-Type: application/json");
+  return Call(std::move(request));
+}
+
+Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string bytes) {
+  data::HttpRequest request;
+  request.method = "POST";
+  request.url = server_ + "/api/queue/" + path;
+  request.body = std::move(bytes);
+  request.headers.push_back("Content-Type: application/octet-stream");
+  return Call(std::move(request));
+}
+
+Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
+  if (!token_.empty()) request.headers.push_back("Authorization: Bearer " + token_);
+  request.headers.push_back("X-Cohort-User: " + user_);
+  auto response = http_.Perform(request);
+  if (!response.ok()) {
+    return Status::PeerFailure("cannot reach the queue at " + server_ +
+                               " (COHORT_SERVER): " + response.status().message());
+  }
+  QueueAnswer answer;
+  answer.status = response->status;
+  answer.body = std::move(response->body);
+  answer.job_state = response->Header("x-cohort-job-state");
+  std::string offset = response->Header("x-cohort-log-offset");
+  if (!offset.empty() && offset.find_first_not_of("0123456789") == std::string::npos) {
+    answer.next_offset = std::stoull(offset);
+  }
+  return answer;
+}
+
+}  // namespace cohort::queue

@@ -1,0 +1,52 @@
+// QueueClient: the queue's HTTP endpoints (queue/queue_api.h) as the CLI
+// calls them. The server comes from COHORT_SERVER (default
+// http://127.0.0.1:5000), the token from COHORT_TRACKING_TOKEN or
+// MLFLOW_TRACKING_TOKEN, and the user it claims without --auth from $USER.
+#ifndef COHORT_QUEUE_QUEUE_CLIENT_H_
+#define COHORT_QUEUE_QUEUE_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/status.h"
+#include "data/http_client.h"
+
+namespace cohort::queue {
+
+// What the server answered: its status and body (a 4xx is an answer, not an
+// error; only a server that cannot be reached fails the call).
+struct QueueAnswer {
+  long status = 0;
+  std::string body;
+  std::string job_state;     // X-Cohort-Job-State, log reads only
+  uint64_t next_offset = 0;  // X-Cohort-Log-Offset, log reads only
+  // The error's message of a JSON error body, else the body itself.
+  std::string ErrorMessage() const;
+};
+
+class QueueClient {
+ public:
+  QueueClient();                             // from the environment
+  explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
+  const std::string& server() const { return server_; }
+
+  // `path` is below /api/queue/ ("jobs/3/cancel").
+  Result<QueueAnswer> Get(const std::string& path);
+  Result<QueueAnswer> Post(const std::string& path, const nlohmann::json& body);
+  // POSTs `bytes` as they are (an agent's job log).
+  Result<QueueAnswer> PostBytes(const std::string& path, std::string bytes);
+
+ private:
+  Result<QueueAnswer> Call(data::HttpRequest request);
+
+  std::string server_;
+  std::string token_;
+  std::string user_;
+  data::HttpClient http_;
+};
+
+}  // namespace cohort::queue
+
+#endif  // COHORT_QUEUE_QUEUE_CLIENT_H_

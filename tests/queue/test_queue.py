@@ -1,0 +1,389 @@
+"""The job queue in `cohort server`: cohort submit/queue/cancel/logs against a
+live server on loopback; jobs run on the server's own host (--slots)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../server"))
+from tracking_server_fixture import COHORT, TrackingServer  # noqa: E402
+
+DEADLINE_S = 30
+
+
+def start_server(tmp_path, slots=2, extra=()):
+    return TrackingServer(tmp_path, ["--slots", str(slots), "--grace", "1", *extra])
+
+
+def cli(server, *args, user="alice", token=None, cwd=None):
+    env = dict(os.environ, COHORT_SERVER=server.url, USER=user)
+    env.pop("COHORT_TRACKING_TOKEN", None)
+    if token:
+        env["COHORT_TRACKING_TOKEN"] = token
+    p = subprocess.run([COHORT, *args], capture_output=True, text=True, timeout=DEADLINE_S,
+                       env=env, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def submit(server, *args, **kw):
+    rc, out, err = cli(server, "submit", *args, **kw)
+    assert rc == 0, err
+    return int(out)
+
+
+def job(server, job_id, headers=None):
+    status, body = server.request("GET", f"/api/queue/jobs/{job_id}", headers=headers)
+    assert status == 200, body
+    return body
+
+
+def wait_for(server, job_id, states, headers=None):
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        j = job(server, job_id, headers)
+        if j["state"] in states:
+            return j
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} never reached {states}: {j}")
+
+
+def wait_file(path):
+    deadline = time.monotonic() + DEADLINE_S
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def wait_file_holds(path, text):
+    deadline = time.monotonic() + DEADLINE_S
+    while not (os.path.exists(path) and open(path).read() == text):
+        assert time.monotonic() < deadline, f"{path} never held {text!r}"
+        time.sleep(0.05)
+
+
+def gate(tmp_path, name="go"):
+    """A command that waits until tmp_path/name exists (the test's gate)."""
+    return ["sh", "-c", f"while [ ! -e {tmp_path}/{name} ]; do sleep 0.05; done; echo released"]
+
+
+@pytest.fixture(autouse=True)
+def open_gates(tmp_path):
+    """Jobs outlive a server: a test that fails still lets its gated jobs end."""
+    yield
+    for name in ("go", "go2", "go-early"):
+        (tmp_path / name).touch()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = start_server(tmp_path)
+    yield s
+    s.stop()
+
+
+def test_submit_runs_to_succeeded_and_failed(server, tmp_path):
+    ok = submit(server, "--project", "vision", "--", "sh", "-c",
+                'echo "job $COHORT_JOB_ID slots $COHORT_JOB_SLOTS in $(pwd)"; echo err >&2',
+                cwd=tmp_path)
+    bad = submit(server, "--", "sh", "-c", "exit 3")
+    missing = submit(server, "--", "no-such-command-xyz")
+    j = wait_for(server, ok, {"succeeded"})
+    assert j["exit_code"] == 0 and j["user"] == "alice" and j["project"] == "vision"
+    assert j["started"] >= j["submitted"] and j["finished"] >= j["started"]
+    assert cli(server, "logs", str(ok)) == (0, f"job {ok} slots 1 in {tmp_path}\nerr\n", "")
+    j = wait_for(server, bad, {"succeeded", "failed"})
+    assert (j["state"], j["exit_code"], j["reason"]) == ("failed", 3, "exit status 3")
+    j = wait_for(server, missing, {"succeeded", "failed"})
+    assert (j["state"], j["exit_code"]) == ("failed", 127)
+    assert "no-such-command-xyz: not found" in cli(server, "logs", str(missing))[1]
+    rc, out, _ = cli(server, "queue", "--json")
+    listed = {x["id"]: x for x in json.loads(out)}
+    assert set(listed) == {ok, bad, missing}
+    for field in ("id", "state", "slots", "priority", "user", "submitted", "started", "finished",
+                  "reason", "position", "estimated_start"):
+        assert field in listed[ok]
+    rc, out, _ = cli(server, "queue")
+    assert rc == 0 and out.splitlines()[0].split()[:3] == ["ID", "STATE", "USER"]
+
+
+def test_too_many_slots_refused_with_pool_size(server):
+    assert cli(server, "submit", "--slots", "3", "--", "true") == (
+        1, "", "cohort submit: the job asks for 3 slots but pool 'default' has 2 slots\n")
+    assert cli(server, "submit", "--pool", "gpu", "--", "true") == (
+        1, "", "cohort submit: the job asks for 1 slots but pool 'gpu' has 0 slots\n")
+    rc, _, err = cli(server, "submit", "--priority", "urgent", "--", "true")
+    assert rc == 1 and "urgent" in err
+
+
+def test_cancel_own_and_other_users_job(server, tmp_path):
+    running = submit(server, "--slots", "2", "--", *gate(tmp_path))
+    waiting = submit(server, "--", "true")
+    wait_for(server, running, {"running"})
+    assert cli(server, "cancel", str(running), user="bob") == (
+        1, "", f"cohort cancel: job {running} belongs to alice; bob cannot cancel it\n")
+    assert cli(server, "cancel", str(waiting)) == (0, f"cancelled job {waiting}\n", "")
+    j = job(server, waiting)
+    assert (j["state"], j["reason"], j["started"]) == ("cancelled", "cancelled by alice", None)
+    assert cli(server, "cancel", str(running)) == (0, f"cancelled job {running}\n", "")
+    j = wait_for(server, running, {"cancelled", "failed", "succeeded"})
+    assert (j["state"], j["exit_code"]) == ("cancelled", 128 + signal.SIGTERM)
+    assert cli(server, "cancel", str(running)) == (
+        1, "", f"cohort cancel: job {running} already cancelled\n")
+    assert cli(server, "cancel", "999") == (1, "", "cohort cancel: no job 999\n")
+
+
+def test_cancel_under_auth_uses_the_tokens_user(tmp_path):
+    store = ["--store", f"sqlite:{tmp_path}/tracking.db"]
+    tokens = {}
+    for name in ("alice", "bob"):
+        subprocess.run([COHORT, "user", "add", name, *store], check=True, capture_output=True)
+        tokens[name] = subprocess.run([COHORT, "token", "create", name, *store], check=True,
+                                      capture_output=True, text=True).stdout.strip()
+    s = start_server(tmp_path, extra=["--auth"])
+    try:
+        rc, _, err = cli(s, "submit", "--", "true")
+        assert rc == 1 and "requires a token" in err
+        # bob claims to be alice in $USER; the token says who he is.
+        j = submit(s, "--", *gate(tmp_path), user="bob", token=tokens["bob"])
+        wait_for(s, j, {"running"}, headers={"Authorization": "Bearer " + tokens["bob"]})
+        assert cli(s, "cancel", str(j), user="bob", token=tokens["alice"]) == (
+            1, "", f"cohort cancel: job {j} belongs to bob; alice cannot cancel it\n")
+        assert cli(s, "cancel", str(j), user="alice", token=tokens["bob"])[0] == 0
+    finally:
+        s.stop()
+
+
+def test_priorities_order_the_queue_and_preempt(tmp_path):
+    s = start_server(tmp_path, slots=1)
+    try:
+        order = tmp_path / "order"
+        record = ["sh", "-c", f"echo $COHORT_JOB_ID >> {order}"]
+        blocker = submit(s, "--priority", "high", "--", *gate(tmp_path))
+        wait_for(s, blocker, {"running"})
+        low = submit(s, "--priority", "low", "--", *record)
+        normal = submit(s, "--", *record)
+        high = submit(s, "--priority", "high", "--", *record)
+        deadline = time.monotonic() + DEADLINE_S
+        while True:  # positions come from the next scheduling pass
+            listed = {x["id"]: x for x in json.loads(cli(s, "queue", "--json")[1])}
+            if all(listed[i]["position"] is not None for i in (low, normal, high)):
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [listed[i]["position"] for i in (high, normal, low)] == [1, 2, 3]
+        assert listed[normal]["reason"] != "" and listed[high]["estimated_start"] is not None
+        (tmp_path / "go").touch()
+        wait_for(s, low, {"succeeded"})
+        assert order.read_text().split() == [str(high), str(normal), str(low)]
+
+        # A high job takes the slot of a running low one: SIGTERM, requeue, resume.
+        (tmp_path / "go").unlink()
+        victim = submit(s, "--priority", "low", "--", "sh", "-c",
+                        f"trap 'echo saved; exit 0' TERM; echo run $COHORT_JOB_RESTARTS; "
+                        f"[ $COHORT_JOB_RESTARTS = 1 ] && exit 0; "
+                        f"while true; do sleep 0.05; done")
+        wait_file_holds(tmp_path / "queue-logs" / f"{victim}.log", "run 0\n")  # its trap is set
+        urgent = submit(s, "--priority", "high", "--", "true")
+        j = wait_for(s, victim, {"preempted"})
+        assert j["restarts"] == 1 and "job " + str(urgent) in j["reason"]
+        wait_for(s, urgent, {"succeeded"})
+        j = wait_for(s, victim, {"succeeded"})
+        lines = cli(s, "logs", str(victim))[1].splitlines()
+        # sh reports the killed sleep as "Terminated".
+        assert [x for x in lines if x != "Terminated"] == ["run 0", "saved", "run 1"]
+    finally:
+        s.stop()
+
+
+def test_quota_reclaims_borrowed_slots(tmp_path):
+    s = start_server(tmp_path, extra=["--quota", "a=1,b=1"])
+    try:
+        own = submit(s, "--project", "a", "--", *gate(tmp_path))
+        borrowing = submit(s, "--project", "a", "--", *gate(tmp_path))
+        assert wait_for(s, own, {"running"})["borrowed"] is False
+        assert wait_for(s, borrowing, {"running"})["borrowed"] is True
+        # Project b claims its guaranteed slot: a's borrowed job gives it back.
+        claim = submit(s, "--project", "b", "--", "true")
+        j = wait_for(s, borrowing, {"preempted"})
+        assert j["restarts"] == 1 and "job " + str(claim) in j["reason"], j
+        assert wait_for(s, claim, {"succeeded", "failed"})["state"] == "succeeded"
+        assert job(s, own)["state"] == "running"
+        (tmp_path / "go").touch()
+        assert wait_for(s, borrowing, {"succeeded", "failed"})["state"] == "succeeded"
+    finally:
+        s.stop()
+    rc, _, err = cli(s, "submit", "--", "true")  # the server is gone
+    assert rc == 1 and "cannot reach the queue at " + s.url in err
+    p = subprocess.run([COHORT, "server", "--quota", "a"], capture_output=True, text=True,
+                       timeout=DEADLINE_S)
+    assert (p.returncode, p.stderr) == (2, "cohort server: --quota: 'a' is not PROJECT=SLOTS\n")
+
+
+def test_max_time_stops_the_job(server):
+    j = submit(server, "--max-time", "0.5", "--", "sleep", "30")
+    j = wait_for(server, j, {"failed", "succeeded"})
+    assert (j["reason"], j["exit_code"]) == ("exceeded --max-time 0.5s", 128 + signal.SIGTERM)
+    rc, _, err = cli(server, "submit", "--max-time", "soon", "--", "true")
+    assert (rc, err.splitlines()[0]) == (
+        2, "cohort submit: --max-time 'soon' is not a duration (seconds, or a number with s, m, "
+           "h or d)")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_restart_readopts_running_jobs(tmp_path, how):
+    s = start_server(tmp_path)
+    follows = submit(s, "--", *gate(tmp_path))
+    ends_while_down = submit(s, "--", *gate(tmp_path, "go-early"))
+    waiting = submit(s, "--slots", "2", "--", "echo", "after")
+    wait_for(s, follows, {"running"})
+    wait_for(s, ends_while_down, {"running"})
+    s.stop(how)
+    # The jobs outlive the server: one ends while no server runs.
+    (tmp_path / "go-early").touch()
+    log = tmp_path / "queue-logs" / f"{ends_while_down}.exit"
+    wait_file(log)
+    s = start_server(tmp_path)
+    try:
+        assert job(s, follows)["state"] == "running"
+        assert wait_for(s, ends_while_down, {"succeeded", "failed"})["state"] == "succeeded"
+        assert job(s, waiting)["state"] == "pending"
+        (tmp_path / "go").touch()
+        assert wait_for(s, follows, {"succeeded", "failed"})["state"] == "succeeded"
+        assert cli(s, "logs", str(follows)) == (0, "released\n", "")
+        assert wait_for(s, waiting, {"succeeded", "failed"})["state"] == "succeeded"
+    finally:
+        s.stop()
+
+
+def test_logs_follow_until_the_job_ends(server, tmp_path):
+    j = submit(server, "--", "sh", "-c", f"echo one; {' '.join(gate(tmp_path)[2:])}; echo two")
+    j_str = str(j)
+    env = dict(os.environ, COHORT_SERVER=server.url)
+    follower = subprocess.Popen([COHORT, "logs", j_str, "-f"], stdout=subprocess.PIPE, env=env,
+                                text=True)
+    assert follower.stdout.readline() == "one\n"
+    (tmp_path / "go").touch()
+    out, _ = follower.communicate(timeout=DEADLINE_S)
+    assert (follower.returncode, out) == (0, "released\ntwo\n")
+
+
+GARBAGE = [
+    ("POST", "/api/queue/jobs", b"not json", 400, "BAD_REQUEST"),
+    ("POST", "/api/queue/jobs", b'{"command": 5}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": []}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": ["true"], "slots": -1}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": ["true"], "slots": "x"}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": ["true"], "priority": "urgent"}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": ["true"], "max_time": -5}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'{"command": ["true"], "env": ["NOEQUALS"]}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/jobs", b'[1, 2]', 400, "BAD_REQUEST"),
+    ("GET", "/api/queue/jobs/abc", None, 400, "INVALID_PARAMETER_VALUE"),
+    ("GET", "/api/queue/jobs/99999999999999999999999", None, 400, "INVALID_PARAMETER_VALUE"),
+    ("GET", "/api/queue/jobs/12345", None, 404, "RESOURCE_DOES_NOT_EXIST"),
+    ("GET", "/api/queue/jobs/1/cancel", None, 404, "ENDPOINT_NOT_FOUND"),
+    ("DELETE", "/api/queue/jobs", None, 404, "ENDPOINT_NOT_FOUND"),
+    ("GET", "/api/queue/", None, 404, "ENDPOINT_NOT_FOUND"),
+    ("GET", "/api/queue/jobs/1/log?offset=-3", None, 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/bad%20name/heartbeat", b'{"slots": 1}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/local/heartbeat", b'{"slots": 1}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 0}', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 1, "running": "x"}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'{"slots": 1, "running": [-1]}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/heartbeat", b'nope', 400, "BAD_REQUEST"),
+    ("POST", "/api/queue/agents/a1/jobs/1/log", b'bytes', 400, "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/log?offset=0", b'bytes', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/x/exit", b'{"exit_code": 0}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/exit", b'{"exit_code": 300}', 400,
+     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/nothing", b'{}', 404, "ENDPOINT_NOT_FOUND"),
+    ("GET", "/api/queue/agents/a1/heartbeat", None, 404, "ENDPOINT_NOT_FOUND"),
+]
+
+
+def test_garbage_on_the_endpoints_is_refused(server):
+    assert submit(server, "--", "true") == 1
+    for method, path, raw, status, code in GARBAGE:
+        got, body = server.request(method, path, raw=raw,
+                                   headers={"Content-Type": "application/json"})
+        assert (got, body["error_code"]) == (status, code), (method, path, raw, body)
+        assert body["message"]
+    got, body = server.request("POST", "/api/queue/jobs",
+                               raw=b'{"command": ["true"], "priority": "urgent"}')
+    assert "urgent" in body["message"]
+    assert server.request("GET", "/health") == (200, b"OK")
+    assert job(server, 1)["id"] == 1
+    assert server.request("GET", "/api/queue/agents") == (200, {"agents": []})
+
+
+def start_agent(server, tmp_path, name):
+    env = dict(os.environ, COHORT_SERVER=server.url)
+    return subprocess.Popen([COHORT, "agent", "--slots", "1", "--name", name, "--heartbeat", "0.2",
+                             "--work-dir", str(tmp_path / name)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_agents(server, names):
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        status, body = server.request("GET", "/api/queue/agents")
+        if {a["name"] for a in body["agents"] if a["alive"]} == set(names):
+            return
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
+
+
+def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
+    s = start_server(tmp_path, slots=0, extra=["--agent-timeout", "1"])
+    agents = {name: start_agent(s, tmp_path, name) for name in ("a1", "a2")}
+    try:
+        wait_agents(s, ["a1", "a2"])
+        assert cli(s, "submit", "--slots", "3", "--", "true") == (
+            1, "", "cohort submit: the job asks for 3 slots but pool 'default' has 2 slots\n")
+        first = submit(s, "--", "sh", "-c", f"echo $$ > {tmp_path}/pid-$COHORT_JOB_RESTARTS; "
+                       f"echo run $COHORT_JOB_RESTARTS; {' '.join(gate(tmp_path)[2:])}",
+                       cwd=tmp_path)
+        second = submit(s, "--", *gate(tmp_path, "go2"))
+        j = wait_for(s, first, {"running"})
+        wait_for(s, second, {"running"})
+        assert j["host"] in agents
+        wait_file_holds(tmp_path / "queue-logs" / f"{first}.log", "run 0\n")  # streamed
+        pid = int((tmp_path / "pid-0").read_text())
+        # The agent dies: within its timeout the job is requeued, and its
+        # process, tied to the agent, is gone.
+        agents.pop(j["host"]).kill()
+        requeued = wait_for(s, first, {"preempted"})
+        assert requeued["reason"].startswith(
+            f"requeued: agent {j['host']} stopped heartbeating; first in line: needs 1 slots")
+        assert requeued["restarts"] == 1
+        deadline = time.monotonic() + DEADLINE_S
+        while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+            assert time.monotonic() < deadline, "the dead agent's job still runs"
+            time.sleep(0.05)
+        (tmp_path / "go2").touch()  # frees the surviving agent's slot
+        assert wait_for(s, second, {"succeeded", "failed"})["state"] == "succeeded"
+        (tmp_path / "go").touch()
+        done = wait_for(s, first, {"succeeded", "failed"})
+        assert (done["state"], done["restarts"]) == ("succeeded", 1)
+        assert done["host"] in agents and done["exit_code"] == 0
+        # Both runs' output reached the server, the second after the first.
+        assert cli(s, "logs", str(first))[1] == "run 0\nrun 1\nreleased\n"
+    finally:
+        for agent in agents.values():
+            agent.terminate()
+            agent.wait(timeout=DEADLINE_S)
+        s.stop()
