@@ -17,6 +17,7 @@
 #include "server/mlflow_api.h"
 #include "server/tracking_server.h"
 #include "track/errors.h"
+#include "track/sqlite_store.h"
 #include "track/store.h"
 
 namespace cohort::cli {
@@ -41,8 +42,8 @@ void PrintUsage(FILE* out) {
                "                       user of the store (cohort user add / token create)\n"
                "  --slots N            slots of this host in the job queue's pool 'default'\n"
                "                       (default: its core count; 0: run no jobs here)\n"
-               "  --queue-db PATH      SQLite file of the job queue (default: the store's\n"
-               "                       file, in tables of its own); job logs go to\n"
+               "  --queue-db PATH      SQLite file of the job queue (default: queue.db\n"
+               "                       beside the store's file); job logs go to\n"
                "                       queue-logs/ beside it\n"
                "  --grace S            seconds between SIGTERM and SIGKILL when a job is\n"
                "                       cancelled, preempted or over --max-time (default 60)\n"
@@ -80,11 +81,15 @@ int BadValue(const Status& status) {
   return 2;
 }
 
-// The queue's database: --queue-db, else the tracking store's SQLite file.
+// The queue's database: --queue-db, else queue.db beside the tracking
+// store's SQLite file (the store's own file is locked by its connection).
 Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& store_uri) {
   if (!queue_db.empty()) return queue_db;
   const std::string sqlite = "sqlite:";
-  if (store_uri.rfind(sqlite, 0) == 0) return store_uri.substr(sqlite.size());
+  if (store_uri.rfind(sqlite, 0) == 0) {
+    const std::filesystem::path store = track::ExpandHome(store_uri.substr(sqlite.size()));
+    return (store.parent_path() / "queue.db").string();
+  }
   return Status::InvalidArgument("it needs --queue-db PATH when --store " + store_uri +
                                  " is not a SQLite file");
 }

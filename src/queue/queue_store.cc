@@ -6,8 +6,7 @@ namespace {
 
 using nlohmann::json;
 
-// IF NOT EXISTS: the file may be the tracking store's, which has its own
-// tables and its own schema version (PRAGMA user_version, not touched here).
+// IF NOT EXISTS: the tables are created on first open and kept after.
 const char kSchema[] =
     "CREATE TABLE IF NOT EXISTS queue_jobs ("
     " id INTEGER PRIMARY KEY AUTOINCREMENT, user TEXT NOT NULL, project TEXT NOT NULL,"
@@ -42,7 +41,7 @@ std::string Dump(const std::vector<std::string>& list) {
   return json(list).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<JobRecord> ReadRow(const track::SqliteStatement& row) {
+Result<JobRecord> ReadRow(const track::SqlStatement& row) {
   JobRecord job;
   job.id = static_cast<uint64_t>(row.Int(0));
   job.user = row.Text(1);

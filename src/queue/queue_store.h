@@ -1,7 +1,7 @@
-// QueueStore: the queue's jobs in SQLite, in tables of their own (queue_*)
-// inside the tracking server's database file, opened through a connection of
-// its own (WAL journaling, so the tracking store's connection and this one
-// share the file), or in a file of their own (`cohort server --queue-db`).
+// QueueStore: the queue's jobs in a SQLite file of their own (by default
+// queue.db beside the tracking store's file; `cohort server --queue-db`).
+// Not in the tracking store's file: a store file is owned by one connection
+// (track/sqlite_db.h locks it), and the queue's connection is another.
 #ifndef COHORT_QUEUE_QUEUE_STORE_H_
 #define COHORT_QUEUE_QUEUE_STORE_H_
 

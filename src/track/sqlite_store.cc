@@ -85,13 +85,13 @@ const std::vector<const char*> kMigrations = {
     "  key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_uuid, name, digest, key))"
     "  WITHOUT ROWID;",
 };
+}  // namespace
+
 std::string ExpandHome(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;
   const char* home = std::getenv("HOME");
   return std::string(home ? home : "") + path.substr(1);
 }
-
-}  // namespace
 
 int SqliteSchemaVersion() { return static_cast<int>(kMigrations.size()); }
 

@@ -19,6 +19,9 @@ Result<std::unique_ptr<TrackingStore>> OpenSqliteStore(const std::string& path);
 // The schema version this build writes (PRAGMA user_version).
 int SqliteSchemaVersion();
 
+// `path` with a leading "~/" replaced by $HOME (store URIs may use it).
+std::string ExpandHome(const std::string& path);
+
 }  // namespace cohort::track
 
 #endif  // COHORT_TRACK_SQLITE_STORE_H_
