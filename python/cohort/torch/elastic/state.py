@@ -105,9 +105,12 @@ class OptimizerStateHandler(StateHandler):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
-class SchedulerStateHandler(StateHandler):
-    def __init__(self, scheduler):
-        super().__init__(scheduler)
+class StateDictHandler(StateHandler):
+    """Any object with state_dict()/load_state_dict(): saved as a deep copy,
+    synced from rank 0."""
+
+    def __init__(self, value):
+        super().__init__(value)
         self.save()
 
     def save(self):
@@ -120,22 +123,13 @@ class SchedulerStateHandler(StateHandler):
         self.value.load_state_dict(broadcast_object(self.value.state_dict()))
 
 
-class SamplerStateHandler(StateHandler):
+class SchedulerStateHandler(StateDictHandler):
+    """A torch learning-rate scheduler."""
+
+
+class SamplerStateHandler(StateDictHandler):
     """Every rank records the same number of batches, so the processed count
     is the same everywhere; sync re-splits the rest over the new ranks."""
-
-    def __init__(self, sampler):
-        super().__init__(sampler)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
-    def sync(self):
-        self.value.load_state_dict(broadcast_object(self.value.state_dict()))
 
 
 class DataLoaderStateHandler(StateHandler):
