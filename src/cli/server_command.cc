@@ -4,10 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "cli/commands.h"
@@ -90,9 +92,17 @@ Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& 
     const std::filesystem::path store = track::ExpandHome(store_uri.substr(sqlite.size()));
     return (store.parent_path() / "queue.db").string();
   }
-  return Status::InvalidArgument("it needs --queue-db PATH when --store " + store_uri +
-                                 " is not a SQLite file");
+  return Status::InvalidArgument("it needs --queue-db PATH when --store " +
+                                 track::RedactStoreUri(store_uri) + " is not a SQLite file");
 }
+
+// The queue's REST endpoints as the server routes them: `api` is set once
+// the queue has started (after the server, which may already be answering);
+// until then, or when there is no queue, requests get `why`.
+struct QueueEndpoint {
+  std::atomic<queue::QueueApi*> api{nullptr};
+  std::string why;  // written before the server starts, read-only after
+};
 
 }  // namespace
 
@@ -166,38 +176,41 @@ int ServerCommand(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
+  // The tracking store opens first, so a second server on the same store is
+  // refused for that (not for the queue's file); the queue starts after and
+  // its endpoints answer once it has.
+  auto endpoint = std::make_shared<QueueEndpoint>();
+  auto db_path = QueueDbPath(queue_db, store_uri);
+  if (!db_path.ok()) endpoint->why = db_path.status().message();
+  options.routes.push_back(
+      {queue::QueueApi::kPrefix,
+       [endpoint](const server::HttpRequest& request, const std::string& user) {
+         if (queue::QueueApi* api = endpoint->api.load()) return api->Handle(request, user);
+         return server::MlflowError("ENDPOINT_NOT_FOUND", "this server runs no job queue: " +
+                                                              endpoint->why);
+       }});
+  auto server = server::TrackingServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
+    return 1;
+  }
   std::unique_ptr<queue::QueueService> queue;
   std::unique_ptr<queue::QueueApi> queue_api;
-  auto db_path = QueueDbPath(queue_db, store_uri);
   if (db_path.ok()) {
     queue_options.db_path = *db_path;
     queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
     auto started = queue::QueueService::Start(queue_options);
     if (!started.ok()) {
       std::fprintf(stderr, "cohort server: %s\n", started.status().ToString().c_str());
+      (*server)->Stop();
       return 1;
     }
     queue = std::move(*started);
     queue_api = std::make_unique<queue::QueueApi>(queue.get());
-    options.routes.push_back(
-        {queue::QueueApi::kPrefix,
-         [api = queue_api.get()](const server::HttpRequest& request, const std::string& user) {
-           return api->Handle(request, user);
-         }});
+    endpoint->api.store(queue_api.get());
   } else {
     // Tracking still works; the queue's endpoints say why there is none.
-    std::string why = db_path.status().message();
-    std::fprintf(stderr, "cohort server: no job queue: %s\n", why.c_str());
-    options.routes.push_back(
-        {queue::QueueApi::kPrefix, [why](const server::HttpRequest&, const std::string&) {
-           return server::MlflowError("ENDPOINT_NOT_FOUND",
-                                      "this server runs no job queue: " + why);
-         }});
-  }
-  auto server = server::TrackingServer::Start(options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
-    return 1;
+    std::fprintf(stderr, "cohort server: no job queue: %s\n", endpoint->why.c_str());
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
               (*server)->port(), track::RedactStoreUri(store_uri).c_str());

@@ -97,18 +97,19 @@ TEST(QueueStoreTest, RecordsRoundTripAndSurviveReopening) {
   EXPECT_EQ((*store)->List()->size(), 2u);
 }
 
-TEST(QueueStoreTest, SharesTheTrackingStoresFile) {
+TEST(QueueStoreTest, OneConnectionOwnsTheFile) {
+  // Two servers must not run one queue: the second open is refused, naming
+  // the file, and the first keeps working.
   TempDir dir;
-  std::string path = dir.Sub("tracking.db");
-  auto tracking = track::OpenStore("sqlite:" + path);
-  ASSERT_TRUE(tracking.ok()) << tracking.status().ToString();
+  std::string path = dir.Sub("queue.db");
   auto queue = QueueStore::Open(path);
   ASSERT_TRUE(queue.ok()) << queue.status().ToString();
+  auto second = QueueStore::Open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find(path + " is open in another process"),
+            std::string::npos)
+      << second.status().message();
   ASSERT_TRUE((*queue)->Insert(Sample()).ok());
-  // The tracking store still opens the file (its migrations ignore our tables).
-  tracking->reset();
-  auto again = track::OpenStore("sqlite:" + path);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ((*queue)->List()->size(), 1u);
 }
 
