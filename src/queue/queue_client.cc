@@ -51,6 +51,10 @@ QueueClient::QueueClient(std::string server)
   while (!server_.empty() && server_.back() == '/') server_.pop_back();
 }
 
+QueueClient::QueueClient(std::string server, std::string source) : QueueClient(std::move(server)) {
+  source_ = std::move(source);
+}
+
 Result<QueueAnswer> QueueClient::Get(const std::string& path) {
   data::HttpRequest request;
   request.url = server_ + "/api/queue/" + path;
@@ -80,8 +84,8 @@ Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
   request.headers.push_back("X-Cohort-User: " + user_);
   auto response = http_.Perform(request);
   if (!response.ok()) {
-    return Status::PeerFailure("cannot reach the queue at " + server_ +
-                               " (COHORT_SERVER): " + response.status().message());
+    return Status::PeerFailure("cannot reach the queue at " + server_ + " (" + source_ +
+                               "): " + response.status().message());
   }
   QueueAnswer answer;
   answer.status = response->status;

@@ -30,6 +30,8 @@ class QueueClient {
  public:
   QueueClient();                             // from the environment
   explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
+  // `server` as `source` named it (a flag, "--queue"), which errors quote.
+  QueueClient(std::string server, std::string source);
   const std::string& server() const { return server_; }
 
   // `path` is below /api/queue/ ("jobs/3/cancel").
@@ -42,6 +44,7 @@ class QueueClient {
   Result<QueueAnswer> Call(data::HttpRequest request);
 
   std::string server_;
+  std::string source_ = "COHORT_SERVER";
   std::string token_;
   std::string user_;
   data::HttpClient http_;
