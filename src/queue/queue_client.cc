@@ -41,6 +41,14 @@ std::string QueueAnswer::ErrorMessage() const {
   return body.empty() ? "HTTP " + std::to_string(status) : body;
 }
 
+Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer) {
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
+  auto parsed = nlohmann::json::parse(answer->body, nullptr, false);
+  if (parsed.is_discarded()) return Status::InvalidArgument("the server's answer is not JSON");
+  return parsed;
+}
+
 QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
 
 QueueClient::QueueClient(std::string server)

@@ -26,6 +26,10 @@ struct QueueAnswer {
   std::string ErrorMessage() const;
 };
 
+// The answer's JSON when it is a 200, else the failure to report: the
+// call's, or the server's error message.
+Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer);
+
 class QueueClient {
  public:
   QueueClient();                             // from the environment

@@ -123,6 +123,14 @@ class Controller {
   // `interrupted`: the trials that were running when the last controller
   // ended; `records`: the journal, for the queue jobs they may still have.
   Result<int> Run(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
+    Result<int> result = Loop(interrupted, records);
+    // A controller that fails ends its trials too: queue jobs would outlive it.
+    if (!result.ok() && !running_.empty()) (void)StopTrials();
+    return result;
+  }
+
+ private:
+  Result<int> Loop(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
     COHORT_RETURN_IF_ERROR(Resume(interrupted, records));
     if (o_.rerun_best) {
       auto best = study_->Best();
@@ -143,7 +151,6 @@ class Controller {
     return 0;
   }
 
- private:
   Status FillSlots() {
     while (static_cast<int>(running_.size()) < o_.spec.study.budget.concurrent) {
       if (!relaunch_.empty()) {
@@ -402,16 +409,23 @@ class Controller {
     int sig = g_stop_signal;
     std::printf("cohort sweep: stopping (signal %d); run the same command to continue\n", sig);
     std::fflush(stdout);
+    COHORT_RETURN_IF_ERROR(StopTrials());
+    if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/false);
+    return 128 + sig;
+  }
+
+  // Stops (cancels) the running trials' jobs; a restart starts them again.
+  Status StopTrials() {
+    Status noted;
     if (executor_->Durable()) {  // noted first: a restart must not wait for these to report
       for (const auto& [handle, r] : running_) {
-        if (r.rerun) continue;
-        COHORT_RETURN_IF_ERROR(journal_->Append(JobRecord(r.id, handle, executor_->Where(), true)));
+        if (!r.rerun && noted.ok())
+          noted = journal_->Append(JobRecord(r.id, handle, executor_->Where(), true));
       }
     }
     executor_->StopAll(kStopWaitS);
     running_.clear();
-    if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/false);
-    return 128 + sig;
+    return noted;
   }
 
   void PrintSummary() const {

@@ -72,6 +72,22 @@ def outcome(sweep_dir):
             {r["trial"]: r["error"] for r in records if r["op"] == "fail"})
 
 
+def start_sweep(tmp_path, server, trials, env, reporting):
+    """A queued sweep of SLOW_SPEC in the background, once `reporting` of its
+    trials have reported: (spec, sweep_dir, cmd, process)."""
+    spec = slow_spec(tmp_path, trials)
+    sweep_dir = str(tmp_path / "s")
+    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--queue", server.url]
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def reported():
+        if not os.path.exists(os.path.join(sweep_dir, "journal")):
+            return False
+        return len({r["trial"] for r in journal(sweep_dir) if r["op"] == "report"}) >= reporting
+    wait_until("%d trials report" % reporting, reported)
+    return spec, sweep_dir, cmd, process
+
+
 @pytest.fixture
 def server(tmp_path):
     s = start_server(tmp_path, 2)
@@ -154,13 +170,8 @@ def test_a_normal_job_goes_before_waiting_trials_and_a_preempted_trial_resumes(t
 
 
 def test_killed_controller_follows_its_jobs_again(server, tmp_path):
-    spec = slow_spec(tmp_path, 3)
-    sweep_dir = str(tmp_path / "s")
     env = sweep_env(tmp_path, 0.5)
-    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--queue", server.url]
-    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_until("a trial reports", lambda: os.path.exists(os.path.join(sweep_dir, "journal")) and
-               any(r["op"] == "report" for r in journal(sweep_dir)))
+    spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 3, env, reporting=1)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
     before = job_records(sweep_dir)
@@ -187,14 +198,30 @@ def test_killed_controller_follows_its_jobs_again(server, tmp_path):
     assert {j["state"] for j in jobs.values()} == {"succeeded"}
 
 
+def test_jobs_that_ended_without_a_controller_are_accounted(server, tmp_path):
+    # Trials give up on a gone controller at once: their jobs fail meanwhile.
+    env = dict(sweep_env(tmp_path, 0.5), COHORT_SWEEP_RECONNECT_S="0")
+    spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 2, env, reporting=2)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    before = {r["trial"]: r["job"] for r in job_records(sweep_dir)}
+    wait_until("the jobs end", lambda: all(
+        queue_jobs(server)[j]["state"] == "failed" for j in before.values()))
+    rc, out, err = sweep(spec, sweep_dir, env, "--queue", server.url)
+    assert rc == 0, out + err
+    tells, fails = outcome(sweep_dir)
+    assert not tells and sorted(fails) == [0, 1]
+    for trial, job_id in before.items():
+        assert fails[trial] == "job %d failed: exit status 1 (log: %s/trials/%d/log)" % (
+            job_id, sweep_dir, trial)
+        with open(os.path.join(sweep_dir, "trials", str(trial), "log")) as f:
+            assert "cannot reach the sweep controller" in f.read()
+    assert len(queue_jobs(server)) == 2  # nothing submitted again
+
+
 def test_stopped_controller_cancels_its_jobs_and_continues(server, tmp_path):
-    spec = slow_spec(tmp_path, 2)
-    sweep_dir = str(tmp_path / "s")
     env = sweep_env(tmp_path, 0.5)
-    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--queue", server.url]
-    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_until("a trial reports", lambda: os.path.exists(os.path.join(sweep_dir, "journal")) and
-               any(r["op"] == "report" for r in journal(sweep_dir)))
+    spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 2, env, reporting=1)
     assert subprocess.run(cmd + ["--stop"], env=env, timeout=30).returncode == 0
     out = first.communicate(timeout=DEADLINE_S)[0].decode()
     assert first.returncode == 143, out

@@ -44,15 +44,6 @@ std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra)
   return env;
 }
 
-// The answer's JSON when it is a 200, else what went wrong.
-Result<json> Answer(const Result<queue::QueueAnswer>& answer) {
-  if (!answer.ok()) return answer.status();
-  if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
-  json parsed = json::parse(answer->body, nullptr, false);
-  if (parsed.is_discarded()) return Status::InvalidArgument("the queue's answer is not JSON");
-  return parsed;
-}
-
 class QueuedTrials : public TrialExecutor {
  public:
   explicit QueuedTrials(QueuedTrialsOptions o)
@@ -77,7 +68,7 @@ class QueuedTrials : public TrialExecutor {
     if (o_.trial_timeout > 0) body["max_time"] = o_.trial_timeout;
     char cwd[4096];
     if (::getcwd(cwd, sizeof(cwd)) != nullptr) body["cwd"] = cwd;
-    Result<json> answer = Answer(client_.Post("jobs", body));
+    Result<json> answer = queue::AnswerJson(client_.Post("jobs", body));
     if (!answer.ok()) {
       return Status::InvalidArgument("the queue at " + o_.server +
                                      " refused the job: " + answer.status().message());
