@@ -83,6 +83,25 @@ std::map<int64_t, std::string> JournalDecisions(const std::vector<std::string>& 
   return decisions;
 }
 
+// Refuses to go on elsewhere than in the queue that may still run an
+// interrupted trial's job (not cancelled by a stopping controller): the trial
+// would run twice. `executor` null: this host.
+Status CheckJobs(const std::map<int64_t, JobNote>& jobs, const std::set<int64_t>& interrupted,
+                 const TrialExecutor* executor) {
+  for (int64_t id : interrupted) {
+    auto it = jobs.find(id);
+    if (it == jobs.end() || it->second.stopping) continue;
+    const JobNote& job = it->second;
+    if (executor && executor->Durable() && executor->Where() == job.where) continue;
+    return Status::InvalidArgument("trial " + std::to_string(id) + " runs as job " +
+                                   std::to_string(job.job) + " of the queue at " + job.where +
+                                   ": continue with --queue " + job.where +
+                                   " (or cancel the job first: COHORT_SERVER=" + job.where +
+                                   " cohort cancel " + std::to_string(job.job) + ")");
+  }
+  return Status::OK();
+}
+
 struct RunningTrial {
   int64_t id = 0;
   int64_t handle = 0;  // the executor's: a pid, a job id
@@ -187,15 +206,8 @@ class Controller {
       }
       const JobNote& job = it->second;
       if (!executor_->Durable() || job.where != executor_->Where()) {
-        if (job.stopping) {  // cancelled when the last controller stopped
-          relaunch_.push_back(id);
-          continue;
-        }
-        return Status::InvalidArgument("trial " + std::to_string(id) + " runs as job " +
-                                       std::to_string(job.job) + " of the queue at " + job.where +
-                                       ": continue with --queue " + job.where +
-                                       " (or cancel the job first: COHORT_SERVER=" + job.where +
-                                       " cohort cancel " + std::to_string(job.job) + ")");
+        relaunch_.push_back(id);  // cancelled when the last controller stopped (CheckJobs)
+        continue;
       }
       COHORT_RETURN_IF_ERROR(executor_->Adopt(job.job, TrialDir(id) + "/log"));
       RunningTrial r;
@@ -209,6 +221,7 @@ class Controller {
       for (const auto& [step, decision] : JournalDecisions(records, id))
         r.answers[step] = decision + " " + std::to_string(rec.trial.resource);
       running_[r.handle] = r;
+      if (observer_ && !job.stopping) observer_->Started(rec);  // a new run, resumed_from the last
       std::printf("cohort sweep: trial %lld: following job %lld again%s\n",
                   static_cast<long long>(id), static_cast<long long>(job.job),
                   job.stopping ? " until it ends, then starting the trial again" : "");
@@ -298,6 +311,11 @@ class Controller {
         r->waiters[m.step].push_back(m.fd);
       return Status::OK();
     }
+    if (r->stopping) {  // its run is being cancelled and starts again: nothing to decide
+      server_.Reply(m.fd, "error trial " + std::to_string(m.trial) +
+                              " was stopped with the sweep; it starts again from its checkpoint");
+      return Status::OK();
+    }
     if (r->adopted && m.step <= r->known_step && r->answers.count(m.step)) {
       // Decided before the restart (the journal has it): the trial resends
       // a report whose answer it lost with the previous controller.
@@ -362,10 +380,10 @@ class Controller {
       deferred_.erase(deferred);
       return Launch(t, false);
     }
-    if (r.stopping) {  // the job a stopped controller cancelled is gone: start the trial again
+    if (r.stopping && !end.ok) {  // cancelled when a controller stopped: start the trial again
       relaunch_.push_back(r.id);
       return Status::OK();
-    }
+    }  // (a job that succeeded before the cancel reached it is accounted as it ended)
     const int code = end.code;
     const std::string log =
         (r.rerun ? o_.dir + "/rerun-" + std::to_string(r.id) : TrialDir(r.id)) + "/log";
@@ -474,6 +492,13 @@ Result<int> RunSweep(const ControllerOptions& options) {
   const uint64_t fingerprint = Fingerprint(options.spec_text);
   auto replay = Replay(*records, fingerprint, **study);
   if (!replay.ok()) return replay.status().WithContext(options.dir + "/journal");
+  std::unique_ptr<TrialExecutor> executor;  // null: the controller's LocalTrialExecutor
+  if (options.executor) {
+    auto made = options.executor();
+    if (!made.ok()) return made.status();
+    executor = std::move(*made);
+  }
+  COHORT_RETURN_IF_ERROR(CheckJobs(JobNotes(*records), replay->running, executor.get()));
   if (!replay->started) COHORT_RETURN_IF_ERROR((*journal)->Append(StartRecord(fingerprint)));
   if (replay->started) {
     std::printf("cohort sweep: continuing '%s' from %s (%zu records, %zu trials, %zu to restart)\n",
@@ -497,12 +522,6 @@ Result<int> RunSweep(const ControllerOptions& options) {
   struct sigaction old_int, old_term;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  std::unique_ptr<TrialExecutor> executor;
-  if (options.executor) {
-    auto made = options.executor();
-    if (!made.ok()) return made.status();
-    executor = std::move(*made);
-  }
   std::vector<TrialRecord> trials = (*study)->Trials();
   Controller controller(options, std::move(*study), std::move(*journal), std::move(*server),
                         std::move(executor));

@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
 from tracking_server_fixture import TrackingServer  # noqa: E402
 from test_sweep import COHORT, FAIL_SPEC, journal, runs, sweep_env, write_spec  # noqa: E402
+from test_sweep_tracking import by_role, sweep_runs  # noqa: E402
 
 DEADLINE_S = 90
 
@@ -72,12 +73,12 @@ def outcome(sweep_dir):
             {r["trial"]: r["error"] for r in records if r["op"] == "fail"})
 
 
-def start_sweep(tmp_path, server, trials, env, reporting):
+def start_sweep(tmp_path, server, trials, env, reporting, extra=()):
     """A queued sweep of SLOW_SPEC in the background, once `reporting` of its
     trials have reported: (spec, sweep_dir, cmd, process)."""
     spec = slow_spec(tmp_path, trials)
     sweep_dir = str(tmp_path / "s")
-    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--queue", server.url]
+    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--queue", server.url, *extra]
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def reported():
@@ -101,7 +102,7 @@ def test_trials_run_as_low_priority_jobs_with_the_same_results(server, tmp_path)
     local_dir, queued_dir = str(tmp_path / "local"), str(tmp_path / "queued")
     rc, out, err = sweep(spec, local_dir, env)
     assert rc == 0, out + err
-    rc, out, err = sweep(spec, queued_dir, env, "--queue", server.url)
+    rc, out, err = sweep(spec, queued_dir, env, "--queue", server.url, "--trial-timeout", "60")
     assert rc == 0, out + err
     local_tells, local_fails = outcome(local_dir)
     tells, fails = outcome(queued_dir)
@@ -114,6 +115,7 @@ def test_trials_run_as_low_priority_jobs_with_the_same_results(server, tmp_path)
     for trial, job_id in recorded.items():
         j = jobs[job_id]
         assert (j["priority"], j["project"], j["slots"]) == ("low", "fail-test", 1)
+        assert j["max_time"] == 60
         assert j["command"][1:5] == ["run", "-np", "1", "--"]
         assert j["state"] == ("failed" if trial in (1, 4) else "succeeded")
         assert f"cohort sweep: trial {trial} started" in out and f"as job {job_id}" in out
@@ -170,7 +172,8 @@ def test_a_normal_job_goes_before_waiting_trials_and_a_preempted_trial_resumes(t
 
 
 def test_killed_controller_follows_its_jobs_again(server, tmp_path):
-    env = sweep_env(tmp_path, 0.5)
+    # Recorded in the same server's tracking store: followed trials go on in new runs.
+    env = dict(sweep_env(tmp_path, 0.5), COHORT_TRACKING_URI=server.url)
     spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 3, env, reporting=1)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
@@ -196,6 +199,13 @@ def test_killed_controller_follows_its_jobs_again(server, tmp_path):
     tells, fails = outcome(sweep_dir)
     assert sorted(tells) == [0, 1, 2] and not fails, (tells, fails, out)
     assert {j["state"] for j in jobs.values()} == {"succeeded"}
+    trials = by_role(sweep_runs(server, "slow-test"), "trial")
+    finished = {int(r["tags"]["cohort.sweep.trial"]) for r in trials if r["status"] == "FINISHED"}
+    assert finished == {0, 1, 2}
+    for r in before:
+        [resumed] = [t for t in trials if t["tags"]["cohort.sweep.trial"] == str(r["trial"]) and
+                     "cohort.sweep.resumed_from" in t["tags"]]
+        assert resumed["status"] == "FINISHED"
 
 
 def test_jobs_that_ended_without_a_controller_are_accounted(server, tmp_path):
@@ -221,7 +231,8 @@ def test_jobs_that_ended_without_a_controller_are_accounted(server, tmp_path):
 
 def test_stopped_controller_cancels_its_jobs_and_continues(server, tmp_path):
     env = sweep_env(tmp_path, 0.5)
-    spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 2, env, reporting=1)
+    spec, sweep_dir, cmd, first = start_sweep(tmp_path, server, 2, env, reporting=1,
+                                              extra=["--priority", "normal", "--project", "vis"])
     assert subprocess.run(cmd + ["--stop"], env=env, timeout=30).returncode == 0
     out = first.communicate(timeout=DEADLINE_S)[0].decode()
     assert first.returncode == 143, out
@@ -234,6 +245,9 @@ def test_stopped_controller_cancels_its_jobs_and_continues(server, tmp_path):
     assert rc == 0, out + err
     tells, fails = outcome(sweep_dir)
     assert sorted(tells) == [0, 1] and not fails
+    before = {r["job"] for r in job_records(sweep_dir) if r.get("stopping")}
+    assert {(j["priority"], j["project"]) for i, j in queue_jobs(server).items()
+            if i in before} == {("normal", "vis")}
     # The cancelled trials ran again as new jobs.
     for r in stopped:
         assert len([x for x in job_records(sweep_dir)
@@ -253,6 +267,7 @@ def test_bad_queue_input_is_refused_with_a_clear_message(server, tmp_path):
     rc, out, err = sweep(spec, d, env, "--queue", "http://127.0.0.1:1")
     assert rc == 1 and err.startswith(
         "cohort sweep: cannot reach the queue at http://127.0.0.1:1 (--queue): "), err
+    assert journal(d) == []  # refused before the sweep started
     # A gang larger than the pool: refused by the queue, named by the sweep.
     big = write_spec(tmp_path, open(spec).read().replace("workers: 1", "workers: 3"))
     rc, out, err = sweep(big, str(tmp_path / "big"), env, "--queue", server.url)
