@@ -138,7 +138,7 @@ def test_a_normal_job_goes_before_waiting_trials_and_a_preempted_trial_resumes(t
     try:
         spec = slow_spec(tmp_path, 2)
         sweep_dir = str(tmp_path / "s")
-        env = sweep_env(tmp_path, 1.0)
+        env = sweep_env(tmp_path, 1.5)  # trial 0 still runs when the normal job comes
         first = subprocess.Popen([COHORT, "sweep", spec, "--dir", sweep_dir, "--queue",
                                   server.url], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT)
