@@ -303,17 +303,17 @@ class Controller {
                     "error trial " + std::to_string(m.trial) + " is not running in this sweep");
       return Status::OK();
     }
+    if (r->stopping) {  // its run is being cancelled and starts again: nothing to decide
+      server_.Reply(m.fd, "error trial " + std::to_string(m.trial) +
+                              " was stopped with the sweep; it starts again from its checkpoint");
+      return Status::OK();
+    }
     if (m.rank != 0) {  // waits for rank 0's decision at this step
       auto it = r->answers.find(m.step);
       if (it != r->answers.end())
         server_.Reply(m.fd, it->second);
       else
         r->waiters[m.step].push_back(m.fd);
-      return Status::OK();
-    }
-    if (r->stopping) {  // its run is being cancelled and starts again: nothing to decide
-      server_.Reply(m.fd, "error trial " + std::to_string(m.trial) +
-                              " was stopped with the sweep; it starts again from its checkpoint");
       return Status::OK();
     }
     if (r->adopted && m.step <= r->known_step && r->answers.count(m.step)) {
@@ -462,12 +462,12 @@ class Controller {
     std::fflush(stdout);
   }
 
-  const ControllerOptions& o_;
-  std::unique_ptr<Study> study_;
-  std::unique_ptr<Journal> journal_;
   // How long a stopping controller waits for its trials' jobs to end.
   static constexpr double kStopWaitS = 30;
 
+  const ControllerOptions& o_;
+  std::unique_ptr<Study> study_;
+  std::unique_ptr<Journal> journal_;
   ReportServer server_;
   std::unique_ptr<TrialExecutor> executor_;
   std::map<int64_t, RunningTrial> running_;  // by handle
