@@ -3,8 +3,9 @@ loopback (its own host's slots): the same results as on this host, jobs at low
 priority in the sweep's project, a normal job going first (and preempting a
 trial, which comes back and finishes), a controller killed with kill -9 and
 started again following its jobs instead of submitting them twice, a stopped
-controller cancelling its jobs, failing trials with the job's reason, and bad
-input (an unreachable queue, a bad priority, a gang larger than the pool)."""
+controller cancelling its jobs, failing trials with the job's reason, trials
+on a `cohort agent` of this host, and bad input (an unreachable queue, a bad
+priority, a gang larger than the pool)."""
 import json
 import os
 import signal
@@ -252,6 +253,29 @@ def test_stopped_controller_cancels_its_jobs_and_continues(server, tmp_path):
     for r in stopped:
         assert len([x for x in job_records(sweep_dir)
                     if x["trial"] == r["trial"] and not x.get("stopping")]) == 2
+
+
+def test_trials_on_an_agent_of_this_host_report_to_the_controller(tmp_path):
+    server = TrackingServer(tmp_path, ["--slots", "0", "--grace", "1"])
+    agent = subprocess.Popen([COHORT, "agent", "--slots", "2", "--name", "here", "--heartbeat",
+                              "0.2", "--work-dir", str(tmp_path / "agent")],
+                             env=dict(os.environ, COHORT_SERVER=server.url),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spec = write_spec(tmp_path, (SLOW_SPEC % (os.path.join(HERE, "sweep_trial.py"), 2))
+                          .replace("workers: 1", "workers: 2"))
+        sweep_dir = str(tmp_path / "s")
+        rc, out, err = sweep(spec, sweep_dir, sweep_env(tmp_path, 0), "--queue", server.url)
+        assert rc == 0, out + err
+        tells, fails = outcome(sweep_dir)
+        assert sorted(tells) == [0, 1] and not fails
+        jobs = queue_jobs(server)
+        assert {(j["host"], j["slots"], j["state"]) for j in jobs.values()} == {
+            ("here", 2, "succeeded")}
+    finally:
+        agent.kill()
+        agent.wait(timeout=10)
+        server.stop()
 
 
 def test_bad_queue_input_is_refused_with_a_clear_message(server, tmp_path):
