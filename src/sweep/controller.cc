@@ -363,6 +363,21 @@ class Controller {
   Status Reap() {
     Result<std::vector<TrialEnd>> ended = executor_->Reap();
     if (!ended.ok()) return ended.status();
+    for (int64_t handle : executor_->Restarted()) {
+      auto it = running_.find(handle);
+      if (it == running_.end()) continue;
+      // A new run of the trial: it reports its steps again, to the study, and
+      // its ranks must not hear the old run's answers.
+      RunningTrial& r = it->second;
+      r.answers.clear();
+      r.waiters.clear();
+      r.adopted = false;
+      std::printf(
+          "cohort sweep: trial %lld: job %lld was preempted; it resumes from its "
+          "checkpoint when the queue starts it again\n",
+          static_cast<long long>(r.id), static_cast<long long>(handle));
+      std::fflush(stdout);
+    }
     for (const TrialEnd& end : *ended) {
       auto it = running_.find(end.handle);
       if (it == running_.end()) continue;

@@ -40,6 +40,9 @@ class TrialExecutor {
   virtual Result<int64_t> Start(const TrialLaunch& launch) = 0;
   // The jobs that ended since the last call; does not block.
   virtual Result<std::vector<TrialEnd>> Reap() = 0;
+  // The jobs that ended a run without ending (the queue preempted them: they
+  // start again by themselves, from their checkpoint) since the last call.
+  virtual std::vector<int64_t> Restarted() { return {}; }
   // Asks every job still running to stop and waits for them to end, at most
   // `wait_s` seconds (a job left running is stopped harder or left to end).
   virtual void StopAll(double wait_s) = 0;

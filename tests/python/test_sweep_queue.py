@@ -164,6 +164,8 @@ def test_a_normal_job_goes_before_waiting_trials_and_a_preempted_trial_resumes(t
         assert listed[normal_id]["started"] <= listed[jobs[1]]["started"]
         # The running trial gave way (preempted, requeued) and finished on its return.
         assert listed[jobs[0]]["restarts"] == 1 and listed[jobs[0]]["state"] == "succeeded"
+        assert ("cohort sweep: trial 0: job %d was preempted; it resumes from its checkpoint "
+                "when the queue starts it again" % jobs[0]) in out
         tells, fails = outcome(sweep_dir)
         assert sorted(tells) == [0, 1] and not fails
         starts = [r for r in runs(env["SWEEP_TEST_RUNS"]) if r["trial"] == 0]

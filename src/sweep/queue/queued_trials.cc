@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "queue/queue_client.h"
 
@@ -76,14 +77,16 @@ class QueuedTrials : public TrialExecutor {
     if (!(*answer)["id"].is_number_unsigned())
       return Status::InvalidArgument("the queue's answer holds no job id");
     int64_t id = (*answer)["id"].get<int64_t>();
-    jobs_[id] = t.log;
+    jobs_[id] = {t.log, 0};
     return id;
   }
 
   Status Adopt(int64_t handle, const std::string& log) override {
-    jobs_[handle] = log;
+    jobs_[handle] = {log, -1};  // its restarts so far: the first look says
     return Status::OK();
   }
+
+  std::vector<int64_t> Restarted() override { return std::exchange(restarted_, {}); }
 
   Result<std::vector<TrialEnd>> Reap() override {
     std::vector<TrialEnd> ended;
@@ -104,7 +107,7 @@ class QueuedTrials : public TrialExecutor {
   // Cancels every job, then waits for them to end (the queue sends SIGTERM,
   // SIGKILL after its grace period).
   void StopAll(double wait_s) override {
-    for (const auto& [id, log] : jobs_) {
+    for (const auto& [id, followed] : jobs_) {
       auto answer = client_.Post("jobs/" + std::to_string(id) + "/cancel", json::object());
       if (!answer.ok()) Complain(answer.status());
     }
@@ -115,7 +118,7 @@ class QueuedTrials : public TrialExecutor {
       (void)Reap();
       if (!jobs_.empty()) std::this_thread::sleep_for(kPollEvery);
     }
-    for (const auto& [id, log] : jobs_) {
+    for (const auto& [id, followed] : jobs_) {
       std::printf("cohort sweep: job %lld has not ended yet; it was cancelled\n",
                   static_cast<long long>(id));
     }
@@ -128,7 +131,12 @@ class QueuedTrials : public TrialExecutor {
   // The job's end, or std::nullopt while it is waiting or running (preempted
   // included: it comes back by itself, and the trial resumes from its
   // checkpoint_dir).
-  std::optional<TrialEnd> Look(int64_t id, const std::string& log) {
+  struct Followed {
+    std::string log;   // the trial's
+    int restarts = 0;  // the job's, when last seen; -1: not seen yet
+  };
+
+  std::optional<TrialEnd> Look(int64_t id, Followed& followed) {
     auto answer = client_.Get("jobs/" + std::to_string(id));
     if (!answer.ok()) {  // the server may be restarting: its jobs go on
       Complain(answer.status());
@@ -149,6 +157,9 @@ class QueuedTrials : public TrialExecutor {
       return std::nullopt;
     }
     const std::string state = job["state"].get<std::string>();
+    const int restarts = job["restarts"].is_number_integer() ? job["restarts"].get<int>() : 0;
+    if (followed.restarts >= 0 && restarts > followed.restarts) restarted_.push_back(id);
+    followed.restarts = restarts;
     if (state != "succeeded" && state != "failed" && state != "cancelled") return std::nullopt;
     if (job["exit_code"].is_number_integer()) end.code = job["exit_code"].get<int>();
     end.ok = state == "succeeded";
@@ -157,7 +168,7 @@ class QueuedTrials : public TrialExecutor {
       end.failure =
           "job " + std::to_string(id) + " " + state + (reason.empty() ? "" : ": " + reason);
     }
-    CopyLog(id, log);
+    CopyLog(id, followed.log);
     return end;
   }
 
@@ -186,7 +197,8 @@ class QueuedTrials : public TrialExecutor {
   QueuedTrialsOptions o_;
   queue::QueueClient client_;
   std::string self_;
-  std::map<int64_t, std::string> jobs_;  // followed jobs -> the trial's log
+  std::map<int64_t, Followed> jobs_;
+  std::vector<int64_t> restarted_;  // for Restarted()
   Clock::time_point next_poll_{};
   bool complained_ = false;
 };
