@@ -25,6 +25,7 @@ the state it resumes from.
 import json
 import os
 import socket
+import time
 
 from . import _sweep
 
@@ -151,28 +152,68 @@ def start_step():
 
 _connection = None
 
+# How long report() keeps trying to reach the controller: a trial running as a
+# queue job outlives a killed controller and goes on with the restarted one.
+_RECONNECT_S = 60.0
+
+
+def _exchange(line):
+    """Sends one report line and returns the controller's answer; OSError when
+    the controller cannot be reached or went away."""
+    global _connection
+    if _connection is None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(_env("COHORT_SWEEP_SOCKET"))
+        except OSError:
+            s.close()
+            raise
+        _connection = s.makefile("rw", encoding="utf-8", newline="\n")
+    _connection.write(line)
+    _connection.flush()
+    reply = _connection.readline().strip()
+    if not reply:
+        raise ConnectionError("the sweep controller closed the connection")
+    return reply
+
+
+def _disconnect():
+    global _connection
+    if _connection is not None:
+        try:
+            _connection.close()
+        except OSError:
+            pass
+        _connection = None
+
 
 def report(value, step):
     """Sends a result after `step` units of resource to the sweep controller
     and returns its decision: "continue", "pause" (save to checkpoint_dir() and
     exit 0) or "stop" (exit 0). `value` is the metric's value, or a dict of
     metrics of which the spec's metric is used. Every rank calls it; rank 0's
-    value counts and every rank gets the same decision."""
-    global _connection, _resource
+    value counts and every rank gets the same decision. A controller that is
+    gone (killed, and started again) is tried again for up to
+    $COHORT_SWEEP_RECONNECT_S seconds (default 60)."""
+    global _resource
     if isinstance(value, dict):
         payload = {k: float(v) for k, v in value.items()}
     else:
         payload = float(value)
-    if _connection is None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(_env("COHORT_SWEEP_SOCKET"))
-        _connection = s.makefile("rw", encoding="utf-8", newline="\n")
     rank = int(os.environ.get("COHORT_RANK", "0"))
-    _connection.write("report %d %d %d %s\n" % (trial_id(), rank, int(step), json.dumps(payload)))
-    _connection.flush()
-    reply = _connection.readline().strip()
-    if not reply:
-        raise RuntimeError("the sweep controller closed the connection")
+    line = "report %d %d %d %s\n" % (trial_id(), rank, int(step), json.dumps(payload))
+    patience = float(os.environ.get("COHORT_SWEEP_RECONNECT_S", _RECONNECT_S))
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            reply = _exchange(line)
+            break
+        except OSError as e:
+            _disconnect()
+            if time.monotonic() >= deadline:
+                raise RuntimeError("cannot reach the sweep controller at %s for %g s: %s"
+                                   % (_env("COHORT_SWEEP_SOCKET"), patience, e)) from e
+            time.sleep(0.2)  # the restarted controller listens again soon
     if reply.startswith("error "):
         raise ValueError(reply[len("error "):])
     decision, _, target = reply.partition(" ")

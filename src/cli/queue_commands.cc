@@ -36,15 +36,6 @@ int Fail(const char* command, const std::string& message) {
   return kExitFailure;
 }
 
-// The answer's JSON when it is a 200, else the failure to report.
-Result<json> Answer(const Result<queue::QueueAnswer>& answer) {
-  if (!answer.ok()) return answer.status();
-  if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
-  json parsed = json::parse(answer->body, nullptr, false);
-  if (parsed.is_discarded()) return Status::InvalidArgument("the server's answer is not JSON");
-  return parsed;
-}
-
 // "90", "90s", "30m", "2h", "1d" -> seconds.
 Result<double> ParseDuration(const std::string& flag, const std::string& text) {
   static const std::pair<char, double> kUnits[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
@@ -174,7 +165,7 @@ int SubmitCommand(int argc, char** argv) {
   char cwd[4096];
   if (::getcwd(cwd, sizeof(cwd)) != nullptr) body["cwd"] = cwd;
   queue::QueueClient client;
-  auto answer = Answer(client.Post("jobs", body));
+  auto answer = queue::AnswerJson(client.Post("jobs", body));
   if (!answer.ok()) return Fail("submit", answer.status().message());
   std::printf("%s\n", Text((*answer)["id"]).c_str());
   return 0;
@@ -192,7 +183,7 @@ int QueueCommand(int argc, char** argv) {
     as_json = true;
   }
   queue::QueueClient client;
-  auto answer = Answer(client.Get("jobs"));
+  auto answer = queue::AnswerJson(client.Get("jobs"));
   if (!answer.ok()) return Fail("queue", answer.status().message());
   const json& jobs = (*answer)["jobs"];
   if (as_json) {
@@ -223,7 +214,8 @@ int CancelCommand(int argc, char** argv) {
     return Usage("cancel", std::string("'") + argv[0] + "' is not a job id", kCancelUsage);
   }
   queue::QueueClient client;
-  auto answer = Answer(client.Post(std::string("jobs/") + argv[0] + "/cancel", json::object()));
+  auto answer =
+      queue::AnswerJson(client.Post(std::string("jobs/") + argv[0] + "/cancel", json::object()));
   if (!answer.ok()) return Fail("cancel", answer.status().message());
   std::printf("cancelled job %s\n", argv[0]);
   return 0;

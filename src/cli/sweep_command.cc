@@ -10,7 +10,9 @@
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "common/env_config.h"
+#include "sched/job.h"
 #include "sweep/controller.h"
+#include "sweep/queue/queued_trials.h"
 #include "sweep/tracking/tracked_sweep.h"
 
 namespace cohort::cli {
@@ -24,9 +26,10 @@ void PrintUsage(FILE* out) {
       out,
       "usage: cohort sweep SPEC.yaml [options]\n"
       "\n"
-      "Runs the hyperparameter sweep SPEC.yaml describes (docs/sweeps.md) on this host:\n"
-      "each trial is a `cohort run -np WORKERS` job. Started again after a stop or a\n"
-      "crash, it continues from its journal without re-running finished trials.\n"
+      "Runs the hyperparameter sweep SPEC.yaml describes (docs/sweeps.md): each trial\n"
+      "is a `cohort run -np WORKERS` job, on this host or, with --queue, a job of a\n"
+      "`cohort server` queue. Started again after a stop or a crash, it continues\n"
+      "from its journal without re-running finished trials.\n"
       "\n"
       "options:\n"
       "  --dir DIR             the sweep's state (default: sweeps/NAME)\n"
@@ -34,6 +37,11 @@ void PrintUsage(FILE* out) {
       "  --rerun-best          run the best finished trial's values once more\n"
       "  --stop                stop the sweep's running controller (it can continue later)\n"
       "  --trial-timeout S     seconds one trial's job may run (default: no limit)\n"
+      "  --queue URL           submit each trial to the job queue of the `cohort server`\n"
+      "                        at URL (COHORT_SERVER alone does not); default: this host\n"
+      "  --priority C          the trials' priority in the queue: high, normal or\n"
+      "                        low (default low)\n"
+      "  --project X           the trials' project in the queue (default: the sweep's name)\n"
       "  --tracking URI        record the sweep and each trial as runs in this tracking\n"
       "                        store (http://HOST:PORT or sqlite:PATH; default:\n"
       "                        $COHORT_TRACKING_URI, else not recorded)\n"
@@ -67,7 +75,9 @@ int SweepCommand(int argc, char** argv) {
   sweep::ControllerOptions options;
   std::string spec_path;
   std::string tracking;
+  sweep::QueuedTrialsOptions queue;
   bool stop = false;
+  bool priority_given = false;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string* out) {
@@ -95,6 +105,17 @@ int SweepCommand(int argc, char** argv) {
       if (!value(&tracking)) return UsageError("--tracking needs a value");
       if (tracking.empty())
         return UsageError("--tracking needs a URI (http://HOST:PORT or sqlite:PATH)");
+    } else if (arg == "--queue") {
+      if (!value(&queue.server) || queue.server.empty())
+        return UsageError("--queue needs the URL of a `cohort server` (http://HOST:PORT)");
+    } else if (arg == "--priority") {
+      if (!value(&queue.priority)) return UsageError("--priority needs a value");
+      Result<sched::PriorityClass> priority = sched::ParsePriority(queue.priority);
+      if (!priority.ok()) return UsageError("--priority: " + priority.status().message());
+      priority_given = true;
+    } else if (arg == "--project") {
+      if (!value(&queue.project) || queue.project.empty())
+        return UsageError("--project needs a name");
     } else if (arg == "--rerun-best") {
       options.rerun_best = true;
     } else if (arg == "--stop") {
@@ -108,6 +129,8 @@ int SweepCommand(int argc, char** argv) {
     }
   }
   if (spec_path.empty()) return UsageError("missing SPEC.yaml");
+  if (queue.server.empty() && (priority_given || !queue.project.empty()))
+    return UsageError("--priority and --project are for trials in a queue: add --queue URL");
   std::ifstream in(spec_path);
   if (!in) {
     std::fprintf(stderr, "cohort sweep: cannot read spec '%s'\n", spec_path.c_str());
@@ -146,6 +169,13 @@ int SweepCommand(int argc, char** argv) {
     }
   }
   if (!tracking.empty()) options.observer = sweep::TrackingObserver(options.spec, tracking);
+  if (!queue.server.empty()) {
+    if (queue.project.empty()) queue.project = options.spec.name;
+    queue.workers = options.spec.workers;
+    queue.command = options.spec.command;
+    queue.trial_timeout = options.trial_timeout;
+    options.executor = [queue] { return sweep::QueuedTrialExecutor(queue); };
+  }
   Result<int> status = sweep::RunSweep(options);
   if (!status.ok()) {
     std::fprintf(stderr, "cohort sweep: %s\n", status.status().message().c_str());

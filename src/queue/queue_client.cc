@@ -41,6 +41,14 @@ std::string QueueAnswer::ErrorMessage() const {
   return body.empty() ? "HTTP " + std::to_string(status) : body;
 }
 
+Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer) {
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
+  auto parsed = nlohmann::json::parse(answer->body, nullptr, false);
+  if (parsed.is_discarded()) return Status::InvalidArgument("the server's answer is not JSON");
+  return parsed;
+}
+
 QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
 
 QueueClient::QueueClient(std::string server)
@@ -49,6 +57,10 @@ QueueClient::QueueClient(std::string server)
       user_(CurrentUser()),
       http_(ClientPolicy(), /*max_in_flight=*/1) {
   while (!server_.empty() && server_.back() == '/') server_.pop_back();
+}
+
+QueueClient::QueueClient(std::string server, std::string source) : QueueClient(std::move(server)) {
+  source_ = std::move(source);
 }
 
 Result<QueueAnswer> QueueClient::Get(const std::string& path) {
@@ -80,8 +92,8 @@ Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
   request.headers.push_back("X-Cohort-User: " + user_);
   auto response = http_.Perform(request);
   if (!response.ok()) {
-    return Status::PeerFailure("cannot reach the queue at " + server_ +
-                               " (COHORT_SERVER): " + response.status().message());
+    return Status::PeerFailure("cannot reach the queue at " + server_ + " (" + source_ +
+                               "): " + response.status().message());
   }
   QueueAnswer answer;
   answer.status = response->status;

@@ -26,10 +26,16 @@ struct QueueAnswer {
   std::string ErrorMessage() const;
 };
 
+// The answer's JSON when it is a 200, else the failure to report: the
+// call's, or the server's error message.
+Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer);
+
 class QueueClient {
  public:
   QueueClient();                             // from the environment
   explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
+  // `server` as `source` named it (a flag, "--queue"), which errors quote.
+  QueueClient(std::string server, std::string source);
   const std::string& server() const { return server_; }
 
   // `path` is below /api/queue/ ("jobs/3/cancel").
@@ -42,6 +48,7 @@ class QueueClient {
   Result<QueueAnswer> Call(data::HttpRequest request);
 
   std::string server_;
+  std::string source_ = "COHORT_SERVER";
   std::string token_;
   std::string user_;
   data::HttpClient http_;

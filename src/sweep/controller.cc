@@ -1,23 +1,18 @@
 // The sweep controller's loop (controller.h).
 #include "sweep/controller.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "launch/local_launcher.h"
 #include "sweep/journal.h"
 #include "sweep/replay.h"
 #include "sweep/report_server.h"
+#include "sweep/trial_executor.h"
 #include "sweep/trial_observer.h"
 
 namespace cohort::sweep {
@@ -43,11 +38,81 @@ std::string ParamsJson(const Params& params) {
   return j.dump();
 }
 
+// A trial's queue job as the journal has it: {"op":"job","trial":N,"job":J,
+// "queue":URL} when submitted, the same with "stopping":true when the
+// controller cancelled it to stop (the trial then starts again on restart).
+// Replay skips these records; the controller reads them to follow a job that
+// outlived it instead of submitting the trial twice.
+struct JobNote {
+  int64_t job = 0;
+  std::string where;
+  bool stopping = false;
+};
+
+std::string JobRecord(int64_t trial, int64_t job, const std::string& where, bool stopping) {
+  json j = {{"op", "job"}, {"trial", trial}, {"job", job}, {"queue", where}};
+  if (stopping) j["stopping"] = true;
+  return j.dump();
+}
+
+// The last job record of each trial.
+std::map<int64_t, JobNote> JobNotes(const std::vector<std::string>& records) {
+  std::map<int64_t, JobNote> notes;
+  for (const std::string& line : records) {
+    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!r.is_object() || r.value("op", "") != "job") continue;
+    JobNote note;
+    note.job = r.value("job", int64_t{0});
+    note.where = r.value("queue", "");
+    note.stopping = r.value("stopping", false);
+    notes[r.value("trial", int64_t{-1})] = note;
+  }
+  return notes;
+}
+
+// The decisions the journal holds for a trial, by step ("pause", ...).
+std::map<int64_t, std::string> JournalDecisions(const std::vector<std::string>& records,
+                                                int64_t trial) {
+  std::map<int64_t, std::string> decisions;
+  for (const std::string& line : records) {
+    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!r.is_object() || r.value("op", "") != "report" || r.value("trial", int64_t{-1}) != trial)
+      continue;
+    decisions[r.value("step", int64_t{0})] = r.value("decision", "");
+  }
+  return decisions;
+}
+
+// Refuses to go on elsewhere than in the queue that may still run an
+// interrupted trial's job (not cancelled by a stopping controller): the trial
+// would run twice. `executor` null: this host.
+Status CheckJobs(const std::map<int64_t, JobNote>& jobs, const std::set<int64_t>& interrupted,
+                 const TrialExecutor* executor) {
+  for (int64_t id : interrupted) {
+    auto it = jobs.find(id);
+    if (it == jobs.end() || it->second.stopping) continue;
+    const JobNote& job = it->second;
+    if (executor && executor->Durable() && executor->Where() == job.where) continue;
+    return Status::InvalidArgument("trial " + std::to_string(id) + " runs as job " +
+                                   std::to_string(job.job) + " of the queue at " + job.where +
+                                   ": continue with --queue " + job.where +
+                                   " (or cancel the job first: COHORT_SERVER=" + job.where +
+                                   " cohort cancel " + std::to_string(job.job) + ")");
+  }
+  return Status::OK();
+}
+
 struct RunningTrial {
   int64_t id = 0;
-  pid_t pid = 0;
-  bool rerun = false;                                   // --rerun-best: not part of the study
-  std::optional<double> last;                           // rank 0's last value of the metric
+  int64_t handle = 0;  // the executor's: a pid, a job id
+  bool rerun = false;  // --rerun-best: not part of the study
+  // Followed again after a restart: its reports up to `known_step` are in the
+  // journal already, and a trial that sends one again (it lost the dead
+  // controller's answer) hears the journal's decision, not a second report.
+  bool adopted = false;
+  int64_t known_step = -1;
+  bool stopping = false;       // cancelled by a stopped controller: started again once it ended
+  std::optional<double> last;  // rank 0's last value of the metric
   std::set<std::string> other_metrics;                  // names reported without the metric
   std::vector<std::pair<std::string, double>> numbers;  // rank 0's latest report, every number
   // This run's answers by step, and the other ranks waiting for rank 0's.
@@ -58,14 +123,34 @@ struct RunningTrial {
 class Controller {
  public:
   Controller(const ControllerOptions& o, std::unique_ptr<Study> study,
-             std::unique_ptr<Journal> journal, ReportServer server)
-      : o_(o), study_(std::move(study)), journal_(std::move(journal)), server_(std::move(server)) {}
+             std::unique_ptr<Journal> journal, ReportServer server,
+             std::unique_ptr<TrialExecutor> executor)
+      : o_(o),
+        study_(std::move(study)),
+        journal_(std::move(journal)),
+        server_(std::move(server)),
+        executor_(std::move(executor)) {
+    if (!executor_) {
+      executor_ = LocalTrialExecutor(o_.spec.workers, o_.spec.command, o_.trial_timeout,
+                                     [this] { return server_.Descriptors(); });
+    }
+  }
 
   Journal& journal() { return *journal_; }
   void set_observer(std::unique_ptr<TrialObserver> observer) { observer_ = std::move(observer); }
 
-  Result<int> Run(std::set<int64_t> interrupted) {
-    for (int64_t id : interrupted) relaunch_.push_back(id);
+  // `interrupted`: the trials that were running when the last controller
+  // ended; `records`: the journal, for the queue jobs they may still have.
+  Result<int> Run(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
+    Result<int> result = Loop(interrupted, records);
+    // A controller that fails ends its trials too: queue jobs would outlive it.
+    if (!result.ok() && !running_.empty()) (void)StopTrials();
+    return result;
+  }
+
+ private:
+  Result<int> Loop(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
+    COHORT_RETURN_IF_ERROR(Resume(interrupted, records));
     if (o_.rerun_best) {
       auto best = study_->Best();
       if (!best)
@@ -85,7 +170,6 @@ class Controller {
     return 0;
   }
 
- private:
   Status FillSlots() {
     while (static_cast<int>(running_.size()) < o_.spec.study.budget.concurrent) {
       if (!relaunch_.empty()) {
@@ -110,6 +194,42 @@ class Controller {
     return Status::OK();
   }
 
+  // Trials interrupted with the last controller start again, except those
+  // whose queue job outlived it: those are followed again.
+  Status Resume(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
+    const std::map<int64_t, JobNote> jobs = JobNotes(records);
+    for (int64_t id : interrupted) {
+      auto it = jobs.find(id);
+      if (it == jobs.end()) {
+        relaunch_.push_back(id);
+        continue;
+      }
+      const JobNote& job = it->second;
+      if (!executor_->Durable() || job.where != executor_->Where()) {
+        relaunch_.push_back(id);  // cancelled when the last controller stopped (CheckJobs)
+        continue;
+      }
+      COHORT_RETURN_IF_ERROR(executor_->Adopt(job.job, TrialDir(id) + "/log"));
+      RunningTrial r;
+      r.id = id;
+      r.handle = job.job;
+      r.adopted = true;
+      r.stopping = job.stopping;
+      const TrialRecord& rec = study_->Trials()[id];
+      r.last = rec.value;
+      r.known_step = rec.last_step;
+      for (const auto& [step, decision] : JournalDecisions(records, id))
+        r.answers[step] = decision + " " + std::to_string(rec.trial.resource);
+      running_[r.handle] = r;
+      if (observer_ && !job.stopping) observer_->Started(rec);  // a new run, resumed_from the last
+      std::printf("cohort sweep: trial %lld: following job %lld again%s\n",
+                  static_cast<long long>(id), static_cast<long long>(job.job),
+                  job.stopping ? " until it ends, then starting the trial again" : "");
+    }
+    std::fflush(stdout);
+    return Status::OK();
+  }
+
   std::string TrialDir(int64_t id) const { return o_.dir + "/trials/" + std::to_string(id); }
   std::string CheckpointDir(int64_t id) const { return TrialDir(id) + "/checkpoint"; }
 
@@ -118,11 +238,10 @@ class Controller {
     std::error_code ec;
     fs::create_directories(dir + "/checkpoint", ec);
     if (ec) return Status::IoError("cannot create '" + dir + "': " + ec.message());
-    LaunchOptions launch;
-    launch.np = o_.spec.workers;
-    launch.command = o_.spec.command;
-    launch.timeout_seconds = o_.trial_timeout;
-    launch.extra_env = {
+    TrialLaunch launch;
+    launch.trial = t.id;
+    launch.log = dir + "/log";
+    launch.env = {
         {"COHORT_SWEEP_TRIAL", std::to_string(t.id)},
         {"COHORT_SWEEP_PARAMS", ParamsJson(t.params)},
         {"COHORT_SWEEP_SOCKET", server_.path()},
@@ -132,48 +251,26 @@ class Controller {
         {"COHORT_SWEEP_START_STEP", std::to_string(t.start_step)},
         {"COHORT_SWEEP_CLONE_FROM", t.clone_of ? CheckpointDir(*t.clone_of) : ""},
     };
-    const std::string log = dir + "/log";
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) return Status::IoError("cannot open trial log '" + log + "'");
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(log_fd);
-      return Status::IoError("fork failed for trial " + std::to_string(t.id));
-    }
-    if (pid == 0) RunTrialJob(launch, log_fd, parent);  // never returns
-    ::close(log_fd);
+    Result<int64_t> handle = executor_->Start(launch);
+    if (!handle.ok()) return handle.status().WithContext("trial " + std::to_string(t.id));
+    if (executor_->Durable() && !rerun)
+      COHORT_RETURN_IF_ERROR(journal_->Append(JobRecord(t.id, *handle, executor_->Where(), false)));
     RunningTrial r;
     r.id = t.id;
-    r.pid = pid;
+    r.handle = *handle;
     r.rerun = rerun;
-    running_[pid] = r;
+    running_[r.handle] = r;
     if (observer_ && !rerun) observer_->Started(study_->Trials()[t.id]);
-    std::printf("cohort sweep: trial %lld %s (resource %lld) %s\n", static_cast<long long>(t.id),
+    std::printf("cohort sweep: trial %lld %s (resource %lld) %s%s\n", static_cast<long long>(t.id),
                 rerun ? "re-run" : (t.resumed ? "resumed" : "started"),
-                static_cast<long long>(t.resource), ParamsJson(t.params).c_str());
+                static_cast<long long>(t.resource), ParamsJson(t.params).c_str(),
+                executor_->Durable() ? (" as job " + std::to_string(*handle)).c_str() : "");
     std::fflush(stdout);
     return Status::OK();
   }
 
-  // In the forked child: the job's launcher, stopped when the controller dies.
-  [[noreturn]] void RunTrialJob(const LaunchOptions& launch, int log_fd, pid_t parent) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(143);  // the controller died before prctl
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    for (int fd : server_.Descriptors()) ::close(fd);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    Result<int> status = RunJob(launch);
-    if (!status.ok())
-      std::fprintf(stderr, "cohort sweep: %s\n", status.status().ToString().c_str());
-    std::fflush(nullptr);
-    ::_exit(status.ok() ? *status : 1);
-  }
-
   RunningTrial* FindRunning(int64_t id) {
-    for (auto& [pid, r] : running_) {
+    for (auto& [handle, r] : running_) {
       if (r.id == id) return &r;
     }
     return nullptr;
@@ -206,12 +303,23 @@ class Controller {
                     "error trial " + std::to_string(m.trial) + " is not running in this sweep");
       return Status::OK();
     }
+    if (r->stopping) {  // its run is being cancelled and starts again: nothing to decide
+      server_.Reply(m.fd, "error trial " + std::to_string(m.trial) +
+                              " was stopped with the sweep; it starts again from its checkpoint");
+      return Status::OK();
+    }
     if (m.rank != 0) {  // waits for rank 0's decision at this step
       auto it = r->answers.find(m.step);
       if (it != r->answers.end())
         server_.Reply(m.fd, it->second);
       else
         r->waiters[m.step].push_back(m.fd);
+      return Status::OK();
+    }
+    if (r->adopted && m.step <= r->known_step && r->answers.count(m.step)) {
+      // Decided before the restart (the journal has it): the trial resends
+      // a report whose answer it lost with the previous controller.
+      server_.Reply(m.fd, r->answers[m.step]);
       return Status::OK();
     }
     Result<std::optional<double>> value = MetricValue(m.payload, r);
@@ -253,26 +361,45 @@ class Controller {
   }
 
   Status Reap() {
-    for (;;) {
-      int status = 0;
-      pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) return Status::OK();
-      auto it = running_.find(pid);
+    Result<std::vector<TrialEnd>> ended = executor_->Reap();
+    if (!ended.ok()) return ended.status();
+    for (int64_t handle : executor_->Restarted()) {
+      auto it = running_.find(handle);
+      if (it == running_.end()) continue;
+      // A new run of the trial: it reports its steps again, to the study, and
+      // its ranks must not hear the old run's answers.
+      RunningTrial& r = it->second;
+      r.answers.clear();
+      r.waiters.clear();
+      r.adopted = false;
+      std::printf(
+          "cohort sweep: trial %lld: job %lld was preempted; it resumes from its "
+          "checkpoint when the queue starts it again\n",
+          static_cast<long long>(r.id), static_cast<long long>(handle));
+      std::fflush(stdout);
+    }
+    for (const TrialEnd& end : *ended) {
+      auto it = running_.find(end.handle);
       if (it == running_.end()) continue;
       RunningTrial r = it->second;
       running_.erase(it);
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      COHORT_RETURN_IF_ERROR(OnExit(r, code));
+      COHORT_RETURN_IF_ERROR(OnExit(r, end));
     }
+    return Status::OK();
   }
 
-  Status OnExit(const RunningTrial& r, int code) {
+  Status OnExit(const RunningTrial& r, const TrialEnd& end) {
     auto deferred = deferred_.find(r.id);
     if (deferred != deferred_.end()) {  // its paused run ended: now the resumed one
       Trial t = deferred->second;
       deferred_.erase(deferred);
       return Launch(t, false);
     }
+    if (r.stopping && !end.ok) {  // cancelled when a controller stopped: start the trial again
+      relaunch_.push_back(r.id);
+      return Status::OK();
+    }  // (a job that succeeded before the cancel reached it is accounted as it ended)
+    const int code = end.code;
     const std::string log =
         (r.rerun ? o_.dir + "/rerun-" + std::to_string(r.id) : TrialDir(r.id)) + "/log";
     if (r.rerun) {
@@ -282,12 +409,12 @@ class Controller {
       return Status::OK();
     }
     const TrialRecord& rec = study_->Trials()[r.id];
-    if (rec.state != TrialState::kRunning && !(rec.state == TrialState::kPaused && code != 0)) {
+    if (rec.state != TrialState::kRunning && !(rec.state == TrialState::kPaused && !end.ok)) {
       return Status::OK();  // paused, stopped or complete by a report: its result stands
     }
     std::string error;
-    if (code != 0) {
-      error = "exit status " + std::to_string(code) + " (log: " + log + ")";
+    if (!end.ok) {
+      error = end.failure + " (log: " + log + ")";
     } else if (!r.last) {
       error = o_.spec.metric_where + ": trial " + std::to_string(r.id) +
               " exited without reporting metric '" + o_.spec.metric + "'";
@@ -314,21 +441,24 @@ class Controller {
   Result<int> Stop() {
     int sig = g_stop_signal;
     std::printf("cohort sweep: stopping (signal %d); run the same command to continue\n", sig);
-    for (const auto& [pid, r] : running_) ::kill(pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!running_.empty()) {
-      int status;
-      pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid > 0) running_.erase(pid);
-      if (pid < 0) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        for (const auto& [p, r] : running_) ::kill(p, SIGKILL);
-        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      }
-      if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    std::fflush(stdout);
+    COHORT_RETURN_IF_ERROR(StopTrials());
     if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/false);
     return 128 + sig;
+  }
+
+  // Stops (cancels) the running trials' jobs; a restart starts them again.
+  Status StopTrials() {
+    Status noted;
+    if (executor_->Durable()) {  // noted first: a restart must not wait for these to report
+      for (const auto& [handle, r] : running_) {
+        if (!r.rerun && noted.ok())
+          noted = journal_->Append(JobRecord(r.id, handle, executor_->Where(), true));
+      }
+    }
+    executor_->StopAll(kStopWaitS);
+    running_.clear();
+    return noted;
   }
 
   void PrintSummary() const {
@@ -347,11 +477,15 @@ class Controller {
     std::fflush(stdout);
   }
 
+  // How long a stopping controller waits for its trials' jobs to end.
+  static constexpr double kStopWaitS = 30;
+
   const ControllerOptions& o_;
   std::unique_ptr<Study> study_;
   std::unique_ptr<Journal> journal_;
   ReportServer server_;
-  std::map<pid_t, RunningTrial> running_;
+  std::unique_ptr<TrialExecutor> executor_;
+  std::map<int64_t, RunningTrial> running_;  // by handle
   std::vector<int64_t> relaunch_;
   std::map<int64_t, Trial> deferred_;        // resumed trials whose paused job has not exited yet
   std::unique_ptr<TrialObserver> observer_;  // may be null
@@ -373,6 +507,13 @@ Result<int> RunSweep(const ControllerOptions& options) {
   const uint64_t fingerprint = Fingerprint(options.spec_text);
   auto replay = Replay(*records, fingerprint, **study);
   if (!replay.ok()) return replay.status().WithContext(options.dir + "/journal");
+  std::unique_ptr<TrialExecutor> executor;  // null: the controller's LocalTrialExecutor
+  if (options.executor) {
+    auto made = options.executor();
+    if (!made.ok()) return made.status();
+    executor = std::move(*made);
+  }
+  COHORT_RETURN_IF_ERROR(CheckJobs(JobNotes(*records), replay->running, executor.get()));
   if (!replay->started) COHORT_RETURN_IF_ERROR((*journal)->Append(StartRecord(fingerprint)));
   if (replay->started) {
     std::printf("cohort sweep: continuing '%s' from %s (%zu records, %zu trials, %zu to restart)\n",
@@ -397,13 +538,14 @@ Result<int> RunSweep(const ControllerOptions& options) {
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   std::vector<TrialRecord> trials = (*study)->Trials();
-  Controller controller(options, std::move(*study), std::move(*journal), std::move(*server));
+  Controller controller(options, std::move(*study), std::move(*journal), std::move(*server),
+                        std::move(executor));
   if (options.observer) {
     auto observer = options.observer(*records, trials, controller.journal());
     if (!observer.ok()) return observer.status();
     controller.set_observer(std::move(*observer));
   }
-  Result<int> result = controller.Run(replay->running);
+  Result<int> result = controller.Run(replay->running, *records);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   return result;

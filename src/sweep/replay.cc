@@ -52,6 +52,7 @@ Status Apply(const json& r, uint64_t fingerprint, Study& study, ReplayResult& ou
     return Status::OK();
   }
   if (op == "run") return Status::OK();  // the tracking store's run ids (trial_observer.h)
+  if (op == "job") return Status::OK();  // the trials' queue jobs (controller.cc)
   if (op == "extend") {
     study.AddTrials(r.at("trials").get<int64_t>());
     return Status::OK();

@@ -3,7 +3,8 @@
 // {"op":"report","trial":N,"step":S,"value":V,"decision":D},
 // {"op":"tell","trial":N,"value":V}, {"op":"fail","trial":N,"error":E},
 // {"op":"extend","trials":N}; {"op":"run",...} records belong to the
-// TrialObserver (the tracking store's run ids) and are skipped.
+// TrialObserver (the tracking store's run ids), {"op":"job",...} to the
+// controller (the trials' queue jobs); both are skipped.
 #ifndef COHORT_SWEEP_REPLAY_H_
 #define COHORT_SWEEP_REPLAY_H_
 
