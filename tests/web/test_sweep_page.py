@@ -1,0 +1,154 @@
+"""Browser tests of the dashboard's sweep page: a real `cohort sweep --tracking`
+(ASHA, and Hyperband for its brackets) against `cohort server` on loopback
+with tests/python/sweep_trial.py as the trial, then tests/web/sweep_page_test.mjs
+in headless chromium checks the page against what the sweep's journal says
+happened (values, decisions) and what the store holds (states).
+SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from tracking_server_fixture import TrackingServer, BUILD  # noqa: E402
+from test_sweep import COHORT, journal, runs, sweep_env  # noqa: E402
+
+import cohort.track  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PLAYWRIGHT = os.path.join(ROOT, "build-tools", "web", "node_modules", "playwright-core")
+TRIAL = os.path.join(HERE, "..", "python", "sweep_trial.py")
+
+SPEC = """name: %(name)s
+command: [/usr/bin/python3, %(trial)s]
+workers: 1
+metric: {name: loss, mode: min}
+algorithm: %(algorithm)s
+budget: {trials: %(trials)d, concurrent: 3, min_resource: 1, max_resource: 9, reduction: 3}
+seed: 7
+parameters:
+  x: {type: float, low: 0.0, high: 1.0}
+  optimizer: {type: categorical, values: [sgd, adam]}
+  behave: {type: categorical, values: [ok, ok, ok, ok, ok, crash]}
+"""
+
+
+def run_sweep(server, tmp_path, name, algorithm, trials):
+    """Runs the sweep to its end; returns its journal and the trials' runs.jsonl."""
+    work = tmp_path / name
+    work.mkdir()
+    spec = work / "spec.yaml"
+    spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials})
+    env = sweep_env(work, 0.01)
+    out = subprocess.run([COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
+                          "--tracking", server.url], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, timeout=150)
+    assert out.returncode == 0, out.stdout.decode()
+    return journal(str(work / "s")), runs(env["SWEEP_TEST_RUNS"])
+
+
+def store_trials(server, name):
+    """{trial: (run id, state tag, status)} of the sweep's trial runs, and the sweep run's id."""
+    status, body = server.get("experiments/get-by-name", experiment_name=name)
+    assert status == 200, body
+    status, body = server.post("runs/search", {"experiment_ids": [body["experiment"]["experiment_id"]],
+                                               "max_results": 1000})
+    assert status == 200, body
+    trials, sweep_id = {}, None
+    for r in body["runs"]:
+        tags = {t["key"]: t["value"] for t in r["data"].get("tags", [])}
+        if tags.get("cohort.sweep.role") == "sweep":
+            sweep_id = r["info"]["run_id"]
+        elif tags.get("cohort.sweep.role") == "trial":
+            trials[int(tags["cohort.sweep.trial"])] = (r["info"]["run_id"], tags["cohort.sweep.state"],
+                                                       r["info"]["status"], tags.get("cohort.sweep.rungs"))
+    return trials, sweep_id
+
+
+def expected_rungs(records, rungs):
+    """Per rung resource, [trial, value, outcome] best first, from the journal's
+    reports and decisions (the trial reports every step, so a rung is reached
+    by the report at exactly its resource)."""
+    reports = {}
+    for r in records:
+        if r["op"] == "report":
+            reports.setdefault(r["trial"], []).append(r)
+    out = {}
+    for resource in rungs:
+        entries = []
+        for trial, rs in reports.items():
+            [at] = [r for r in rs if r["step"] == resource] or [None]
+            if at is None:
+                continue
+            later = any(r["step"] > resource for r in rs)
+            outcome = ("promoted" if later else
+                       {"stop": "completed", "pause": "paused", "continue": "promoted"}[at["decision"]])
+            entries.append([trial, at["value"], outcome])
+        out[str(resource)] = sorted(entries, key=lambda e: (e[1], e[0]))
+    return out
+
+
+def expectations(server, name, records):
+    trials, sweep_id = store_trials(server, name)
+    reports = {}
+    for r in records:
+        if r["op"] == "report":
+            reports.setdefault(r["trial"], []).append((r["step"], r["value"]))
+    rows = {}
+    for t, (run_id, state, status, _) in trials.items():
+        values = [v for _, v in sorted(reports.get(t, []))]
+        rows[str(t)] = {"run": run_id, "state": state, "status": status,
+                        "last": values[-1] if values else None, "best": min(values) if values else None,
+                        "steps": max(s for s, _ in reports[t]) if values else None}
+    # ASHA completes a trial by its "stop" at the last rung, in this order.
+    tells = [r["value"] for r in records if r["op"] == "report" and r["decision"] == "stop"]
+    assert tells
+    best = [min(tells[:i + 1]) for i in range(len(tells))]
+    return {"sweep": sweep_id, "trials": rows, "finals": tells, "best": best}
+
+
+@pytest.mark.skipif(not (shutil.which("node") and os.path.exists("/usr/bin/chromium")
+                         and os.path.isdir(PLAYWRIGHT)),
+                    reason="needs node, /usr/bin/chromium and playwright-core (tools/setup.sh)")
+def test_sweep_page_in_chromium(tmp_path):
+    assert os.path.exists(os.path.join(BUILD, "web", "index.html")), "the dashboard is not built"
+    server = TrackingServer(tmp_path)
+    try:
+        asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18)
+        hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8)
+        plain = cohort.track.init(project="sweep-asha", name="not-a-sweep", uri=server.url,
+                                  system_metrics_s=None)
+        plain.finish()
+
+        asha = expectations(server, "sweep-asha", asha_records)
+        asha["rungs"] = expected_rungs(asha_records, [1, 3, 9])
+        asha["experiment"] = plain.experiment_id
+        asha["plain"] = plain.id
+        # Hyperband: a trial's bracket is where its first job started (runs.jsonl's resource).
+        hb_trials, hb_sweep = store_trials(server, "sweep-hb")
+        first = {}
+        for r in hb_runs:
+            first.setdefault(r["trial"], r["resource"])
+        rungs = {1: "1,3,9", 3: "3,9", 9: "9"}
+        for t, (_, _, _, tag) in hb_trials.items():
+            assert tag == rungs[first[t]], (t, tag, first[t])
+        hb = {"sweep": hb_sweep,
+              "brackets": sorted(rungs[r] for r in set(first[t] for t in hb_trials)),
+              "reached": sum(1 for r in hb_records if r["op"] == "report" and
+                             r["step"] in (1, 3, 9) and str(r["step"]) in rungs[first[r["trial"]]].split(","))}
+        expect = tmp_path / "expect.json"
+        expect.write_text(json.dumps({"asha": asha, "hyperband": hb}))
+        env = dict(os.environ, DASH_URL=server.url, DASH_EXPECT=str(expect),
+                   DASH_SCREENSHOT=os.environ.get("SWEEP_PAGE_SCREENSHOT", ""))
+        result = subprocess.run(["node", os.path.join(HERE, "sweep_page_test.mjs")], env=env,
+                                capture_output=True, text=True, timeout=120)
+        print(result.stdout)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.count("ok ") == 8
+    finally:
+        server.stop()
