@@ -27,17 +27,18 @@ const tableRows = () => page.$$eval("#trials tbody tr", (rows) => rows.map((r) =
   for (const td of r.querySelectorAll("td")) out[td.dataset.col] = td.dataset.value ?? td.textContent;
   return out;
 }));
-const trialCount = Object.keys(asha.trials).length;
 
 try {
-  await check("runs table marks the sweep's run and links to its page", async () => {
+  await check("runs table marks the sweep's runs and links to its page", async () => {
     await page.goto(`${url}/#/p/${asha.experiment}`);
-    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, trialCount + 2);
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, asha.runs);
     const links = await page.$$eval(".run-row .sweep-link", (as) => as.map((a) => [a.closest(".run-row").dataset.runId, a.getAttribute("href")]));
-    assert.deepEqual(links, [[asha.sweep, `#/sweep/${asha.sweep}`]]);
+    assert.deepEqual(links.sort(), asha.sweep_runs.map((id) => [id, `#/sweep/${asha.sweep}`]).sort());
     await page.click(".run-row .sweep-link");
     await page.waitForSelector("#trials tbody tr");
     assert.equal(await page.evaluate(() => location.hash), `#/sweep/${asha.sweep}`);
+    const sweepRuns = await page.$$eval("#sweep-runs a", (as) => as.map((a) => a.getAttribute("href")));
+    assert.deepEqual(sweepRuns, asha.sweep_runs.map((id) => `#/run/${id}`));
   });
 
   await check("trials table: one row per trial with its state, status and values", async () => {
@@ -118,14 +119,20 @@ try {
     assert.equal(await page.$$eval("#sweep-rungs tr", (rows) => rows.length), hyperband.reached);
   });
 
-  await check("a trial's run and a continued id lead to the sweep; a plain run is refused", async () => {
+  await check("links: a trial's run, a continued run, the runs table filtered; a plain run is refused", async () => {
     const [trial] = Object.values(asha.trials);
     await page.goto(`${url}/#/run/${trial.run}`);
     await page.click("#sweep-link");
     await page.waitForSelector("#trials tbody tr");
-    await page.goto(`${url}/#/sweep/${trial.run}`);  // any run of the sweep: its page
-    await page.waitForFunction((id) => location.hash === `#/sweep/${id}`, asha.sweep);
-    await page.waitForSelector("#trials tbody tr");
+    for (const id of [trial.run, asha.sweep_runs[1]]) {  // any run of the sweep: its page
+      await page.goto(`${url}/#/sweep/${id}`);
+      await page.waitForFunction((id) => location.hash === `#/sweep/${id}`, asha.sweep);
+      await page.waitForSelector("#trials tbody tr");
+    }
+    await page.click("#sweep-runs-table");
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`,
+                               asha.trial_runs + asha.sweep_runs.length);
+    assert.equal(await page.inputValue("#runs-filter"), `tags.\`cohort.sweep.id\` = '${asha.sweep}'`);
     await page.goto(`${url}/#/sweep/${asha.plain}`);
     await page.waitForSelector("#page-error");
     assert.equal(await page.textContent("#page-error"),

@@ -1,6 +1,7 @@
 """Browser tests of the dashboard's sweep page: a real `cohort sweep --tracking`
-(ASHA, and Hyperband for its brackets) against `cohort server` on loopback
-with tests/python/sweep_trial.py as the trial, then tests/web/sweep_page_test.mjs
+(ASHA, stopped once and continued, so it has two sweep runs and trials started
+again in new runs; and Hyperband for its brackets) against `cohort server` on
+loopback with tests/python/sweep_trial.py as the trial, then tests/web/sweep_page_test.mjs
 in headless chromium checks the page against what the sweep's journal says
 happened (values, decisions) and what the store holds (states).
 SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep."""
@@ -9,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -38,78 +40,96 @@ parameters:
 """
 
 
-def run_sweep(server, tmp_path, name, algorithm, trials):
-    """Runs the sweep to its end; returns its journal and the trials' runs.jsonl."""
+def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False):
+    """Runs the sweep to its end; returns its journal and the trials' runs.jsonl.
+    stop_first: stop the controller as soon as a trial runs, then continue it
+    (the sweep then has a "(continued)" run, and trials started again new runs)."""
     work = tmp_path / name
     work.mkdir()
     spec = work / "spec.yaml"
     spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials})
-    env = sweep_env(work, 0.01)
-    out = subprocess.run([COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
-                          "--tracking", server.url], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, timeout=150)
+    env = sweep_env(work, epoch_seconds)
+    cmd = [COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
+           "--tracking", server.url]
+    if stop_first:
+        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not runs(env["SWEEP_TEST_RUNS"]):
+            time.sleep(0.02)  # polling for the first trial, with the deadline above
+        assert subprocess.run(cmd + ["--stop"], env=env, stdout=subprocess.PIPE, timeout=30).returncode == 0
+        out = first.communicate(timeout=60)[0].decode()
+        assert first.returncode == 143, out
+    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
     assert out.returncode == 0, out.stdout.decode()
     return journal(str(work / "s")), runs(env["SWEEP_TEST_RUNS"])
 
 
-def store_trials(server, name):
-    """{trial: (run id, state tag, status)} of the sweep's trial runs, and the sweep run's id."""
-    status, body = server.get("experiments/get-by-name", experiment_name=name)
+def store_runs(server, project):
+    status, body = server.get("experiments/get-by-name", experiment_name=project)
     assert status == 200, body
     status, body = server.post("runs/search", {"experiment_ids": [body["experiment"]["experiment_id"]],
                                                "max_results": 1000})
     assert status == 200, body
-    trials, sweep_id = {}, None
-    for r in body["runs"]:
+    return body["runs"]
+
+
+def store_trials(server, name):
+    """{trial: (run id, state tag, status, rungs tag)} of the sweep's trials
+    (their latest runs), and the sweep's runs, oldest first."""
+    trials, sweep_runs = {}, []
+    for r in sorted(store_runs(server, name), key=lambda r: r["info"]["start_time"]):
         tags = {t["key"]: t["value"] for t in r["data"].get("tags", [])}
         if tags.get("cohort.sweep.role") == "sweep":
-            sweep_id = r["info"]["run_id"]
-        elif tags.get("cohort.sweep.role") == "trial":
+            sweep_runs.append(r["info"]["run_id"])
+        elif tags.get("cohort.sweep.role") == "trial":  # a trial's latest run wins
             trials[int(tags["cohort.sweep.trial"])] = (r["info"]["run_id"], tags["cohort.sweep.state"],
                                                        r["info"]["status"], tags.get("cohort.sweep.rungs"))
-    return trials, sweep_id
+    return trials, sweep_runs
+
+
+def reports_by_trial(records):
+    out = {}
+    for r in records:
+        if r["op"] == "report":
+            out.setdefault(r["trial"], []).append(r)
+    return out
 
 
 def expected_rungs(records, rungs):
     """Per rung resource, [trial, value, outcome] best first, from the journal's
-    reports and decisions (the trial reports every step, so a rung is reached
-    by the report at exactly its resource)."""
-    reports = {}
-    for r in records:
-        if r["op"] == "report":
-            reports.setdefault(r["trial"], []).append(r)
+    reports and decisions: the trial reports every step, so a rung is reached by
+    its first report at exactly the rung's resource (one started again from
+    scratch after a restart reports low steps twice), and promoted when it
+    reported anything after that."""
     out = {}
     for resource in rungs:
         entries = []
-        for trial, rs in reports.items():
-            [at] = [r for r in rs if r["step"] == resource] or [None]
-            if at is None:
+        for trial, rs in reports_by_trial(records).items():
+            at = [i for i, r in enumerate(rs) if r["step"] == resource]
+            if not at:
                 continue
-            later = any(r["step"] > resource for r in rs)
-            outcome = ("promoted" if later else
-                       {"stop": "completed", "pause": "paused", "continue": "promoted"}[at["decision"]])
-            entries.append([trial, at["value"], outcome])
+            report = rs[at[0]]
+            outcome = ("promoted" if at[0] < len(rs) - 1 else
+                       {"stop": "completed", "pause": "paused", "continue": "promoted"}[report["decision"]])
+            entries.append([trial, report["value"], outcome])
         out[str(resource)] = sorted(entries, key=lambda e: (e[1], e[0]))
     return out
 
 
 def expectations(server, name, records):
-    trials, sweep_id = store_trials(server, name)
-    reports = {}
-    for r in records:
-        if r["op"] == "report":
-            reports.setdefault(r["trial"], []).append((r["step"], r["value"]))
+    trials, sweep_runs = store_trials(server, name)
+    reports = reports_by_trial(records)
     rows = {}
     for t, (run_id, state, status, _) in trials.items():
-        values = [v for _, v in sorted(reports.get(t, []))]
+        values = [r["value"] for r in reports.get(t, [])]  # in the order reported
         rows[str(t)] = {"run": run_id, "state": state, "status": status,
                         "last": values[-1] if values else None, "best": min(values) if values else None,
-                        "steps": max(s for s, _ in reports[t]) if values else None}
+                        "steps": max(r["step"] for r in reports[t]) if values else None}
     # ASHA completes a trial by its "stop" at the last rung, in this order.
     tells = [r["value"] for r in records if r["op"] == "report" and r["decision"] == "stop"]
     assert tells
     best = [min(tells[:i + 1]) for i in range(len(tells))]
-    return {"sweep": sweep_id, "trials": rows, "finals": tells, "best": best}
+    return {"sweep": sweep_runs[0], "sweep_runs": sweep_runs, "trials": rows, "finals": tells, "best": best}
 
 
 @pytest.mark.skipif(not (shutil.which("node") and os.path.exists("/usr/bin/chromium")
@@ -119,8 +139,8 @@ def test_sweep_page_in_chromium(tmp_path):
     assert os.path.exists(os.path.join(BUILD, "web", "index.html")), "the dashboard is not built"
     server = TrackingServer(tmp_path)
     try:
-        asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18)
-        hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8)
+        asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18, 0.2, stop_first=True)
+        hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8, 0.01)
         plain = cohort.track.init(project="sweep-asha", name="not-a-sweep", uri=server.url,
                                   system_metrics_s=None)
         plain.finish()
@@ -129,8 +149,14 @@ def test_sweep_page_in_chromium(tmp_path):
         asha["rungs"] = expected_rungs(asha_records, [1, 3, 9])
         asha["experiment"] = plain.experiment_id
         asha["plain"] = plain.id
+        asha["runs"] = len(store_runs(server, "sweep-asha"))
+        asha["trial_runs"] = sum(1 for r in store_runs(server, "sweep-asha")
+                                 if any(t["key"] == "cohort.sweep.role" and t["value"] == "trial"
+                                        for t in r["data"]["tags"]))
+        assert len(asha["sweep_runs"]) == 2  # the first controller's and the continued one's
+        assert asha["trial_runs"] > len(asha["trials"]), "no trial was started again in a new run"
         # Hyperband: a trial's bracket is where its first job started (runs.jsonl's resource).
-        hb_trials, hb_sweep = store_trials(server, "sweep-hb")
+        hb_trials, [hb_sweep] = store_trials(server, "sweep-hb")
         first = {}
         for r in hb_runs:
             first.setdefault(r["trial"], r["resource"])

@@ -45,7 +45,7 @@ export function bestSoFarChart(host: HTMLElement, metric: string, best: (number 
     // Whole trials only, and half a trial of margin so the end dots show.
     scales: { x: { time: false, range: [0.5, xs.length + 0.5] } },
     axes: [{ label: "completed trials", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
-           { size: 56, values: (_u, ticks) => ticks.map(shortNumber) }],
+           { size: 68, values: (_u, ticks) => ticks.map(shortNumber) }],  // close values need digits
     series: [{ label: "completed" },
       { label: `best ${metric}`, stroke: seriesColor(0), width: 2, spanGaps: true,
         paths: uPlot.paths.stepped!({ align: 1 }),

@@ -10,7 +10,7 @@ export interface Trial {
   runs: Run[];   // oldest first: a trial started again after a restart has a new run
   latest: Run;   // its state, status and params
   state: string; // cohort.sweep.state
-  points: Point[];  // the metric's history over all its runs, by step
+  points: Point[];  // the metric's history: its runs in order, each by step
   last?: number;
   best?: number;
   steps?: number;     // the last step (resource) it reported the metric at
@@ -80,8 +80,10 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
   for (const [n, runs] of byTrial) {
     runs.sort((a, b) => (a.info.start_time || 0) - (b.info.start_time || 0));
     const latest = runs[runs.length - 1];
-    const points = runs.flatMap((r) => history.get(r.info.run_id) || [])
-      .sort((a, b) => a.step - b.step || a.timestamp - b.timestamp);
+    // Run after run, not merged by step: a trial started again from scratch
+    // reports low steps again, and ASHA decided each rung on the first report.
+    const points = runs.flatMap((r) => [...(history.get(r.info.run_id) || [])]
+      .sort((a, b) => a.step - b.step || a.timestamp - b.timestamp));
     let best: number | undefined;
     for (const p of points) if (isFinite(p.value) && (best === undefined || better(p.value, best, s.maximize))) best = p.value;
     const durationS = runs.reduce((sum, r) =>
@@ -89,7 +91,7 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
     trials.push({
       trial: n, runs, latest, state: tag(latest, "cohort.sweep.state") || "", points,
       last: points.length ? points[points.length - 1].value : undefined, best,
-      steps: points.length ? points[points.length - 1].step : undefined, durationS, rungs: rungsOf(latest, s),
+      steps: points.length ? Math.max(...points.map((p) => p.step)) : undefined, durationS, rungs: rungsOf(latest, s),
     });
   }
   return trials.sort((a, b) => a.trial - b.trial);
@@ -108,23 +110,23 @@ export function runningBest(values: number[], maximize: boolean): number[] {
   return out;
 }
 
-// The rungs a trial reached, as ASHA saw them: its reports in step order, the
-// first at or past each rung's resource counting for that rung (one rung per
-// report); every rung but the last it reached promoted it.
-export function rungEntries(t: Trial): { rung: number; entry: RungEntry }[] {
-  const out: { rung: number; entry: RungEntry }[] = [];
+// The rungs a trial reached, as ASHA saw them: its reports in the order it
+// made them, the first at or past each rung's resource counting for that rung
+// (one rung per report); every rung but the last it reached promoted it, and
+// so did the last when it reported again after it.
+export function rungEntries(t: Trial): { rung: number; point: Point; entry: RungEntry }[] {
+  const out: { rung: number; point: Point; entry: RungEntry }[] = [];
   let k = 0;
   for (const p of t.points) {
     if (k >= t.rungs.length) break;
     if (p.step < t.rungs[k]) continue;
-    out.push({ rung: k, entry: { trial: t.trial, value: p.value, step: p.step, outcome: "promoted" } });
+    out.push({ rung: k, point: p, entry: { trial: t.trial, value: p.value, step: p.step, outcome: "promoted" } });
     k++;
   }
   if (!out.length) return out;
   const last = out[out.length - 1];
-  const after = t.points.some((p) => p.step > last.entry.step);
-  if (last.rung === t.rungs.length - 1) last.entry.outcome = t.state === "completed" ? "completed" : stateOutcome(t.state);
-  else if (!after && t.state !== "running") last.entry.outcome = stateOutcome(t.state);
+  const after = t.points.indexOf(last.point) < t.points.length - 1;
+  if (last.rung === t.rungs.length - 1 || (!after && t.state !== "running")) last.entry.outcome = stateOutcome(t.state);
   return out;
 }
 

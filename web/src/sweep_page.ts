@@ -103,7 +103,7 @@ function summary(s: SweepSettings, sweepRuns: Run[], trials: Trial[]): HTMLEleme
     rows.push(["Resource", `${s.resource || "resource"} ${s.minResource}–${s.maxResource}, reduction ${s.reduction}`]);
   }
   if (sweepRun) rows.push(["Started", formatTime(sweepRun.info.start_time)]);
-  rows.push(["Sweep runs", el("span", {}, ...sweepRuns.flatMap((r, i) =>
+  rows.push(["Sweep runs", el("span", { id: "sweep-runs" }, ...sweepRuns.flatMap((r, i) =>
     [i ? ", " : "", el("a", { href: `#/run/${r.info.run_id}` }, r.info.run_name || r.info.run_id)]))]);
   return table(rows, "");
 }
@@ -115,7 +115,8 @@ function stateCounts(trials: Trial[], experimentId: string, sweepId: string): HT
     if (n) rows.push([state, el("span", { class: `state state-${state}`, "data-state": state }, String(n))]);
   }
   const filter = `${searchIdentifier("tags.cohort.sweep.id")} = '${sweepId}'`;
-  rows.push(["Runs", el("a", { href: `#/p/${experimentId}?filter=${encodeURIComponent(filter)}` }, "in the project's runs table")]);
+  rows.push(["Runs", el("a", { href: `#/p/${experimentId}?filter=${encodeURIComponent(filter)}`, id: "sweep-runs-table" },
+                        "in the project's runs table")]);
   return table(rows, "");
 }
 
