@@ -5,7 +5,7 @@
 // on the first failure.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { launch, waitInked } from "./browser.mjs";
+import { check, launch, waitInked } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
 const { asha, hyperband } = JSON.parse(readFileSync(process.env.DASH_EXPECT, "utf8"));
@@ -13,11 +13,6 @@ const TIMEOUT = 15000;
 
 const { browser, page, errors } = await launch();
 page.setDefaultTimeout(TIMEOUT);
-
-async function check(name, body) {
-  await body();
-  console.log(`ok ${name}`);
-}
 
 const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)), `${what}: ${a} != ${b}`);
 const numbers = (text) => (text ? text.split(",") : []).map((v) => (v === "" ? null : Number(v)));

@@ -7,23 +7,19 @@ happened (values, decisions) and what the store holds (states).
 SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
-import pytest
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-from tracking_server_fixture import TrackingServer, BUILD  # noqa: E402
+from tracking_server_fixture import TrackingServer  # noqa: E402
+from web_fixture import needs_browser, require_dashboard  # noqa: E402
 from test_sweep import COHORT, journal, runs, sweep_env  # noqa: E402
 
 import cohort.track  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(HERE))
-PLAYWRIGHT = os.path.join(ROOT, "build-tools", "web", "node_modules", "playwright-core")
 TRIAL = os.path.join(HERE, "..", "python", "sweep_trial.py")
 
 SPEC = """name: %(name)s
@@ -132,11 +128,9 @@ def expectations(server, name, records):
     return {"sweep": sweep_runs[0], "sweep_runs": sweep_runs, "trials": rows, "finals": tells, "best": best}
 
 
-@pytest.mark.skipif(not (shutil.which("node") and os.path.exists("/usr/bin/chromium")
-                         and os.path.isdir(PLAYWRIGHT)),
-                    reason="needs node, /usr/bin/chromium and playwright-core (tools/setup.sh)")
+@needs_browser
 def test_sweep_page_in_chromium(tmp_path):
-    assert os.path.exists(os.path.join(BUILD, "web", "index.html")), "the dashboard is not built"
+    require_dashboard()
     server = TrackingServer(tmp_path)
     try:
         asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18, 0.2, stop_first=True)
