@@ -55,11 +55,15 @@ export function bracketResources(first: number, max: number, eta: number): numbe
   return out;
 }
 
-// The tag cohort.sweep.rungs ("1,3,9"); sweeps recorded before it existed
-// fall back to ASHA's one bracket, which the sweep run's params give.
+// The tag cohort.sweep.rungs ("1,3,9": increasing whole numbers, else
+// ignored); sweeps recorded before it existed fall back to ASHA's one
+// bracket, which the sweep run's params give.
 function rungsOf(run: Run, s: SweepSettings): number[] {
-  const t = tag(run, "cohort.sweep.rungs");
-  if (t) return t.split(",").map(Number).filter((n) => isFinite(n));
+  const parts = (tag(run, "cohort.sweep.rungs") || "").split(",");
+  if (parts.every((p) => /^\d+$/.test(p))) {
+    const rungs = parts.map(Number);
+    if (rungs.every((r, i) => i === 0 || r > rungs[i - 1])) return rungs;
+  }
   return s.algorithm === "asha" ? bracketResources(s.minResource, s.maxResource, s.reduction) : [];
 }
 
@@ -72,8 +76,9 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
                          now: number): Trial[] {
   const byTrial = new Map<number, Run[]>();
   for (const r of trialRuns) {
-    const n = Number(tag(r, "cohort.sweep.trial"));
-    if (!Number.isInteger(n)) continue;
+    const text = tag(r, "cohort.sweep.trial") || "";
+    if (!/^\d+$/.test(text)) continue;
+    const n = Number(text);
     (byTrial.get(n) || byTrial.set(n, []).get(n)!).push(r);
   }
   const trials: Trial[] = [];

@@ -15,6 +15,8 @@ import { TrialsTable } from "./trials_table";
 // many may be downsampled and is read again whole (rungs need every report).
 const BULK_POINTS = 2500;
 const STATES = ["running", "paused", "completed", "stopped", "failed", "interrupted"];
+// Trials listed per rung; the rest are counted (a first rung can hold thousands).
+const RUNG_ROWS = 100;
 
 export class SweepPage {
   constructor(private root: HTMLElement, private id: string) {}
@@ -29,6 +31,7 @@ export class SweepPage {
       .sort((a, b) => (a.info.start_time || 0) - (b.info.start_time || 0));
     const trialRuns = runs.filter((r) => tag(r, "cohort.sweep.role") === "trial");
     const s = settingsOf(sweepRuns[0] || given);
+    if (!s.metric) throw new ApiError(`The sweep's run ${sweepId} has no param 'metric' (is it a deleted run?)`);
     const [points, best] = await Promise.all([histories(trialRuns, s.metric), histories(sweepRuns, `best_${s.metric}`)]);
     const trials = trialsOf(trialRuns, points, s, Date.now());
     const latest = sweepRuns[sweepRuns.length - 1] || given;
@@ -132,7 +135,7 @@ function rungsView(brackets: Bracket[], s: SweepSettings, trials: Trial[]): HTML
     b.rungs.forEach((rung, k) => {
       const counts = new Map<string, number>();
       for (const e of rung.entries) counts.set(e.outcome, (counts.get(e.outcome) || 0) + 1);
-      const list = el("table", { class: "rung-trials" }, ...rung.entries.map((e) =>
+      const list = el("table", { class: "rung-trials" }, ...rung.entries.slice(0, RUNG_ROWS).map((e) =>
         el("tr", { "data-trial": String(e.trial), "data-outcome": e.outcome, "data-value": String(e.value) },
            el("td", {}, el("a", { href: `#/run/${runOf.get(e.trial)}` }, `trial ${e.trial}`)),
            el("td", { class: "num" }, formatNumber(e.value)),
@@ -141,7 +144,8 @@ function rungsView(brackets: Bracket[], s: SweepSettings, trials: Trial[]): HTML
         el("h3", {}, `Rung ${k + 1} · ${resource} ${rung.resource}`),
         el("p", { class: "muted" }, `${rung.entries.length} trial${rung.entries.length === 1 ? "" : "s"}` +
            [...counts].map(([o, n]) => `, ${n} ${o}`).join("")),
-        rung.entries.length ? list : el("p", { class: "muted" }, "none yet")));
+        rung.entries.length ? list : el("p", { class: "muted" }, "none yet"),
+        rung.entries.length > RUNG_ROWS ? el("p", { class: "muted" }, `and ${rung.entries.length - RUNG_ROWS} more`) : ""));
     });
     host.append(row);
   });
