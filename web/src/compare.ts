@@ -109,7 +109,7 @@ export function parallelAxes(runs: Run[], metric: string, value: (r: Run) => num
           { name: metric, values: runs.map(value) }];
 }
 
-export function select(id: string, options: string[], value: string, onChange: (v: string) => void): HTMLSelectElement {
+function select(id: string, options: string[], value: string, onChange: (v: string) => void): HTMLSelectElement {
   const s = el("select", { id }, ...options.map((o) => el("option", { value: o }, o)));
   s.value = value;
   s.addEventListener("change", () => onChange(s.value));
