@@ -208,7 +208,8 @@ export class RunsTable {
     box.checked = this.selected.has(info.run_id);
     const cells: (HTMLElement)[] = [
       el("span", { class: "c-select" }, box),
-      el("span", { class: "c-name" }, el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id), sweepLink(r)),
+      // The badge first: a long name is cut off at the cell's end, the badge is not.
+      el("span", { class: "c-name" }, sweepLink(r), el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
       el("span", { class: `c-status status-${info.status}` }, info.status),
       el("span", { class: "c-start" }, formatTime(info.start_time)),
       el("span", { class: "c-duration" }, formatDuration(info.start_time, info.end_time)),
