@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { check, launch, waitInked } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
-const { asha, hyperband } = JSON.parse(readFileSync(process.env.DASH_EXPECT, "utf8"));
+const { asha, hyperband, live } = JSON.parse(readFileSync(process.env.DASH_EXPECT, "utf8"));
 const TIMEOUT = 15000;
 
 const { browser, page, errors } = await launch();
@@ -24,6 +24,25 @@ const tableRows = () => page.$$eval("#trials tbody tr", (rows) => rows.map((r) =
 }));
 
 try {
+  // First, while it still runs: the page follows a running sweep without a reload.
+  await check("a running sweep's page follows it to the end", async () => {
+    await page.goto(`${url}/#/sweep/${live.sweep}`);
+    await page.waitForSelector("#sweep-status");
+    assert.equal(await page.textContent("#sweep-status"), "RUNNING");
+    await page.waitForSelector('#trials th[data-col="trial"]');
+    await page.click('#trials th[data-col="trial"]');  // descending: the order must survive the refreshes
+    await page.waitForFunction(() => document.querySelector("#sweep-status")?.textContent === "FINISHED",
+                               undefined, { timeout: 90000 });
+    assert.equal(await page.textContent("#trial-count"), String(live.trials));
+    const order = await page.$$eval("#trials tbody tr", (rows) => rows.map((r) => Number(r.dataset.trial)));
+    assert.deepEqual(order, [...Array(live.trials).keys()].reverse());
+    assert.equal(await page.textContent('#trials th[data-col="trial"]'), "Trial ▼");
+    assert.equal(await page.$('[data-state="running"]'), null);
+    const done = await page.$('[data-state="completed"]');
+    const completed = done ? Number(await done.textContent()) : 0;
+    assert.equal(numbers(await page.getAttribute("#sweep-best", "data-finals")).length, completed);
+  });
+
   await check("runs table marks the sweep's runs and links to its page", async () => {
     await page.goto(`${url}/#/p/${asha.experiment}`);
     await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, asha.runs);

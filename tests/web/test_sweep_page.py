@@ -3,7 +3,8 @@
 again in new runs; and Hyperband for its brackets) against `cohort server` on
 loopback with tests/python/sweep_trial.py as the trial, then tests/web/sweep_page_test.mjs
 in headless chromium checks the page against what the sweep's journal says
-happened (values, decisions) and what the store holds (states).
+happened (values, decisions) and what the store holds (states); a third,
+slow sweep runs meanwhile, and its page must follow it to the end.
 SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep."""
 import json
 import os
@@ -27,7 +28,7 @@ command: [/usr/bin/python3, %(trial)s]
 workers: 1
 metric: {name: loss, mode: min}
 algorithm: %(algorithm)s
-budget: {trials: %(trials)d, concurrent: 3, min_resource: 1, max_resource: 9, reduction: 3}
+budget: {trials: %(trials)d, concurrent: %(concurrent)d, min_resource: 1, max_resource: 9, reduction: 3}
 seed: 7
 parameters:
   x: {type: float, low: 0.0, high: 1.0}
@@ -36,17 +37,23 @@ parameters:
 """
 
 
+def sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent=3):
+    """The `cohort sweep` command line and environment of a sweep named `name`."""
+    work = tmp_path / name
+    work.mkdir()
+    spec = work / "spec.yaml"
+    spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials,
+                            "concurrent": concurrent})
+    cmd = [COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
+           "--tracking", server.url]
+    return cmd, sweep_env(work, epoch_seconds)
+
+
 def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False):
     """Runs the sweep to its end; returns its journal and the trials' runs.jsonl.
     stop_first: stop the controller as soon as a trial runs, then continue it
     (the sweep then has a "(continued)" run, and trials started again new runs)."""
-    work = tmp_path / name
-    work.mkdir()
-    spec = work / "spec.yaml"
-    spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials})
-    env = sweep_env(work, epoch_seconds)
-    cmd = [COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
-           "--tracking", server.url]
+    cmd, env = sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds)
     if stop_first:
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -57,7 +64,26 @@ def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_fir
         assert first.returncode == 143, out
     out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
     assert out.returncode == 0, out.stdout.decode()
-    return journal(str(work / "s")), runs(env["SWEEP_TEST_RUNS"])
+    sweep_dir = os.path.join(os.path.dirname(env["SWEEP_TEST_RUNS"]), "s")
+    return journal(sweep_dir), runs(env["SWEEP_TEST_RUNS"])
+
+
+def start_live_sweep(server, tmp_path):
+    """A slow random sweep left running (3 trials one at a time, 9 epochs of
+    0.4 s each) for the page's refresh; returns the controller's process and,
+    once the store has it, the sweep's run id."""
+    cmd, env = sweep_command(server, tmp_path, "sweep-live", "random", 3, 0.4, concurrent=1)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if server.get("experiments/get-by-name", experiment_name="sweep-live")[0] == 200:
+            sweep = [r["info"]["run_id"] for r in store_runs(server, "sweep-live")
+                     if {"key": "cohort.sweep.role", "value": "sweep"} in r["data"].get("tags", [])]
+            if sweep:
+                return proc, sweep[0]
+        time.sleep(0.05)  # polling the store, with the deadline above
+    proc.kill()
+    raise AssertionError("the live sweep's run did not appear: " + proc.communicate()[0].decode())
 
 
 def store_runs(server, project):
@@ -132,6 +158,7 @@ def expectations(server, name, records):
 def test_sweep_page_in_chromium(tmp_path):
     require_dashboard()
     server = TrackingServer(tmp_path)
+    live = None
     try:
         asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18, 0.2, stop_first=True)
         hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8, 0.01)
@@ -161,14 +188,19 @@ def test_sweep_page_in_chromium(tmp_path):
               "brackets": sorted(rungs[r] for r in set(first[t] for t in hb_trials)),
               "reached": sum(1 for r in hb_records if r["op"] == "report" and
                              r["step"] in (1, 3, 9) and str(r["step"]) in rungs[first[r["trial"]]].split(","))}
+        live, live_sweep = start_live_sweep(server, tmp_path)
         expect = tmp_path / "expect.json"
-        expect.write_text(json.dumps({"asha": asha, "hyperband": hb}))
+        expect.write_text(json.dumps({"asha": asha, "hyperband": hb, "live": {"sweep": live_sweep, "trials": 3}}))
         env = dict(os.environ, DASH_URL=server.url, DASH_EXPECT=str(expect),
                    DASH_SCREENSHOT=os.environ.get("SWEEP_PAGE_SCREENSHOT", ""))
         result = subprocess.run(["node", os.path.join(HERE, "sweep_page_test.mjs")], env=env,
                                 capture_output=True, text=True, timeout=120)
         print(result.stdout)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert result.stdout.count("ok ") == 8
+        assert result.stdout.count("ok ") == 9
+        assert live.wait(timeout=60) == 0
     finally:
+        if live is not None and live.poll() is None:
+            live.kill()
+            live.wait(timeout=30)
         server.stop()

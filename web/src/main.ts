@@ -46,7 +46,9 @@ async function route(): Promise<void> {
       await page.mount();
     } else if (parts[0] === "sweep" && parts[1]) {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / sweep");
-      await new SweepPage(root, parts[1]).mount();
+      const page = new SweepPage(root, parts[1]);
+      current = page;
+      await page.mount();
     } else if (parts[0] === "compare") {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / compare");
       await new ComparePage(root, (params.get("runs") || "").split(",").filter(Boolean)).mount();

@@ -2,6 +2,7 @@
 // best-so-far curve, parallel coordinates of the params and the metric, and
 // for ASHA/Hyperband the rungs, all from the runs `cohort sweep --tracking`
 // records (runs/search and metric history; sweep_data.ts works them out).
+// While the sweep runs, the page redraws every few seconds.
 import { ApiError, get, getRun, history, Metric, Run } from "./api";
 import { bestSoFarChart, parallelCoordinates } from "./charts";
 import { paramKeys, parallelAxes } from "./compare";
@@ -17,8 +18,15 @@ const BULK_POINTS = 2500;
 const STATES = ["running", "paused", "completed", "stopped", "failed", "interrupted"];
 // Trials listed per rung; the rest are counted (a first rung can hold thousands).
 const RUNG_ROWS = 100;
+// A running sweep's page reads it again this often.
+const LIVE_REFRESH_MS = 3000;
 
 export class SweepPage {
+  private timer = 0;
+  private busy = false;
+  private stopped = false;
+  private table?: TrialsTable;  // its sort survives a refresh
+
   constructor(private root: HTMLElement, private id: string) {}
 
   async mount(): Promise<void> {
@@ -26,30 +34,57 @@ export class SweepPage {
     const sweepId = tag(given, "cohort.sweep.id");
     if (!sweepId) throw new ApiError(`Run ${this.id} is not part of a sweep (it has no tag cohort.sweep.id)`);
     if (sweepId !== this.id) { location.replace(`#/sweep/${sweepId}`); return; }  // a trial's or a continued run
-    const runs = await searchAll(given.info.experiment_id, `${searchIdentifier("tags.cohort.sweep.id")} = '${sweepId}'`);
+    if (await this.render(given)) this.timer = window.setInterval(() => void this.tick(given), LIVE_REFRESH_MS);
+  }
+
+  unmount(): void {
+    this.stopped = true;  // a refresh still in flight must not draw over the next page
+    window.clearInterval(this.timer);
+  }
+
+  // A failed refresh (the server restarting) is skipped; the next one tries again.
+  private async tick(sweepRun: Run): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      if (!(await this.render(sweepRun))) this.unmount();
+    } catch {
+      return;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  // Reads the sweep and draws the page afresh; true while the sweep runs.
+  private async render(first: Run): Promise<boolean> {
+    const sweepId = first.info.run_id;
+    const runs = await searchAll(first.info.experiment_id, `${searchIdentifier("tags.cohort.sweep.id")} = '${sweepId}'`);
     const sweepRuns = runs.filter((r) => tag(r, "cohort.sweep.role") === "sweep")
       .sort((a, b) => (a.info.start_time || 0) - (b.info.start_time || 0));
     const trialRuns = runs.filter((r) => tag(r, "cohort.sweep.role") === "trial");
-    const s = settingsOf(sweepRuns[0] || given);
+    const s = settingsOf(sweepRuns[0] || first);
     if (!s.metric) throw new ApiError(`The sweep's run ${sweepId} has no param 'metric' (is it a deleted run?)`);
     const [points, best] = await Promise.all([histories(trialRuns, s.metric), histories(sweepRuns, `best_${s.metric}`)]);
     const trials = trialsOf(trialRuns, points, s, Date.now());
-    const latest = sweepRuns[sweepRuns.length - 1] || given;
+    const latest = sweepRuns[sweepRuns.length - 1] || first;
     const width = Math.min(1100, this.root.clientWidth - 20);
 
+    if (this.stopped) return false;
     const [bestHost, drawBest] = this.bestSoFar(s, trials, best, width);
-    this.root.append(
+    this.table = trials.length ? new TrialsTable(trials, paramKeys(trials.map((t) => t.latest)), s.metric, s.maximize,
+                                                 this.table?.sorting()) : undefined;
+    const brackets = bracketsOf(trials, s.maximize);
+    this.root.replaceChildren(
       el("h1", {}, `Sweep ${latest.info.run_name?.replace(/ \(continued\)$/, "") || sweepId} `,
          el("span", { class: `badge status-${latest.info.status}`, id: "sweep-status" }, latest.info.status)),
       el("div", { class: "cards" }, card("Sweep", summary(s, sweepRuns, trials)),
-         card("Trials", stateCounts(trials, given.info.experiment_id, sweepId))),
+         card("Trials", stateCounts(trials, first.info.experiment_id, sweepId))),
       el("h2", {}, "Best so far"), bestHost,
-      el("h2", {}, "Trials"), trials.length ? new TrialsTable(trials, paramKeys(trials.map((t) => t.latest)), s.metric, s.maximize).element
-                                            : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
-      el("h2", {}, "Parameters against the metric"), this.parallel(s, trials, width));
+      el("h2", {}, "Trials"), this.table ? this.table.element : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
+      el("h2", {}, "Parameters against the metric"), this.parallel(s, trials, width),
+      ...(brackets.length ? [el("h2", {}, "Rungs"), rungsView(brackets, s, trials)] : []));
     drawBest();
-    const brackets = bracketsOf(trials, s.maximize);
-    if (brackets.length) this.root.append(el("h2", {}, "Rungs"), rungsView(brackets, s, trials));
+    return latest.info.status === "RUNNING";
   }
 
   // The curve is what the controller recorded (the sweep runs' best_<metric>,

@@ -15,7 +15,10 @@ export class TrialsTable {
   private order = "trial";
   private descending = false;
 
-  constructor(private trials: Trial[], params: string[], metric: string, private maximize: boolean) {
+  // `sorting`: the order to start with (the table a refresh replaces had it).
+  constructor(private trials: Trial[], params: string[], metric: string, private maximize: boolean,
+              sorting?: { order: string; descending: boolean }) {
+    if (sorting) { this.order = sorting.order; this.descending = sorting.descending; }
     this.columns = [
       { id: "trial", label: "Trial", value: (t) => t.trial,
         cell: (t) => el("a", { href: `#/run/${t.latest.info.run_id}` }, String(t.trial)) },
@@ -32,6 +35,10 @@ export class TrialsTable {
     this.render();
   }
 
+  sorting(): { order: string; descending: boolean } {
+    return { order: this.order, descending: this.descending };
+  }
+
   private render(): void {
     const head = el("tr", {}, ...this.columns.map((c) => {
       const arrow = c.id === this.order ? (this.descending ? " ▼" : " ▲") : "";
@@ -45,7 +52,8 @@ export class TrialsTable {
       });
       return th;
     }));
-    const column = this.columns.find((c) => c.id === this.order)!;
+    // A param column may be gone after a refresh: then by trial.
+    const column = this.columns.find((c) => c.id === this.order) || this.columns[0];
     const rows = [...this.trials].sort((a, b) => compare(column.value(a), column.value(b), this.descending) || a.trial - b.trial);
     this.element.replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows.map((t) =>
       el("tr", { "data-trial": String(t.trial), "data-run-id": t.latest.info.run_id }, ...this.columns.map((c) => {
