@@ -67,7 +67,7 @@ function rungsOf(run: Run, s: SweepSettings): number[] {
   return s.algorithm === "asha" ? bracketResources(s.minResource, s.maxResource, s.reduction) : [];
 }
 
-function better(a: number, b: number, maximize: boolean): boolean {
+export function better(a: number, b: number, maximize: boolean): boolean {
   return maximize ? a > b : a < b;
 }
 
@@ -107,12 +107,6 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
 export function completionOrder(trials: Trial[]): Trial[] {
   return trials.filter((t) => t.state === "completed" && t.last !== undefined)
     .sort((a, b) => (a.latest.info.end_time || 0) - (b.latest.info.end_time || 0) || a.trial - b.trial);
-}
-
-export function runningBest(values: number[], maximize: boolean): number[] {
-  const out: number[] = [];
-  for (const v of values) out.push(out.length && !better(v, out[out.length - 1], maximize) ? out[out.length - 1] : v);
-  return out;
 }
 
 // The rungs a trial reached, as ASHA saw them: its reports in the order it

@@ -8,7 +8,7 @@ import { bestSoFarChart, parallelCoordinates } from "./charts";
 import { paramKeys, parallelAxes } from "./compare";
 import { el, formatNumber, formatTime, table } from "./format";
 import { searchIdentifier } from "./runs_table";
-import { Bracket, bracketsOf, completionOrder, Point, SweepSettings, settingsOf, tag, Trial,
+import { better, Bracket, bracketsOf, completionOrder, Point, SweepSettings, settingsOf, tag, Trial,
          trialsOf } from "./sweep_data";
 import { TrialsTable } from "./trials_table";
 
@@ -130,7 +130,7 @@ function card(title: string, body: HTMLElement): HTMLElement {
 
 function summary(s: SweepSettings, sweepRuns: Run[], trials: Trial[]): HTMLElement {
   const done = completionOrder(trials);
-  const best = done.reduce<Trial | undefined>((b, t) => (!b || (s.maximize ? t.last! > b.last! : t.last! < b.last!) ? t : b), undefined);
+  const best = done.reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, s.maximize) ? t : b), undefined);
   const sweepRun = sweepRuns[0];
   const rows: [string, string | Node][] = [
     ["Algorithm", s.algorithm], ["Metric", `${s.metric} (${s.maximize ? "max" : "min"})`],
