@@ -179,7 +179,7 @@ function rungsView(brackets: Bracket[], s: SweepSettings, trials: Trial[]): HTML
         el("h3", {}, `Rung ${k + 1} · ${resource} ${rung.resource}`),
         el("p", { class: "muted" }, `${rung.entries.length} trial${rung.entries.length === 1 ? "" : "s"}` +
            [...counts].map(([o, n]) => `, ${n} ${o}`).join("")),
-        rung.entries.length ? list : el("p", { class: "muted" }, "none yet"),
+        rung.entries.length ? list : el("p", { class: "muted" }, "no trial has reached it"),
         rung.entries.length > RUNG_ROWS ? el("p", { class: "muted" }, `and ${rung.entries.length - RUNG_ROWS} more`) : ""));
     });
     host.append(row);
