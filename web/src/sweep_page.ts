@@ -18,12 +18,11 @@ const BULK_POINTS = 2500;
 const STATES = ["running", "paused", "completed", "stopped", "failed", "interrupted"];
 // Trials listed per rung; the rest are counted (a first rung can hold thousands).
 const RUNG_ROWS = 100;
-// A running sweep's page reads it again this often.
+// A running sweep's page reads it again this often (or less, see tick).
 const LIVE_REFRESH_MS = 3000;
 
 export class SweepPage {
   private timer = 0;
-  private busy = false;
   private stopped = false;
   private table?: TrialsTable;  // its sort survives a refresh
 
@@ -34,25 +33,30 @@ export class SweepPage {
     const sweepId = tag(given, "cohort.sweep.id");
     if (!sweepId) throw new ApiError(`Run ${this.id} is not part of a sweep (it has no tag cohort.sweep.id)`);
     if (sweepId !== this.id) { location.replace(`#/sweep/${sweepId}`); return; }  // a trial's or a continued run
-    if (await this.render(given)) this.timer = window.setInterval(() => void this.tick(given), LIVE_REFRESH_MS);
+    if (await this.render(given)) this.schedule(given, LIVE_REFRESH_MS);
   }
 
   unmount(): void {
     this.stopped = true;  // a refresh still in flight must not draw over the next page
-    window.clearInterval(this.timer);
+    window.clearTimeout(this.timer);
   }
 
-  // A failed refresh (the server restarting) is skipped; the next one tries again.
+  private schedule(sweepRun: Run, ms: number): void {
+    if (!this.stopped) this.timer = window.setTimeout(() => void this.tick(sweepRun), ms);
+  }
+
+  // The next refresh waits at least twice as long as this one took, so a
+  // sweep of thousands of trials does not keep the page redrawing. A failed
+  // refresh (the server restarting) is skipped; the next one tries again.
   private async tick(sweepRun: Run): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
+    const start = performance.now();
+    let running = true;
     try {
-      if (!(await this.render(sweepRun))) this.unmount();
+      running = await this.render(sweepRun);
     } catch {
-      return;
-    } finally {
-      this.busy = false;
+      // the next refresh tries again
     }
+    if (running) this.schedule(sweepRun, Math.max(LIVE_REFRESH_MS, 2 * (performance.now() - start)));
   }
 
   // Reads the sweep and draws the page afresh; true while the sweep runs.
