@@ -69,6 +69,7 @@ def test_trials_are_runs_of_the_sweep_with_their_history(tmp_path):
                        if r["op"] == "report" and r["trial"] == tid]
             assert history(server, run["id"], "loss") == reports
             assert {"op": "run", "trial": tid, "run": run["id"]} in records
+            assert "cohort.sweep.rungs" not in run["tags"]  # grid has no rungs
         for tid in (0, 3):  # ok: completed
             assert (trials[tid]["status"], trials[tid]["tags"]["cohort.sweep.state"]) == \
                 ("FINISHED", "completed")
@@ -122,6 +123,8 @@ def test_stopped_sweep_goes_on_in_new_runs_of_the_same_sweep(tmp_path):
         trials = by_role(found, "trial")
         assert {r["tags"]["cohort.sweep.id"] for r in trials} == {first_parent["id"]}
         assert {r["tags"]["cohort.sweep.trial"] for r in trials} == {"0", "1", "2", "3"}
+        # The rungs of each trial's bracket, kept across the restart through the journal.
+        assert {r["tags"]["cohort.sweep.rungs"] for r in trials} == {"1,3,9"}
         for old in interrupted:  # each interrupted trial went on in one new run
             [new] = [r for r in trials if r["tags"].get("cohort.sweep.resumed_from") == old["id"]]
             assert new["tags"]["cohort.sweep.trial"] == old["tags"]["cohort.sweep.trial"]
@@ -131,6 +134,7 @@ def test_stopped_sweep_goes_on_in_new_runs_of_the_same_sweep(tmp_path):
         records = journal(sweep_dir)
         run_records = [r for r in records if r["op"] == "run" and "trial" in r]
         assert len(run_records) == len(trials) == 4 + len(interrupted)
+        assert all(r["rungs"] == "1,3,9" for r in run_records)
         for r in trials:
             tid = int(r["tags"]["cohort.sweep.trial"])
             if r["tags"]["cohort.sweep.state"] == "interrupted":

@@ -37,3 +37,10 @@ function countInked(selector) {
 export async function waitInked(page, selector, min) {
   await page.waitForFunction(`(${countInked})(${JSON.stringify(selector)}) >= ${min}`);
 }
+
+// Runs one named check of a test script: prints "ok NAME" when it passes (the
+// Python side counts them); a failure throws out of the script.
+export async function check(name, body) {
+  await body();
+  console.log(`ok ${name}`);
+}

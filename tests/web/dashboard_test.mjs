@@ -2,7 +2,7 @@
 // tests/web/test_dashboard.py filled: node dashboard_test.mjs (settings in
 // DASH_* env variables). Prints "ok NAME" per check; exits 1 on the first failure.
 import assert from "node:assert/strict";
-import { launch, waitInked } from "./browser.mjs";
+import { check, launch, waitInked } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
 const experiment = process.env.DASH_EXPERIMENT_ID;
@@ -13,11 +13,6 @@ const TIMEOUT = 15000;
 
 const { browser, page, errors } = await launch();
 page.setDefaultTimeout(TIMEOUT);
-
-async function check(name, body) {
-  await body();
-  console.log(`ok ${name}`);
-}
 
 const rowNames = () => page.$$eval(".run-row .c-name", (cells) => cells.map((c) => c.textContent));
 const columnValues = (col) => page.$$eval(".run-row", (rows, col) => rows.map((r) =>

@@ -4,21 +4,16 @@ runs tests/web/dashboard_test.mjs (playwright-core + headless chromium)."""
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import threading
 
-import pytest
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
-from tracking_server_fixture import TrackingServer, BUILD  # noqa: E402
+from tracking_server_fixture import TrackingServer  # noqa: E402
+from web_fixture import needs_browser, require_dashboard  # noqa: E402
 
 import cohort.track  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(HERE))
-PLAYWRIGHT = os.path.join(ROOT, "build-tools", "web", "node_modules", "playwright-core")
 
 LRS = ["0.1", "0.01", "0.001"]
 
@@ -55,11 +50,9 @@ def record_sweep(uri, tmp_path):
     return ids
 
 
-@pytest.mark.skipif(not (shutil.which("node") and os.path.exists("/usr/bin/chromium")
-                         and os.path.isdir(PLAYWRIGHT)),
-                    reason="needs node, /usr/bin/chromium and playwright-core (tools/setup.sh)")
+@needs_browser
 def test_dashboard_in_chromium(tmp_path):
-    assert os.path.exists(os.path.join(BUILD, "web", "index.html")), "the dashboard is not built"
+    require_dashboard()
     server = TrackingServer(tmp_path)
     stop = threading.Event()
     try:

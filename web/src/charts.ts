@@ -33,12 +33,35 @@ export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLa
   return new uPlot(opts, alignCurves(curves), host);
 }
 
+// A sweep's progress: the best value so far against the number of completed
+// trials (a step line), and each completed trial's final value as a dot.
+// best[i] and finals[i] belong to completed trial i + 1 (null: not known).
+export function bestSoFarChart(host: HTMLElement, metric: string, best: (number | null)[],
+                               finals: (number | null)[], width: number): uPlot {
+  const xs = best.map((_, i) => i + 1);
+  const dots = seriesColor(1);
+  const opts: uPlot.Options = {
+    title: `best ${metric} so far`, width, height: 240,
+    // Whole trials only, and half a trial of margin so the end dots show.
+    scales: { x: { time: false, range: [0.5, xs.length + 0.5] } },
+    axes: [{ label: "completed trials", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
+           { size: 68, values: (_u, ticks) => ticks.map(shortNumber) }],  // close values need digits
+    series: [{ label: "completed" },
+      { label: `best ${metric}`, stroke: seriesColor(0), width: 2, spanGaps: true,
+        paths: uPlot.paths.stepped!({ align: 1 }),
+        points: { show: false } },
+      { label: `trial's ${metric}`, stroke: dots, width: 0, paths: () => null,
+        points: { show: true, size: 7, fill: dots, stroke: dots } }],
+  };
+  return new uPlot(opts, [xs, best, finals], host);
+}
+
 export function alignCurves(curves: Curve[]): uPlot.AlignedData {
   if (!curves.length) return [[]];
   return uPlot.join(curves.map((c) => [c.xs, c.ys] as uPlot.AlignedData));
 }
 
-interface Axis { name: string; values: (number | string | undefined)[]; }
+export interface Axis { name: string; values: (number | string | undefined)[]; }
 
 function scaleFor(values: (number | string | undefined)[]): (v: number | string | undefined) => number | null {
   const present = values.filter((v) => v !== undefined && v !== "");
@@ -74,15 +97,16 @@ function canvas(host: HTMLElement, width: number, height: number): CanvasRenderi
   return ctx;
 }
 
-// One vertical axis per param plus the metric last; one polyline per run, coloured by run.
-export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: number): void {
+// One vertical axis per param plus the metric last; one polyline per run,
+// coloured by run unless `colors` gives each run's colour.
+export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: number, colors?: string[]): void {
   const height = 280, top = 30, bottom = 30, left = 50, right = 50;
   const ctx = canvas(host, width, height);
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const scales = axes.map((a) => scaleFor(a.values));
   const runs = axes.length ? axes[0].values.length : 0;
   for (let r = 0; r < runs; r++) {
-    ctx.strokeStyle = seriesColor(r); ctx.lineWidth = 1.5; ctx.beginPath();
+    ctx.strokeStyle = colors?.[r] ?? seriesColor(r); ctx.lineWidth = 1.5; ctx.beginPath();
     let started = false;
     axes.forEach((a, i) => {
       const t = scales[i](a.values[r]);

@@ -1,7 +1,7 @@
 // Compare view: overlaid curves of the selected runs (smoothing, x by step or
 // time), parallel coordinates of params against a metric, and a scatter.
 import { getRun, history, Run } from "./api";
-import { Curve, lineChart, parallelCoordinates, scatter, smooth } from "./charts";
+import { Axis, Curve, lineChart, parallelCoordinates, scatter, smooth } from "./charts";
 import { el, seriesColor } from "./format";
 
 export class ComparePage {
@@ -24,7 +24,7 @@ export class ComparePage {
     }
     this.runs = await Promise.all(this.runIds.map(getRun));
     const metrics = [...new Set(this.runs.flatMap((r) => (r.data.metrics || []).map((m) => m.key)))].sort();
-    const params = this.paramKeys();
+    const params = paramKeys(this.runs);
     this.metric = metrics.find((m) => !m.startsWith("system/")) || metrics[0] || "";
     this.scatterX = params[0] ? `params.${params[0]}` : "";
     const metricSelect = select("compare-metric", metrics, this.metric, (v) => { this.metric = v; void this.draw(true); });
@@ -45,10 +45,6 @@ export class ComparePage {
       el("h2", {}, "Scatter"), el("div", { class: "toolbar" }, el("label", {}, "x ", scatterSelect), " against the metric (last value)"),
       this.scatterHost);
     await this.draw(true);
-  }
-
-  private paramKeys(): string[] {
-    return [...new Set(this.runs.flatMap((r) => (r.data.params || []).map((p) => p.key)))].sort();
   }
 
   private lastValue(run: Run, metric: string): number | undefined {
@@ -85,10 +81,9 @@ export class ComparePage {
     this.curvesHost.dataset.x = this.xAxis;
     this.curvesHost.dataset.smoothing = String(this.smoothing);
     lineChart(this.curvesHost, this.metric, curves, this.xAxis, Math.min(1100, this.root.clientWidth - 20));
-    const axes = [...this.paramKeys().map((k) => ({ name: k, values: this.runs.map((r) => (r.data.params || []).find((p) => p.key === k)?.value) })),
-                  { name: this.metric, values: this.runs.map((r) => this.lastValue(r, this.metric)) }];
     this.parallelHost.replaceChildren();
-    parallelCoordinates(this.parallelHost, axes, Math.min(1100, this.root.clientWidth - 20));
+    parallelCoordinates(this.parallelHost, parallelAxes(this.runs, this.metric, (r) => this.lastValue(r, this.metric)),
+                        Math.min(1100, this.root.clientWidth - 20));
     this.drawScatter();
   }
 
@@ -101,6 +96,17 @@ export class ComparePage {
                                                       : this.lastValue(r, key));
     scatter(this.scatterHost, xs, this.runs.map((r) => this.lastValue(r, this.metric)), key, this.metric, 560);
   }
+}
+
+// Every param key of the runs, sorted.
+export function paramKeys(runs: Run[]): string[] {
+  return [...new Set(runs.flatMap((r) => (r.data.params || []).map((p) => p.key)))].sort();
+}
+
+// Parallel coordinates' axes: one per param, the metric (value of each run) last.
+export function parallelAxes(runs: Run[], metric: string, value: (r: Run) => number | undefined): Axis[] {
+  return [...paramKeys(runs).map((k) => ({ name: k, values: runs.map((r) => (r.data.params || []).find((p) => p.key === k)?.value) })),
+          { name: metric, values: runs.map(value) }];
 }
 
 function select(id: string, options: string[], value: string, onChange: (v: string) => void): HTMLSelectElement {

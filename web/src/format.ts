@@ -17,7 +17,10 @@ export function formatTime(ms?: number): string {
 
 export function formatDuration(startMs?: number, endMs?: number): string {
   if (!startMs) return "";
-  const s = Math.max(0, ((endMs || Date.now()) - startMs) / 1000);
+  return formatSeconds(Math.max(0, ((endMs || Date.now()) - startMs) / 1000));
+}
+
+export function formatSeconds(s: number): string {
   if (s < 60) return `${s.toFixed(1)} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;

@@ -1,9 +1,10 @@
-// The dashboard's entry point: a hash router over the four pages.
+// The dashboard's entry point: a hash router over the five pages.
 import { ApiError, Experiment, get } from "./api";
 import { ComparePage } from "./compare";
 import { el, formatTime } from "./format";
 import { RunPage } from "./run_page";
 import { RunsTable } from "./runs_table";
+import { SweepPage } from "./sweep_page";
 
 let current: { unmount?: () => void } | null = null;
 
@@ -37,10 +38,15 @@ async function route(): Promise<void> {
       const e = (await get<{ experiment: Experiment }>("experiments/get", { experiment_id: parts[1] })).experiment;
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / ", e.name);
       root.append(el("h1", {}, e.name));
-      await new RunsTable(root, parts[1]).mount();
+      await new RunsTable(root, parts[1], params.get("filter") || "").mount();
     } else if (parts[0] === "run" && parts[1]) {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / run");
       const page = new RunPage(root, parts[1]);
+      current = page;
+      await page.mount();
+    } else if (parts[0] === "sweep" && parts[1]) {
+      crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / sweep");
+      const page = new SweepPage(root, parts[1]);
       current = page;
       await page.mount();
     } else if (parts[0] === "compare") {

@@ -42,7 +42,6 @@ export class RunsTable {
   private orderColumn = "attributes.start_time";
   private descending = true;
   private groupColumn = "";
-  private filter = "";
   private generation = 0;
   private done = false;
   private selected = new Set<string>();
@@ -55,13 +54,15 @@ export class RunsTable {
   private groupSelect = el("select", { id: "group-by" });
   private compareButton = el("button", { id: "compare-selected", disabled: "" }, "Compare selected");
 
-  constructor(private root: HTMLElement, private experimentId: string) {}
+  // `filter`: the search to start with (a link such as the sweep page's gives one).
+  constructor(private root: HTMLElement, private experimentId: string, private filter = "") {}
 
   async mount(): Promise<void> {
     const filterInput = el("input", {
       id: "runs-filter", type: "search", size: "60",
       placeholder: "filter, e.g. metrics.loss < 0.5 AND params.lr = '0.01'  (Enter)",
     });
+    filterInput.value = this.filter;
     filterInput.addEventListener("keydown", (e) => {
       if (e.key === "Enter") { this.filter = filterInput.value.trim(); void this.reload(); }
     });
@@ -207,7 +208,8 @@ export class RunsTable {
     box.checked = this.selected.has(info.run_id);
     const cells: (HTMLElement)[] = [
       el("span", { class: "c-select" }, box),
-      el("span", { class: "c-name" }, el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
+      // The badge first: a long name is cut off at the cell's end, the badge is not.
+      el("span", { class: "c-name" }, sweepLink(r), el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
       el("span", { class: `c-status status-${info.status}` }, info.status),
       el("span", { class: "c-start" }, formatTime(info.start_time)),
       el("span", { class: "c-duration" }, formatDuration(info.start_time, info.end_time)),
@@ -229,6 +231,13 @@ export class RunsTable {
     this.compareButton.textContent = `Compare selected (${this.selected.size})`;
     this.compareButton.toggleAttribute("disabled", this.selected.size === 0);
   }
+}
+
+// A sweep's own run (cohort sweep --tracking) links to the sweep's page.
+function sweepLink(r: Row): HTMLElement | string {
+  const id = r.values.get("tags.cohort.sweep.id");
+  if (r.values.get("tags.cohort.sweep.role") !== "sweep" || !id) return "";
+  return el("a", { class: "badge sweep-link", href: `#/sweep/${id}`, title: "the sweep's page" }, "sweep");
 }
 
 function rowWidth(valueColumns: number): number {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cohort/track.h"
+#include "sweep/asha.h"
 
 namespace cohort::sweep {
 
@@ -17,9 +18,10 @@ using nlohmann::json;
 
 // What earlier controllers of this sweep did.
 struct Earlier {
-  std::string sweep_id;                       // the first sweep run's id
-  std::map<int64_t, std::string> trial_runs;  // each trial's last run
-  std::optional<double> best;                 // best value of a completed trial
+  std::string sweep_id;                        // the first sweep run's id
+  std::map<int64_t, std::string> trial_runs;   // each trial's last run
+  std::map<int64_t, std::string> trial_rungs;  // ASHA/Hyperband: each trial's rung resources
+  std::optional<double> best;                  // best value of a completed trial
   int64_t completed = 0;
 };
 
@@ -39,13 +41,29 @@ Earlier ReadJournal(const std::vector<std::string>& records, const std::vector<T
       if (e.sweep_id.empty()) e.sweep_id = r["sweep"].get<std::string>();
     } else if (op == "run" && r.contains("trial")) {
       e.trial_runs[r["trial"].get<int64_t>()] = r["run"].get<std::string>();
+      if (r.contains("rungs") && r["rungs"].is_string()) {
+        e.trial_rungs[r["trial"].get<int64_t>()] = r["rungs"].get<std::string>();
+      }
     }
   }
   return e;
 }
 
-std::string RunRecord(const char* key, const json& value, const std::string& run_id) {
-  return json{{"op", "run"}, {key, value}, {"run", run_id}}.dump();
+json RunRecord(const char* key, const json& value, const std::string& run_id) {
+  return json{{"op", "run"}, {key, value}, {"run", run_id}};
+}
+
+// "1,3,9": the resources of the rungs of the bracket whose first rung is
+// `first`, as AshaBracket makes them. Hyperband's trials are in brackets with
+// different first rungs, which their metric history cannot tell apart.
+std::string RungResources(int64_t first, const Budget& budget) {
+  std::string out;
+  const AshaBracket bracket(first, budget.max_resource, budget.reduction);
+  for (int64_t r : bracket.resources()) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(r);
+  }
+  return out;
 }
 
 class TrackedSweep : public TrialObserver {
@@ -80,7 +98,7 @@ class TrackedSweep : public TrialObserver {
       earlier_.sweep_id = sweep_run_->run_id();
       sweep_run_->SetTag("cohort.sweep.id", earlier_.sweep_id);
     }
-    return journal_.Append(RunRecord("sweep", sweep_run_->run_id(), sweep_run_->run_id()));
+    return journal_.Append(RunRecord("sweep", sweep_run_->run_id(), sweep_run_->run_id()).dump());
   }
 
   void Started(const TrialRecord& record) override {
@@ -104,12 +122,16 @@ class TrackedSweep : public TrialObserver {
     if (before != earlier_.trial_runs.end()) o.tags["cohort.sweep.resumed_from"] = before->second;
     if (record.trial.clone_of)
       o.tags["cohort.sweep.clone_of"] = std::to_string(*record.trial.clone_of);
+    const std::string rungs = Rungs(record);
+    if (!rungs.empty()) o.tags["cohort.sweep.rungs"] = rungs;
     auto run = TrackingRun::Start(o);
     if (!run.ok()) {  // the sweep goes on; the trial is only missing from the store
       Warn("trial " + std::to_string(id) + ": " + run.status().message());
       return;
     }
-    Status s = journal_.Append(RunRecord("trial", id, (*run)->run_id()));
+    json entry = RunRecord("trial", id, (*run)->run_id());
+    if (!rungs.empty()) entry["rungs"] = rungs;
+    Status s = journal_.Append(entry.dump());
     if (!s.ok()) Warn(s.message());
     runs_[id] = std::move(*run);
   }
@@ -156,6 +178,18 @@ class TrackedSweep : public TrialObserver {
 
  private:
   using OpenRuns = std::map<int64_t, std::unique_ptr<TrackingRun>>;
+
+  // The rungs of the trial's bracket (ASHA, Hyperband), for the dashboard's
+  // rung view; "" for other algorithms. A new trial's resource is its
+  // bracket's first rung; a trial started again after a restart is past it,
+  // so its rungs come from the journal.
+  std::string Rungs(const TrialRecord& record) const {
+    const std::string& algorithm = spec_.study.algorithm;
+    if (algorithm != "asha" && algorithm != "hyperband") return "";
+    auto before = earlier_.trial_rungs.find(record.trial.id);
+    if (before != earlier_.trial_rungs.end()) return before->second;
+    return RungResources(record.trial.resource, spec_.study.budget);
+  }
 
   void End(OpenRuns::iterator it, const std::string& status) {
     Status s = it->second->Finish(status);

@@ -22,7 +22,9 @@ namespace cohort::sweep {
 // cannot reopen a run, so an interrupted trial goes on in a new run tagged
 // cohort.sweep.resumed_from.
 // Tags: cohort.sweep.id (the first sweep run's id, the same after a
-// restart), cohort.sweep.trial, mlflow.parentRunId, cohort.sweep.state.
+// restart), cohort.sweep.trial, mlflow.parentRunId, cohort.sweep.state, and
+// for ASHA/Hyperband cohort.sweep.rungs ("1,3,9": the resources of the rungs
+// of the trial's bracket, which the dashboard's rung view needs).
 TrialObserverFactory TrackingObserver(const SweepSpec& spec, const std::string& uri);
 
 }  // namespace cohort::sweep
