@@ -2,8 +2,11 @@
 // (C++, C ABI, Python, LibTorch) relies on.
 #include "engine/engine.h"
 
+#include <string>
+
 #include "collectives/collectives.h"
 #include "collectives/reduce_kernels.h"
+#include "engine/output_buffer.h"
 
 namespace cohort {
 
@@ -17,6 +20,12 @@ std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
   return rows;
 }
 
+std::string RowsPerRank(const std::vector<int64_t>& rows) {
+  std::string text = "rows per rank:";
+  for (int64_t n : rows) text += " " + std::to_string(n);
+  return text;
+}
+
 }  // namespace
 
 Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
@@ -27,7 +36,7 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
   std::vector<size_t> counts(n);
   for (int p = 0; p < n; ++p) counts[p] = static_cast<size_t>(rows[p]) * a.row_elements();
   TensorResult result;
-  result.data.resize(counts[comm.rank()] * DataTypeSize(a.dtype));
+  const OutputBuffer out(r, counts[comm.rank()], a.dtype, &result);
   result.shape = a.shape;
   result.shape[0] = rows[comm.rank()];
   const Clock::time_point start = Clock::now();
@@ -38,12 +47,12 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
     ScaleCopy(scaled.data(), r.send, a.elements(), a.dtype, a.prescale);
     send = scaled.data();
   }
-  Status s = RunReduceScatter(comm, send, result.data.data(), counts.data(), a.dtype, a.op);
+  Status s = RunReduceScatter(comm, send, out.data(), counts.data(), a.dtype, a.op);
   if (s.ok() && a.postscale != 1.0) {
-    ScaleCopy(result.data.data(), result.data.data(), counts[comm.rank()], a.dtype, a.postscale);
+    ScaleCopy(out.data(), out.data(), counts[comm.rank()], a.dtype, a.postscale);
   }
   if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
-  handles_.Complete(r.handle, s, std::move(result));
+  handles_.Complete(r.handle, s.ok() ? out.Check(RowsPerRank(rows)) : s, std::move(result));
   return s;
 }
 
