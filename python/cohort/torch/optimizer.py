@@ -195,10 +195,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _drop_pending(self):
         """Forgets gradients whose allreduce is under way, e.g. after the job
         failed mid-step (cohort.torch.elastic restores and resets)."""
-        self._handles.clear()
+        _forget_reductions(self)
         self._group_ready.clear()
-        for p in self._requires_update:
-            self._allreduce_delay[p] = self.backward_passes_per_step
 
     def _wait_all(self):
         for p, (handle, (compressed, ctx)) in list(self._handles.items()):
@@ -239,6 +237,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
+
+
+def _forget_reductions(opt):
+    """Drops `opt`'s reductions in flight and the count of backward passes
+    toward the next one, so the next backward starts afresh: what either
+    optimizer does when cohort.torch.elastic restores it after a failed round
+    (otherwise its hooks would find the old handles and refuse the gradient)."""
+    opt._handles.clear()
+    for p in opt._requires_update:
+        opt._allreduce_delay[p] = opt.backward_passes_per_step
 
 
 def _report_step_to_tracking(params, wait_s):
@@ -300,6 +308,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._handles[p] = self._allreduce_grad_async(p)
 
     _make_hook = _DistributedOptimizer._make_hook  # the same accumulation rules
+    _drop_pending = _forget_reductions  # called by elastic's restore(), as for the other
 
     def synchronize(self):
         pass  # step() does the waiting, as in Horovod
