@@ -131,6 +131,41 @@ def test_gradients_stay_in_reused_buffers(hvd, stage):
                          sum(len(g["params"]) for g in opt.optim.param_groups))
 
 
+@pytest.mark.parametrize("stage", [1, 2])
+def test_synchronize_then_skip_synchronize(hvd, stage):
+    """Horovod's pattern (optimizer.synchronize(), then step() inside
+    skip_synchronize()), and step() after synchronize() outside it (Horovod's
+    warning, and no second reduction): both as plain data parallel."""
+    want = data_parallel(hvd, "adam", 2)
+    model, opt = sharded(hvd, stage, "adam", seed=hvd.rank())
+    for step in range(2):
+        x, y = local_data(step, hvd.rank(), hvd.size())
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.synchronize()
+        if step == 0:
+            with opt.skip_synchronize():
+                opt.step()
+        else:
+            with pytest.warns(UserWarning, match=r"optimizer.step\(\) called without "
+                              r"optimizer.skip_synchronize\(\) context after "
+                              r"optimizer.synchronize\(\)"):
+                opt.step()
+    assert_same(model.state_dict(), want)
+
+
+def test_skip_synchronize_refuses_reductions_in_flight(hvd):
+    model, opt = sharded(hvd, 1, "sgd_momentum")
+    x, y = local_data(0, hvd.rank(), hvd.size())
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    with pytest.raises(RuntimeError, match=r"step\(\) inside skip_synchronize\(\) while "
+                       r"gradient reductions are in flight; call optimizer.synchronize\(\) "
+                       r"first"):
+        with opt.skip_synchronize():
+            opt.step()
+    opt.step()  # waits for them as usual
+
+
 def test_optimizer_state_is_sharded(hvd):
     model, opt = sharded(hvd, 1, "adam")
     train(model, opt, 1, hvd.rank(), hvd.size())

@@ -19,6 +19,13 @@ from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async
                       sparse_allreduce_async, synchronize)
 
 
+# Horovod's warning for step() after synchronize() outside skip_synchronize().
+STEP_AFTER_SYNCHRONIZE = (
+    "optimizer.step() called without optimizer.skip_synchronize() context after "
+    "optimizer.synchronize(). This can cause training slowdown. You may want to consider using "
+    "optimizer.skip_synchronize() context if you use optimizer.synchronize() in your code.")
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None,
@@ -220,11 +227,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
+                warnings.warn(STEP_AFTER_SYNCHRONIZE)
             waited = time.perf_counter()
             self.synchronize()
             _report_step_to_tracking(self._requires_update, time.perf_counter() - waited)

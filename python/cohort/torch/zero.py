@@ -30,7 +30,9 @@ decided bucket by bucket, largest parameter first, to the rank with the
 smallest segment (ties: the least total so far), which keeps the padding
 small and the ranks' totals balanced."""
 import copy
+import warnings
 import zlib
+from contextlib import contextmanager
 from itertools import chain
 
 import torch
@@ -39,6 +41,7 @@ from .. import _cohort
 from ..process_sets import global_process_set, set_id, set_size
 from .functions import broadcast_object
 from .mpi_ops import Average, allgather_async, reducescatter_async, synchronize
+from .optimizer import STEP_AFTER_SYNCHRONIZE
 
 
 # Parameter-sync allgathers in flight at once: bounds the reused gather
@@ -237,6 +240,8 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self._free_sends = []  # stage 2: send buffers not in use
         self._flat_params = {}  # parameters_as_bucket_view: bucket index -> flat parameters
         self._gather = [None] * _SYNC_WINDOW  # reused allgather buffers
+        self._synchronized = False  # synchronize() ran since the last step()
+        self._should_synchronize = True  # False inside skip_synchronize()
         self._reduced = set()  # buckets whose reduction started since the last step
         self._fired = {}  # bucket index -> parameters whose gradient is ready
         self._grad_accs = {}
@@ -441,12 +446,47 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
 
     # ---- step ----
 
-    def step(self, closure=None, **kwargs):
-        """Averages the gradients (waiting for the reductions started during
-        backward), steps this rank's shard, and syncs the parameters."""
+    def synchronize(self):
+        """Waits for the gradient reductions (starting those whose hooks did
+        not fire), as horovod.torch's optimizer does: afterwards this rank's
+        own parameters hold their averaged gradients (stage 1: the others
+        this rank's own; stage 2: none). step() inside skip_synchronize()
+        then steps without waiting again."""
         if self.world_size > 1:
             self._register_hooks()  # parameters that became trainable
             self._finish_reductions()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """step() inside this block does not synchronize (call synchronize() first)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def _ready_to_step(self):
+        """Synchronizes unless synchronize() ran already or step() is inside
+        skip_synchronize(). Unlike horovod.torch, a second synchronize
+        would not be harmless (a rank's own segment is averaged in place), so
+        step() after synchronize() only warns, with Horovod's warning."""
+        if not self._should_synchronize:
+            if self._reduced:
+                raise RuntimeError("ZeroRedundancyOptimizer: step() inside skip_synchronize() "
+                                   "while gradient reductions are in flight; call "
+                                   "optimizer.synchronize() first")
+            return
+        if self._synchronized:
+            warnings.warn(STEP_AFTER_SYNCHRONIZE)
+            return
+        self.synchronize()
+
+    def step(self, closure=None, **kwargs):
+        """Averages the gradients (waiting for the reductions started during
+        backward), steps this rank's shard, and syncs the parameters."""
+        self._ready_to_step()
+        self._synchronized = False
         self._sync_param_groups(self.param_groups, self.optim.param_groups)
         loss = self.optim.step(**kwargs) if closure is None else \
             self.optim.step(closure=closure, **kwargs)
