@@ -1,8 +1,6 @@
 // The allgather executor: ranks contribute different numbers of rows.
 #include "engine/engine.h"
 
-#include <string>
-
 #include "collectives/collectives.h"
 #include "engine/output_buffer.h"
 
@@ -15,11 +13,9 @@ Status Engine::ExecuteAllgather(ProcessSet& set, const Request& r, const Respons
   const uint64_t row = a.row_elements();
   std::vector<size_t> counts(n);
   int64_t rows = 0;
-  std::string layout = "rows per rank:";
   for (int p = 0; p < n; ++p) {
     counts[p] = static_cast<size_t>(response.rows_per_rank[p]) * row;
     rows += response.rows_per_rank[p];
-    layout += " " + std::to_string(response.rows_per_rank[p]);
   }
   TensorResult result;
   const OutputBuffer out(r, static_cast<size_t>(rows) * row, a.dtype, &result);
@@ -28,7 +24,7 @@ Status Engine::ExecuteAllgather(ProcessSet& set, const Request& r, const Respons
   if (tl_) tl_->Span(a.name, "ALLGATHER", start, Clock::now());
   result.shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
   result.shape[0] = rows;
-  handles_.Complete(r.handle, s.ok() ? out.Check(layout) : s, std::move(result));
+  handles_.Complete(r.handle, s.ok() ? out.Check(response.rows_per_rank) : s, std::move(result));
   return s;
 }
 

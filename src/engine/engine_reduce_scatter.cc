@@ -2,8 +2,6 @@
 // (C++, C ABI, Python, LibTorch) relies on.
 #include "engine/engine.h"
 
-#include <string>
-
 #include "collectives/collectives.h"
 #include "collectives/reduce_kernels.h"
 #include "engine/output_buffer.h"
@@ -18,12 +16,6 @@ std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
   std::vector<int64_t> rows(size, a.shape[0] / size);
   for (int r = 0; r < a.shape[0] % size; ++r) ++rows[r];
   return rows;
-}
-
-std::string RowsPerRank(const std::vector<int64_t>& rows) {
-  std::string text = "rows per rank:";
-  for (int64_t n : rows) text += " " + std::to_string(n);
-  return text;
 }
 
 }  // namespace
@@ -52,7 +44,7 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
     ScaleCopy(out.data(), out.data(), counts[comm.rank()], a.dtype, a.postscale);
   }
   if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
-  handles_.Complete(r.handle, s.ok() ? out.Check(RowsPerRank(rows)) : s, std::move(result));
+  handles_.Complete(r.handle, s.ok() ? out.Check(rows) : s, std::move(result));
   return s;
 }
 

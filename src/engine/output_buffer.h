@@ -6,7 +6,8 @@
 #define COHORT_ENGINE_OUTPUT_BUFFER_H_
 
 #include <cstddef>
-#include <string>
+#include <cstdint>
+#include <vector>
 
 #include "cohort/status.h"
 #include "cohort/types.h"
@@ -25,9 +26,9 @@ class OutputBuffer {
 
   void* data() const { return data_; }
 
-  // OK, or the error naming both sizes when the caller's buffer did not fit.
-  // `layout` says where the expected size came from (e.g. rows per rank).
-  Status Check(const std::string& layout) const;
+  // OK, or the error naming both sizes and the rows per rank (where the
+  // expected size came from) when the caller's buffer did not fit.
+  Status Check(const std::vector<int64_t>& rows_per_rank) const;
 
  private:
   const Request& request_;
