@@ -32,7 +32,6 @@ small and the ranks' totals balanced."""
 import copy
 import warnings
 import zlib
-from contextlib import contextmanager
 from itertools import chain
 
 import torch
@@ -41,7 +40,7 @@ from .. import _cohort
 from ..process_sets import global_process_set, set_id, set_size
 from .functions import broadcast_object
 from .mpi_ops import Average, allgather_async, reducescatter_async, synchronize
-from .optimizer import STEP_AFTER_SYNCHRONIZE
+from .optimizer import STEP_AFTER_SYNCHRONIZE, _DistributedOptimizer
 
 
 # Parameter-sync allgathers in flight at once: bounds the reused gather
@@ -457,14 +456,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
             self._finish_reductions()
         self._synchronized = True
 
-    @contextmanager
-    def skip_synchronize(self):
-        """step() inside this block does not synchronize (call synchronize() first)."""
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
+    skip_synchronize = _DistributedOptimizer.skip_synchronize  # the same flag, same block
 
     def _ready_to_step(self):
         """Synchronizes unless synchronize() ran already or step() is inside
