@@ -7,6 +7,8 @@ workers, one torch thread each, for each of:
   dist    cohort.torch DistributedOptimizer (plain data parallel)
   zero1   cohort.torch.ZeroRedundancyOptimizer(stage=1)
   zero2   cohort.torch.ZeroRedundancyOptimizer(stage=2)
+  zero1v, zero2v  the same with parameters_as_bucket_view=True (the
+          parameters are views of flat buffers the allgather writes into)
   fsdp    cohort.torch.FullyShardedDataParallel (stage 3): a unit per block,
           embedding and the head, no prefetch
   fsdp_pf the same with prefetch (the next unit's allgather during this one)
@@ -31,7 +33,7 @@ import time
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-MODES = ["dist", "zero1", "zero2", "fsdp", "fsdp_pf", "torch"]
+MODES = ["dist", "zero1", "zero2", "zero1v", "zero2v", "fsdp", "fsdp_pf", "torch"]
 
 
 # ---- the model ----
@@ -124,7 +126,8 @@ def setup(mode, args):
                                        named_parameters=model.named_parameters())
         return model, opt, hvd.rank(), hvd.size(), opt
     opt = hvd.ZeroRedundancyOptimizer(model.parameters(), torch.optim.Adam,
-                                      stage=int(mode[-1]), **adam)
+                                      stage=int(mode[4]),
+                                      parameters_as_bucket_view=mode.endswith("v"), **adam)
     return model, opt, hvd.rank(), hvd.size(), opt.optim
 
 
@@ -230,7 +233,7 @@ def report(summary, args):
     if "dist" not in summary:
         return  # the targets are relative to plain data parallel
     full = summary["dist"]
-    for mode in ("zero1", "zero2"):
+    for mode in ("zero1", "zero2", "zero1v", "zero2v"):
         if mode in summary:
             share = summary[mode]["state"] / full["state"]
             print("target %s optimizer state %.3f of unsharded <= 1/N + 0.05 = %.3f: %s" % (

@@ -136,6 +136,19 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
                                int dtype, int op, const int64_t* recv_rows, int num_recv_rows,
                                int process_set, double prescale, double postscale,
                                int64_t* handle_out, cohort_error* err);
+/* As the two above, writing the output into the caller's `recv` of
+ * `recv_elements` elements (kept valid until completion) instead of a result
+ * to take; in place allowed (see cohort::AllgatherIntoAsync). A `recv` of the
+ * wrong size fails the handle with COHORT_ERR_INVALID_ARGUMENT, naming both
+ * sizes. */
+int cohort_allgather_into_async(const char* name, const void* send, const int64_t* shape, int ndim,
+                                int dtype, void* recv, uint64_t recv_elements, int process_set,
+                                int64_t* handle_out, cohort_error* err);
+int cohort_reducescatter_into_async(const char* name, const void* send, const int64_t* shape,
+                                    int ndim, int dtype, int op, const int64_t* recv_rows,
+                                    int num_recv_rows, int process_set, double prescale,
+                                    double postscale, void* recv, uint64_t recv_elements,
+                                    int64_t* handle_out, cohort_error* err);
 /* splits: one entry per rank of the set, summing to shape[0]. */
 int cohort_alltoall_async(const char* name, const void* send, const int64_t* shape, int ndim,
                           int dtype, const int64_t* splits, int num_splits, int process_set,

@@ -165,6 +165,22 @@ Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, con
                                   const std::vector<int64_t>& recv_rows = {},
                                   DoneCallback done = nullptr, int process_set = kGlobalProcessSet,
                                   double prescale_factor = 1.0, double postscale_factor = 1.0);
+// As AllgatherAsync and ReduceScatterAsync, writing the output into the
+// caller's `recv` (`recv_elements` elements, alive until completion) instead
+// of a result to take: the buffer can be reused from step to step, and may
+// be in place (an allgather's `send` at this rank's rows of `recv`, a
+// reduce-scatter's `recv` inside `send` at this rank's block). A `recv` of
+// the wrong size is left alone and the handle fails with InvalidArgument
+// naming both sizes, after the collective ran (the other ranks go on).
+Result<Handle> AllgatherIntoAsync(const std::string& name, const void* send, void* recv,
+                                  size_t recv_elements, const Shape& shape, DataType type,
+                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet);
+Result<Handle> ReduceScatterIntoAsync(const std::string& name, const void* send, void* recv,
+                                      size_t recv_elements, const Shape& shape, DataType type,
+                                      ReduceOp op, const std::vector<int64_t>& recv_rows = {},
+                                      DoneCallback done = nullptr,
+                                      int process_set = kGlobalProcessSet,
+                                      double prescale_factor = 1.0, double postscale_factor = 1.0);
 // Sends splits[p] consecutive rows of `send` to rank p (splits has Size()
 // entries summing to shape[0]); the rows received, in rank order, and how
 // many came from each rank are fetched with TakeResult.

@@ -81,8 +81,9 @@ class Handle:
 
     in_flight = set()
 
-    def __init__(self, ids, keep, finish, process_set=0):
+    def __init__(self, ids, keep, finish, process_set=0, local_errors=()):
         self._process_set = process_set
+        self._local_errors = local_errors  # failures of this rank alone: no resync
         self._ids = list(ids)
         self._keep = keep
         self._finish = finish
@@ -106,10 +107,11 @@ class Handle:
             for h in self._ids:
                 _cohort.wait(h)
             self._result = self._finish(self._ids)
-        except _cohort.CohortError:
+        except _cohort.CohortError as e:
             # The engine fails a mismatched operation on every rank of its
             # set, so each of them starts the names over here.
-            names.resync(self._process_set)
+            if not isinstance(e, self._local_errors):
+                names.resync(self._process_set)
             raise
         finally:
             for h in self._ids:
@@ -204,24 +206,78 @@ def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
     return Handle([h], buf, lambda ids: buf, process_set)
 
 
-def allgather_async(kind, send, name=None, process_set=0):
-    """Ranks' tensors concatenated along the first dimension."""
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _describe_output(kind, out, dtype, shape, what):
+    """(address, element count) of a caller's output array, after checking
+    its dtype and that its shape is `shape` (None in the first place: any)."""
+    o_addr, o_shape, o_dtype = kind.describe(out)
+    if o_dtype != dtype:
+        raise ValueError("%s: output dtype %s differs from the input's %s" % (
+            what, DTYPE_NAMES[o_dtype], DTYPE_NAMES[dtype]))
+    if len(o_shape) != len(shape) or any(w is not None and w != g for g, w in zip(o_shape, shape)):
+        raise ValueError("%s: output shape %s, expected [%s]" % (
+            what, list(o_shape), ", ".join("any" if w is None else str(w) for w in shape)))
+    return o_addr, _numel(o_shape)
+
+
+def allgather_async(kind, send, name=None, process_set=0, out=None):
+    """Ranks' tensors concatenated along the first dimension; written into
+    `out` when given (a contiguous array the caller reuses; its first
+    dimension must be the ranks' rows together, else wait() raises, and it may
+    hold `send` at this rank's rows: in place)."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.allgather_async(_op_name("allgather", name, process_set), addr, list(shape),
-                                dtype, int(process_set))
-    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
+    if out is None:
+        h = _cohort.allgather_async(_op_name("allgather", name, process_set), addr, list(shape),
+                                    dtype, int(process_set))
+        return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0],
+                      process_set)
+    o_addr, o_count = _describe_output(kind, out, dtype, (None,) + tuple(shape[1:]), "allgather")
+    h = _cohort.allgather_into_async(_op_name("allgather", name, process_set), addr, list(shape),
+                                     dtype, o_addr, o_count, int(process_set))
+    # A wrong-sized `out` fails here alone (the collective ran everywhere).
+    return Handle([h], (send, out), lambda ids: out, process_set,
+                  local_errors=_cohort.CohortValueError)
+
+
+def scatter_rows(rows, recv_rows, size, position):
+    """The rows position `position` of a set of `size` receives in a
+    reduce-scatter of `rows` rows (recv_rows: explicit, else an even split)."""
+    if recv_rows:
+        return int(recv_rows[position])
+    return rows // size + (1 if position < rows % size else 0)
 
 
 def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process_set=0,
-                        prescale_factor=1.0, postscale_factor=1.0):
+                        prescale_factor=1.0, postscale_factor=1.0, out=None):
     """This rank's block of the first dimension of postscale * op over ranks of
-    (prescale * `send`); the engine scales (one path for every binding)."""
+    (prescale * `send`); the engine scales (one path for every binding).
+    Written into `out` when given (a contiguous array of exactly the block's
+    shape, which may lie inside `send` at the block: in place)."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
-                                    list(shape), dtype, int(op), [int(r) for r in recv_rows],
-                                    int(process_set), float(prescale_factor),
-                                    float(postscale_factor))
-    return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0], process_set)
+    recv_rows = [int(r) for r in recv_rows]
+    if out is None:
+        h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
+                                        list(shape), dtype, int(op), recv_rows, int(process_set),
+                                        float(prescale_factor), float(postscale_factor))
+        return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0],
+                      process_set)
+    position = max(_cohort.process_set_rank(process_set), 0)  # a non-member: _op_name raises
+    size = len(_cohort.process_set_ranks(process_set))
+    if recv_rows and len(recv_rows) != size:
+        raise ValueError("reducescatter: %d recv_rows for %d ranks" % (len(recv_rows), size))
+    block = (scatter_rows(shape[0], recv_rows, size, position),) + tuple(shape[1:])
+    o_addr, o_count = _describe_output(kind, out, dtype, block, "reducescatter")
+    h = _cohort.reducescatter_into_async(_op_name("reducescatter", name, process_set), addr,
+                                         list(shape), dtype, int(op), recv_rows,
+                                         int(process_set), float(prescale_factor),
+                                         float(postscale_factor), o_addr, o_count)
+    return Handle([h], (send, out), lambda ids: out, process_set)
 
 
 def alltoall_async(kind, send, splits, name=None, process_set=0):

@@ -223,6 +223,34 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
       handle_out, err);
 }
 
+int cohort_allgather_into_async(const char* name, const void* send, const int64_t* shape, int ndim,
+                                int dtype, void* recv, uint64_t recv_elements, int process_set,
+                                int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("allgather: null handle_out", err);
+  if (BadTensor(name, shape, ndim)) return BadArgument("allgather: null name or bad shape", err);
+  return ReportValue(
+      cohort::AllgatherIntoAsync(name, send, recv, recv_elements, ToShape(shape, ndim),
+                                 static_cast<DataType>(dtype), nullptr, process_set),
+      handle_out, err);
+}
+
+int cohort_reducescatter_into_async(const char* name, const void* send, const int64_t* shape,
+                                    int ndim, int dtype, int op, const int64_t* recv_rows,
+                                    int num_recv_rows, int process_set, double prescale,
+                                    double postscale, void* recv, uint64_t recv_elements,
+                                    int64_t* handle_out, cohort_error* err) {
+  if (handle_out == nullptr) return BadArgument("reducescatter: null handle_out", err);
+  if (BadTensor(name, shape, ndim) || (num_recv_rows > 0 && recv_rows == nullptr)) {
+    return BadArgument("reducescatter: null name, bad shape or null recv_rows", err);
+  }
+  return ReportValue(
+      cohort::ReduceScatterIntoAsync(name, send, recv, recv_elements, ToShape(shape, ndim),
+                                     static_cast<DataType>(dtype), static_cast<ReduceOp>(op),
+                                     ToVector(recv_rows, num_recv_rows), nullptr, process_set,
+                                     prescale, postscale),
+      handle_out, err);
+}
+
 int cohort_alltoall_async(const char* name, const void* send, const int64_t* shape, int ndim,
                           int dtype, const int64_t* splits, int num_splits, int process_set,
                           int64_t* handle_out, cohort_error* err) {

@@ -1,11 +1,13 @@
 // include/cohort/cohort.h over the process's one Runtime.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "cohort/cohort.h"
 #include "collectives/collectives.h"
 #include "engine/process_set.h"
+#include "engine/request_checks.h"
 #include "engine/runtime.h"
 #include "net/socket.h"
 
@@ -115,6 +117,31 @@ Request AllgatherRequest(const std::string& name, const void* send, const Shape&
   r.what = Describe(name, RequestKind::kAllgather, shape, type);
   r.send = send;
   return r;
+}
+
+Request ReduceScatterRequest(const std::string& name, const void* send, const Shape& shape,
+                             DataType type, ReduceOp op, const std::vector<int64_t>& recv_rows,
+                             int process_set, double prescale_factor, double postscale_factor) {
+  Request r;
+  r.process_set = process_set;
+  r.what = Describe(name, RequestKind::kReduceScatter, shape, type);
+  r.what.op = op;
+  r.what.prescale = prescale_factor;
+  r.what.postscale = postscale_factor;
+  r.what.splits = recv_rows;
+  r.send = send;
+  return r;
+}
+
+// Points `r`'s output at the caller's buffer (AllgatherIntoAsync, ReduceScatterIntoAsync).
+Status OutputInto(Request* r, void* recv, size_t recv_elements) {
+  if (recv_elements > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
+    return Status::InvalidArgument(DescribeRequest(*r) + ": output buffer of " +
+                                   std::to_string(recv_elements) + " elements is too large");
+  }
+  r->recv = recv;
+  r->recv_elements = static_cast<int64_t>(recv_elements);
+  return Status::OK();
 }
 
 Request JoinRequest() {
@@ -367,6 +394,15 @@ Result<Handle> AllgatherAsync(const std::string& name, const void* send, const S
   return Submit(std::move(r), std::move(done));
 }
 
+Result<Handle> AllgatherIntoAsync(const std::string& name, const void* send, void* recv,
+                                  size_t recv_elements, const Shape& shape, DataType type,
+                                  DoneCallback done, int process_set) {
+  Request r = AllgatherRequest(name, send, shape, type);
+  r.process_set = process_set;
+  COHORT_RETURN_IF_ERROR(OutputInto(&r, recv, recv_elements));
+  return Submit(std::move(r), std::move(done));
+}
+
 Result<Handle> BarrierAsync(const std::string& name, DoneCallback done, int process_set) {
   Request r;
   r.what = Describe(name, RequestKind::kBarrier, {}, DataType::kUInt8);
@@ -470,14 +506,19 @@ Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, con
                                   DataType type, ReduceOp op, const std::vector<int64_t>& recv_rows,
                                   DoneCallback done, int process_set, double prescale_factor,
                                   double postscale_factor) {
-  Request r;
-  r.process_set = process_set;
-  r.what = Describe(name, RequestKind::kReduceScatter, shape, type);
-  r.what.op = op;
-  r.what.prescale = prescale_factor;
-  r.what.postscale = postscale_factor;
-  r.what.splits = recv_rows;
-  r.send = send;
+  return Submit(ReduceScatterRequest(name, send, shape, type, op, recv_rows, process_set,
+                                     prescale_factor, postscale_factor),
+                std::move(done));
+}
+
+Result<Handle> ReduceScatterIntoAsync(const std::string& name, const void* send, void* recv,
+                                      size_t recv_elements, const Shape& shape, DataType type,
+                                      ReduceOp op, const std::vector<int64_t>& recv_rows,
+                                      DoneCallback done, int process_set, double prescale_factor,
+                                      double postscale_factor) {
+  Request r = ReduceScatterRequest(name, send, shape, type, op, recv_rows, process_set,
+                                   prescale_factor, postscale_factor);
+  COHORT_RETURN_IF_ERROR(OutputInto(&r, recv, recv_elements));
   return Submit(std::move(r), std::move(done));
 }
 

@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include "collectives/collectives.h"
+#include "engine/output_buffer.h"
 
 namespace cohort {
 
@@ -16,15 +17,14 @@ Status Engine::ExecuteAllgather(ProcessSet& set, const Request& r, const Respons
     counts[p] = static_cast<size_t>(response.rows_per_rank[p]) * row;
     rows += response.rows_per_rank[p];
   }
-  std::vector<unsigned char> out(static_cast<size_t>(rows) * row * DataTypeSize(a.dtype));
+  TensorResult result;
+  const OutputBuffer out(r, static_cast<size_t>(rows) * row, a.dtype, &result);
   const Clock::time_point start = Clock::now();
   Status s = RunAllgather(comm, r.send, counts[comm.rank()], out.data(), counts.data(), a.dtype);
   if (tl_) tl_->Span(a.name, "ALLGATHER", start, Clock::now());
-  TensorResult result;
-  result.data = std::move(out);
   result.shape = a.shape.empty() ? std::vector<int64_t>{rows} : a.shape;
   result.shape[0] = rows;
-  handles_.Complete(r.handle, s, std::move(result));
+  handles_.Complete(r.handle, s.ok() ? out.Check(response.rows_per_rank) : s, std::move(result));
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/reduce_kernels.h"
+#include "engine/output_buffer.h"
 
 namespace cohort {
 
@@ -27,7 +28,7 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
   std::vector<size_t> counts(n);
   for (int p = 0; p < n; ++p) counts[p] = static_cast<size_t>(rows[p]) * a.row_elements();
   TensorResult result;
-  result.data.resize(counts[comm.rank()] * DataTypeSize(a.dtype));
+  const OutputBuffer out(r, counts[comm.rank()], a.dtype, &result);
   result.shape = a.shape;
   result.shape[0] = rows[comm.rank()];
   const Clock::time_point start = Clock::now();
@@ -38,12 +39,12 @@ Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
     ScaleCopy(scaled.data(), r.send, a.elements(), a.dtype, a.prescale);
     send = scaled.data();
   }
-  Status s = RunReduceScatter(comm, send, result.data.data(), counts.data(), a.dtype, a.op);
+  Status s = RunReduceScatter(comm, send, out.data(), counts.data(), a.dtype, a.op);
   if (s.ok() && a.postscale != 1.0) {
-    ScaleCopy(result.data.data(), result.data.data(), counts[comm.rank()], a.dtype, a.postscale);
+    ScaleCopy(out.data(), out.data(), counts[comm.rank()], a.dtype, a.postscale);
   }
   if (tl_) tl_->Span(a.name, "REDUCESCATTER", start, Clock::now());
-  handles_.Complete(r.handle, s, std::move(result));
+  handles_.Complete(r.handle, s.ok() ? out.Check(rows) : s, std::move(result));
   return s;
 }
 

@@ -63,7 +63,11 @@ struct Request {
   int64_t handle = 0;
   int process_set = 0;  // the set of ranks taking part (cohort::kGlobalProcessSet: all)
   const void* send = nullptr;
-  void* recv = nullptr;  // allreduce output; broadcast buffer (in place)
+  void* recv = nullptr;  // allreduce output; broadcast buffer (in place); see recv_elements
+  // Allgather, reduce-scatter: >= 0 when the output goes to `recv`, which
+  // holds that many elements (the caller's reused buffer: no result to take);
+  // -1 when the engine holds the output until TakeResult.
+  int64_t recv_elements = -1;
 };
 
 // One rank's per-cycle negotiation message.

@@ -60,6 +60,10 @@ Status CheckRequest(const Request& request) {
       ((needs_send && request.send == nullptr) || (needs_recv && request.recv == nullptr))) {
     return Status::InvalidArgument("null buffer for " + std::to_string(a.elements()) + " elements");
   }
+  if (request.recv_elements > 0 && request.recv == nullptr) {
+    return Status::InvalidArgument("null output buffer for " +
+                                   std::to_string(request.recv_elements) + " elements");
+  }
   const bool job_wide = a.kind == RequestKind::kJoin || a.kind == RequestKind::kAddProcessSet ||
                         a.kind == RequestKind::kRemoveProcessSet;
   if (job_wide && request.process_set != kGlobalProcessSet) {

@@ -183,3 +183,62 @@ def test_elastic_sampler_splits_the_rest_of_the_epoch_over_the_new_ranks(monkeyp
     assert sorted(first + rest) == dataset
     sampler.set_epoch(1)
     assert sampler.state_dict() == {"epoch": 1, "processed_num": 0}
+
+
+class _BrokenRound:
+    """The handle of an allreduce whose round broke (a peer died)."""
+
+    def wait(self):
+        raise RuntimeError("allreduce: lost rank 1 (simulated)")
+
+
+class _Completed:
+    """The handle of an allreduce that completed: Adasum of one rank's delta is itself."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def wait(self):
+        return self.tensor
+
+
+def test_adasum_optimizer_drops_its_allreduces_on_restore(monkeypatch):
+    """A round breaks while op=Adasum's allreduces are in flight; the elastic
+    state's restore() must drop them, else the next backward finds the old
+    handles and refuses the gradient (as computed twice before step())."""
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import torch
+    from cohort.torch import optimizer as optimizer_module
+    from cohort.torch.compression import Compression
+    from cohort.torch.elastic.state import ModelStateHandler, OptimizerStateHandler
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    base = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    # What DistributedOptimizer(op=Adasum) builds on two ranks or more.
+    cls = type("SGD", (torch.optim.SGD,),
+               dict(optimizer_module._DistributedAdasumOptimizer.__dict__))
+    opt = cls(base.param_groups, model.named_parameters(), Compression.none)
+    handlers = [ModelStateHandler(model), OptimizerStateHandler(opt)]
+    x = torch.randn(4, 3)
+
+    monkeypatch.setattr(optimizer_module, "allreduce_async_", lambda t, **kw: _BrokenRound())
+    model(x).sum().backward()  # every parameter's local step and allreduce start
+    with pytest.raises(RuntimeError, match="lost rank 1"):
+        opt.step()
+    for handler in handlers:  # what the elastic loop does after the failure
+        handler.restore()
+
+    monkeypatch.setattr(optimizer_module, "allreduce_async_", lambda t, **kw: _Completed(t))
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+    # One rank's Adasum is its own delta: the result is a plain SGD step from
+    # the restored state.
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(3, 2)
+    plain_opt = torch.optim.SGD(plain.parameters(), lr=0.5, momentum=0.9)
+    plain(x).sum().backward()
+    plain_opt.step()
+    for got, want in zip(model.parameters(), plain.parameters()):
+        assert torch.allclose(got, want)

@@ -93,6 +93,79 @@ def test_stage_matches_data_parallel(hvd, stage, opt_name):
     assert_same(model.state_dict(), want)
 
 
+@pytest.mark.parametrize("stage", [1, 2])
+def test_bucket_views_match_data_parallel(hvd, stage):
+    """parameters_as_bucket_view=True (the parameters become views of the flat
+    buffers the allgather fills), with zero_grad(set_to_none=True) every other
+    step (autograd's new gradients are copied into the buckets): the same
+    result as plain data parallel."""
+    want = data_parallel(hvd, "adam", STEPS)
+    cls, kwargs = OPTIMIZERS["adam"]
+    model = make_model(hvd.rank())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.ZeroRedundancyOptimizer(model.parameters(), cls, stage=stage, bucket_cap_mb=1e-4,
+                                      parameters_as_bucket_view=True, **kwargs)
+    for step in range(STEPS):
+        x, y = local_data(step, hvd.rank(), hvd.size())
+        opt.zero_grad(set_to_none=step % 2 == 1)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    assert_same(model.state_dict(), want)
+    flats = list(opt._flat_params.values())
+    for p in model.parameters():
+        assert any(f.data_ptr() <= p.data_ptr() < f.data_ptr() + f.numel() * f.element_size()
+                   for f in flats)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_gradients_stay_in_reused_buffers(hvd, stage):
+    """From the second step on, the gradients a rank keeps are the same
+    tensors' memory (stage 1: every gradient; stage 2: the owned ones), which
+    autograd accumulates into: no allocation per step."""
+    model, opt = sharded(hvd, stage, "sgd_momentum")
+    train(model, opt, 1, hvd.rank(), hvd.size())
+    kept = {p: p.grad.data_ptr() for p in model.parameters() if p.grad is not None}
+    train(model, opt, 2, hvd.rank(), hvd.size(), first=1)
+    assert {p: p.grad.data_ptr() for p in model.parameters() if p.grad is not None} == kept
+    assert len(kept) == (len(list(model.parameters())) if stage == 1 else
+                         sum(len(g["params"]) for g in opt.optim.param_groups))
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_synchronize_then_skip_synchronize(hvd, stage):
+    """Horovod's pattern (optimizer.synchronize(), then step() inside
+    skip_synchronize()), and step() after synchronize() outside it (Horovod's
+    warning, and no second reduction): both as plain data parallel."""
+    want = data_parallel(hvd, "adam", 2)
+    model, opt = sharded(hvd, stage, "adam", seed=hvd.rank())
+    for step in range(2):
+        x, y = local_data(step, hvd.rank(), hvd.size())
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.synchronize()
+        if step == 0:
+            with opt.skip_synchronize():
+                opt.step()
+        else:
+            with pytest.warns(UserWarning, match=r"optimizer.step\(\) called without "
+                              r"optimizer.skip_synchronize\(\) context after "
+                              r"optimizer.synchronize\(\)"):
+                opt.step()
+    assert_same(model.state_dict(), want)
+
+
+def test_skip_synchronize_refuses_reductions_in_flight(hvd):
+    model, opt = sharded(hvd, 1, "sgd_momentum")
+    x, y = local_data(0, hvd.rank(), hvd.size())
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    with pytest.raises(RuntimeError, match=r"step\(\) inside skip_synchronize\(\) while "
+                       r"gradient reductions are in flight; call optimizer.synchronize\(\) "
+                       r"first"):
+        with opt.skip_synchronize():
+            opt.step()
+    opt.step()  # waits for them as usual
+
+
 def test_optimizer_state_is_sharded(hvd):
     model, opt = sharded(hvd, 1, "adam")
     train(model, opt, 1, hvd.rank(), hvd.size())
@@ -264,6 +337,75 @@ def test_add_param_group_keeps_owners(hvd):
     for other in gathered:  # the new group's parameters are synced too
         assert all(torch.equal(a, b) for a, b in zip(other, extra.parameters()))
     assert opt.param_groups[-1]["lr"] == 0.05
+
+
+# ---- collectives into caller-supplied outputs (what stages 1 and 2 run on) ----
+
+def test_reducescatter_into_output(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    rows = 2 * size + 1  # the first rank gets one row more
+    inputs = [torch.arange(rows * 3, dtype=torch.float64).reshape(rows, 3) * (r + 1) + r
+              for r in range(size)]
+    total = sum(inputs)
+    mine = rows // size + (1 if rank < rows % size else 0)
+    start = rank * (rows // size) + min(rank, rows % size)
+    out = torch.full((mine, 3), -1.0, dtype=torch.float64)
+    got = hvd.synchronize(hvd.reducescatter_async(inputs[rank], name="into.rs", op=hvd.Sum,
+                                                  output=out))
+    assert got is out
+    assert torch.equal(out, total[start:start + mine])
+    # In place: the output is this rank's block of the input itself.
+    flat = inputs[rank].clone()
+    block = flat[start:start + mine]
+    hvd.synchronize(hvd.reducescatter_async(flat, name="into.rs.inplace", op=hvd.Average,
+                                            output=block))
+    assert torch.equal(block, total[start:start + mine] / size)
+    others = torch.cat([flat[:start], flat[start + mine:]])
+    assert torch.equal(others, torch.cat([inputs[rank][:start], inputs[rank][start + mine:]]))
+
+
+def test_allgather_into_output(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    # Uneven rows: rank r sends r + 1 rows.
+    inputs = [torch.full((r + 1, 2), float(r), dtype=torch.float32) for r in range(size)]
+    want = torch.cat(inputs)
+    out = torch.empty(want.shape, dtype=torch.float32)
+    got = hvd.synchronize(hvd.allgather_async(inputs[rank], name="into.ag", output=out))
+    assert got is out and torch.equal(out, want)
+    # In place: this rank's rows already sit in the output.
+    flat = torch.zeros(want.shape, dtype=torch.float32)
+    start = rank * (rank + 1) // 2
+    flat[start:start + rank + 1] = inputs[rank]
+    hvd.synchronize(hvd.allgather_async(flat[start:start + rank + 1], name="into.ag.inplace",
+                                        output=flat))
+    assert torch.equal(flat, want)
+
+
+def test_collectives_into_bad_outputs(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    x = torch.ones(2 * size, 3)
+    with pytest.raises(ValueError, match=r"reducescatter: output shape \[3, 3\], expected "
+                       r"\[2, 3\]"):
+        hvd.reducescatter_async(x, name="into.bad", output=torch.empty(3, 3))
+    with pytest.raises(ValueError, match="reducescatter: output dtype float64 differs from the "
+                       "input's float32"):
+        hvd.reducescatter_async(x, name="into.bad", output=torch.empty(2, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="allgather: the output tensor must be contiguous"):
+        hvd.allgather_async(x, name="into.bad", output=torch.empty(3, 2 * size * 2).t())
+    with pytest.raises(ValueError, match=r"allgather: output shape \[12, 2\], expected "
+                       r"\[any, 3\]"):
+        hvd.allgather_async(x, name="into.bad", output=torch.empty(12, 2))
+    # The rows of the other ranks are known only once negotiated: a wrong
+    # first dimension fails at wait, on this rank, after the collective ran.
+    short = torch.empty(2 * size * size - 1, 3)
+    with pytest.raises(hvd.CohortError, match="allgather of tensor 'into.short': the output "
+                       "buffer holds %d elements but this rank's output has %d \\(rows per "
+                       "rank:%s\\)" % (short.numel(), 2 * size * size * 3,
+                                         " %d" % (2 * size) * size)):
+        hvd.synchronize(hvd.allgather_async(x, name="into.short", output=short))
+    # The ranks are still in step.
+    got = hvd.allgather(torch.tensor([rank]))
+    assert got.tolist() == list(range(size))
 
 
 def test_bad_arguments(hvd):

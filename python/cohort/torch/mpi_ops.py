@@ -228,9 +228,25 @@ def _at_least_1d(tensor):
     return tensor.reshape(1) if tensor.dim() == 0 else tensor
 
 
-def allgather_async(tensor, name=None, process_set=global_process_set):
+def _output_buffer(output, what):
+    """A caller's output tensor, written in place: checked, never copied."""
+    if output is None:
+        return None
+    check(output, what + " output")
+    if not output.is_contiguous():
+        raise ValueError("%s: the output tensor must be contiguous (the engine writes into it)" %
+                         what)
+    return output.detach()
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set, output=None):
+    """Handle of the allgather. cohort's extension: `output`, a contiguous
+    tensor the result is written into (and which wait() returns) instead of a
+    new one; it may hold `tensor` at this rank's rows (in place)."""
     send = _at_least_1d(contiguous(tensor, "allgather"))
-    return _ops.allgather_async(KIND, send, name, set_id(process_set))
+    out = _output_buffer(output, "allgather")
+    h = _ops.allgather_async(KIND, send, name, set_id(process_set), out=out)
+    return h if out is None else h.then(lambda _: output)
 
 
 class _AllgatherFunction(torch.autograd.Function):
@@ -384,11 +400,17 @@ def _check_scatterable(tensor):
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
-                        prescale_factor=1.0, postscale_factor=1.0):
+                        prescale_factor=1.0, postscale_factor=1.0, output=None):
+    """Handle of the reduce-scatter. cohort's extension: `output`, a
+    contiguous tensor of exactly this rank's block's shape that the result is
+    written into (and which wait() returns); it may be the block's own rows
+    of `tensor` (in place)."""
     _check_scatterable(check(tensor, "reducescatter"))
     send = contiguous(tensor, "reducescatter")
-    return _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set),
-                                    prescale_factor, postscale_factor)
+    out = _output_buffer(output, "reducescatter")
+    h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set),
+                                 prescale_factor, postscale_factor, out=out)
+    return h if out is None else h.then(lambda _: output)
 
 
 class _ReducescatterFunction(torch.autograd.Function):

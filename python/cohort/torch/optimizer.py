@@ -19,6 +19,13 @@ from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async
                       sparse_allreduce_async, synchronize)
 
 
+# Horovod's warning for step() after synchronize() outside skip_synchronize().
+STEP_AFTER_SYNCHRONIZE = (
+    "optimizer.step() called without optimizer.skip_synchronize() context after "
+    "optimizer.synchronize(). This can cause training slowdown. You may want to consider using "
+    "optimizer.skip_synchronize() context if you use optimizer.synchronize() in your code.")
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None,
@@ -195,10 +202,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _drop_pending(self):
         """Forgets gradients whose allreduce is under way, e.g. after the job
         failed mid-step (cohort.torch.elastic restores and resets)."""
-        self._handles.clear()
+        _forget_reductions(self)
         self._group_ready.clear()
-        for p in self._requires_update:
-            self._allreduce_delay[p] = self.backward_passes_per_step
 
     def _wait_all(self):
         for p, (handle, (compressed, ctx)) in list(self._handles.items()):
@@ -222,11 +227,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
+                warnings.warn(STEP_AFTER_SYNCHRONIZE)
             waited = time.perf_counter()
             self.synchronize()
             _report_step_to_tracking(self._requires_update, time.perf_counter() - waited)
@@ -239,6 +240,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
+
+
+def _forget_reductions(opt):
+    """Drops `opt`'s reductions in flight and the count of backward passes
+    toward the next one, so the next backward starts afresh: what either
+    optimizer does when cohort.torch.elastic restores it after a failed round
+    (otherwise its hooks would find the old handles and refuse the gradient)."""
+    opt._handles.clear()
+    for p in opt._requires_update:
+        opt._allreduce_delay[p] = opt.backward_passes_per_step
 
 
 def _report_step_to_tracking(params, wait_s):
@@ -300,6 +311,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._handles[p] = self._allreduce_grad_async(p)
 
     _make_hook = _DistributedOptimizer._make_hook  # the same accumulation rules
+    _drop_pending = _forget_reductions  # called by elastic's restore(), as for the other
 
     def synchronize(self):
         pass  # step() does the waiting, as in Horovod

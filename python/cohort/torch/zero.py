@@ -4,15 +4,23 @@ the arguments and state-dict format of torch.distributed.optim's class.
 Every rank owns whole parameters (as in torch); `.optim` is the local
 optimizer over the owned ones, so optimizer state is sharded (stage 1).
 Unlike torch's class it also averages the gradients itself, so no
-DistributedDataParallel is needed around the model:
+DistributedDataParallel is needed around the model. Each bucket of
+gradients is reduce-scattered as soon as backward has produced it, so a rank
+receives the averaged gradients of the parameters it owns, and after the
+local step every rank's updated parameters are allgathered: together the
+bytes of one allreduce, as plain data parallel moves.
 
-- stage 1: each bucket of gradients is allreduced as soon as backward has
-  produced it (every rank keeps the full averaged gradient);
-- stage 2: each bucket is reduce-scattered instead, so a rank receives (and
-  keeps) only the averaged gradients of the parameters it owns; the others'
-  gradients are freed as soon as the bucket is sent.
+- stage 1: the gradients are views of one flat buffer per bucket, kept from
+  step to step (autograd accumulates into it), and the reduce-scatter works
+  in place: no copy, no allocation per step. Parameters this rank does not
+  own keep its own (not averaged) gradient;
+- stage 2: each bucket is copied into one of a few reused send buffers and
+  its gradients are freed; the owned gradients are views of a per-bucket
+  buffer of this rank's segment that the reduce-scatter writes into.
 
-After the local step, every rank's updated parameters are allgathered.
+The parameter allgather writes into a reused flat buffer (two in flight),
+or, with parameters_as_bucket_view=True, into the flat buffers the
+parameters themselves are views of (no copy at all).
 
 A bucket is a run of consecutive parameters in backward order (reverse
 registration order) laid out as one padded segment per rank, rank r's segment
@@ -22,6 +30,7 @@ decided bucket by bucket, largest parameter first, to the rank with the
 smallest segment (ties: the least total so far), which keeps the padding
 small and the ranks' totals balanced."""
 import copy
+import warnings
 import zlib
 from itertools import chain
 
@@ -30,13 +39,16 @@ import torch
 from .. import _cohort
 from ..process_sets import global_process_set, set_id, set_size
 from .functions import broadcast_object
-from .mpi_ops import (Average, allgather_async, grouped_allreduce_async_, reducescatter_async,
-                      synchronize)
+from .mpi_ops import Average, allgather_async, reducescatter_async, synchronize
+from .optimizer import STEP_AFTER_SYNCHRONIZE, _DistributedOptimizer
 
 
-# Parameter-sync allgathers in flight at once: bounds the transient copy of
-# the parameters to two buckets instead of the whole model.
+# Parameter-sync allgathers in flight at once: bounds the reused gather
+# buffers to two buckets instead of the whole model.
 _SYNC_WINDOW = 2
+# Stage 2: gradient buckets being reduce-scattered at once, each from a
+# reused send buffer; one more ready bucket waits for the oldest to finish.
+_SEND_BUFFERS = 2
 
 
 def _op_prefix(kind, process_set, signature):
@@ -69,33 +81,76 @@ class _Bucket:
             used[owners[p]] += p.numel()
         self.segment = max(max(used), 1)
         self.world_size = world_size
+        self.numel = self.segment * world_size
+        self.padding = [(r * self.segment + used[r], (r + 1) * self.segment)
+                        for r in range(world_size) if used[r] < self.segment]
+        self.grad_shard = None  # stage 2: this rank's averaged segment (owned .grad views)
 
-    def flat_grads(self):
-        """Every parameter's gradient (zeros where none) at its place in the bucket."""
-        flat = torch.zeros(self.segment * self.world_size, dtype=self.params[0].dtype)
+    def start(self, p):
+        return self.owner[p] * self.segment + self.offset[p]
+
+    def view(self, flat, p):
+        """p's place in a flat buffer of the bucket's layout, shaped as p."""
+        start = self.start(p)
+        return flat[start:start + p.numel()].view_as(p)
+
+    def pack_grads(self, flat):
+        """Every parameter's gradient (zeros where none) at its place in `flat`."""
         for p in self.params:
             if p.grad is not None:
-                start = self.owner[p] * self.segment + self.offset[p]
-                flat[start:start + p.numel()].copy_(p.grad.reshape(-1))
-        return flat
+                self.view(flat, p).copy_(p.grad)
+            else:
+                self.view(flat, p).zero_()
+        for begin, end in self.padding:
+            flat[begin:end].zero_()
+
+    def bind_grads(self, flat):
+        """Makes every trainable parameter's .grad its view of `flat`, copying
+        a gradient autograd put elsewhere (after zero_grad(set_to_none=True))
+        and zeroing the place of a missing one; autograd then accumulates
+        into `flat` directly from the next backward on."""
+        for p in self.params:
+            if not p.requires_grad and p.grad is None:
+                continue
+            view = self.view(flat, p)
+            if p.grad is None:
+                view.zero_()
+            elif p.grad.data_ptr() != view.data_ptr():
+                view.copy_(p.grad)
+            else:
+                continue
+            p.grad = view
+
+    def shard_view(self, p):
+        """Stage 2: an owned parameter's averaged gradient in grad_shard."""
+        return self.grad_shard[self.offset[p]:self.offset[p] + p.numel()].view_as(p)
 
     def owned(self, rank):
         return [p for p in self.params if self.owner[p] == rank]
 
-    def segment_of(self, rank):
-        """This rank's owned parameters, packed into its segment."""
-        seg = torch.zeros(self.segment, dtype=self.params[0].dtype)
-        for p in self.owned(rank):
-            seg[self.offset[p]:self.offset[p] + p.numel()].copy_(p.detach().reshape(-1))
-        return seg
+    def own_segment(self, flat, rank):
+        return flat[rank * self.segment:(rank + 1) * self.segment]
 
-    def scatter_params(self, gathered, rank):
-        """Copies the other ranks' parameters out of an allgathered bucket."""
+    def pack_params(self, flat, rank):
+        """This rank's owned parameters into its segment of `flat`."""
+        for p in self.owned(rank):
+            self.view(flat, p).copy_(p.detach())
+
+    def unpack_params(self, flat, rank):
+        """Copies the other ranks' parameters out of an allgathered `flat`."""
         with torch.no_grad():
             for p in self.params:
                 if self.owner[p] != rank:
-                    start = self.owner[p] * self.segment + self.offset[p]
-                    p.copy_(gathered[start:start + p.numel()].view_as(p))
+                    p.copy_(self.view(flat, p))
+
+    def bind_params(self, flat):
+        """Makes every parameter's .data its view of `flat` (values copied in
+        where .data is elsewhere: the first time, or after a replacement)."""
+        for p in self.params:
+            view = self.view(flat, p)
+            if p.data.data_ptr() != view.data_ptr():
+                view.copy_(p.detach())
+                p.data = view
 
 
 def _partition_group(params, sizes, bucket_numel):
@@ -137,8 +192,10 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
       process_set: the cohort process set whose ranks share the work.
     `process_group` must be None (cohort does not use torch.distributed) and
     `overlap_with_ddp` False (gradients are reduced here, overlapping with
-    backward); `parameters_as_bucket_view` is accepted and has no effect:
-    communication always goes through buckets and param.data stays intact."""
+    backward). `parameters_as_bucket_view=True` makes each param.data a view
+    of its bucket's flat buffer (as torch does), so the parameter allgather
+    writes into the parameters without a copy; with False param.data stays
+    the tensor it was and the allgather goes through a reused buffer."""
 
     def __init__(self, params, optimizer_class, process_group=None,
                  parameters_as_bucket_view=False, overlap_with_ddp=False, stage=1,
@@ -176,7 +233,14 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self.optim = optimizer_class(self._partition[self.rank], **defaults)
         self._sync_param_groups(self.optim.param_groups, self.param_groups)
         self._all_state_dicts = []
-        self._pending = {}  # bucket index -> handle of its reduction in flight
+        self._pending = {}  # bucket index -> handle of its reduction in flight (oldest first)
+        self._flat_grads = {}  # stage 1: bucket index -> its flat gradients (the .grad views)
+        self._sends = {}  # stage 2: bucket index -> the send buffer of its reduction in flight
+        self._free_sends = []  # stage 2: send buffers not in use
+        self._flat_params = {}  # parameters_as_bucket_view: bucket index -> flat parameters
+        self._gather = [None] * _SYNC_WINDOW  # reused allgather buffers
+        self._synchronized = False  # synchronize() ran since the last step()
+        self._should_synchronize = True  # False inside skip_synchronize()
         self._reduced = set()  # buckets whose reduction started since the last step
         self._fired = {}  # bucket index -> parameters whose gradient is ready
         self._grad_accs = {}
@@ -285,71 +349,136 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
                 self._reduce(index)
         return hook
 
+    def _flat(self, numel):
+        """A new flat buffer of the parameters' dtype."""
+        return torch.zeros(numel, dtype=self._all_params[0].dtype)
+
     def _reduce(self, index):
-        """Starts bucket `index`'s gradient reduction."""
+        """Starts bucket `index`'s gradient reduce-scatter."""
         self._fired.pop(index, None)
         self._reduced.add(index)
         bucket = self._buckets[index]
         name = "%s.grad.%d" % (self._name, index)
         if self.stage == 1:
-            for p in bucket.params:
-                if p.requires_grad and p.grad is None:
-                    p.grad = torch.zeros_like(p)
-            grads = [p.grad for p in bucket.params if p.grad is not None]
-            self._pending[index] = grouped_allreduce_async_(grads, name=name, op=Average,
-                                                            process_set=self.process_set)
+            flat = self._flat_grads.get(index)
+            if flat is None:
+                flat = self._flat_grads[index] = self._flat(bucket.numel)
+            bucket.bind_grads(flat)
+            self._pending[index] = reducescatter_async(
+                flat, name=name, op=Average, process_set=self.process_set,
+                output=bucket.own_segment(flat, self.rank))  # in place
             return
-        flat = bucket.flat_grads()
+        flat = self._send_buffer(bucket.numel)
+        bucket.pack_grads(flat)
         for p in bucket.params:  # stage 2: only the owner keeps a gradient
             p.grad = None
+        if bucket.grad_shard is None:
+            bucket.grad_shard = self._flat(bucket.segment)
+        self._sends[index] = flat
         self._pending[index] = reducescatter_async(flat, name=name, op=Average,
-                                                   process_set=self.process_set)
-        for done in [i for i, h in self._pending.items() if h.poll()]:
-            self._collect(done)  # frees its flat buffer now, not at step()
+                                                   process_set=self.process_set,
+                                                   output=bucket.grad_shard)
+
+    def _send_buffer(self, numel):
+        """Stage 2: a free send buffer of at least `numel` elements (its
+        first `numel` used), after the oldest reduction in flight finished
+        when all of them are in use."""
+        while not self._free_sends and len(self._sends) >= _SEND_BUFFERS:
+            self._collect(next(iter(self._pending)))
+        flat = self._free_sends.pop() if self._free_sends else None
+        if flat is None or flat.numel() < numel:
+            flat = self._flat(max(b.numel for b in self._buckets))
+        return flat[:numel]
 
     def _collect(self, index):
-        """Waits for bucket `index`'s reduction; stage 2: this rank's
-        gradients become views of its segment."""
-        out = synchronize(self._pending.pop(index))
+        """Waits for bucket `index`'s reduction; stage 2: frees its send
+        buffer and makes this rank's gradients views of its segment."""
+        synchronize(self._pending.pop(index))
         if self.stage == 2:
+            flat = self._sends.pop(index)
+            self._free_sends.append(flat._base if flat._base is not None else flat)
             bucket = self._buckets[index]
             for p in bucket.owned(self.rank):
                 if p.requires_grad:
-                    start = bucket.offset[p]
-                    p.grad = out[start:start + p.numel()].view_as(p)
+                    p.grad = bucket.shard_view(p)
 
     def _finish_reductions(self):
-        """Reduces the buckets whose hooks did not all fire, waits for every
-        bucket, and (stage 2) sets this rank's gradients from its segments."""
+        """Reduces the buckets whose hooks did not all fire, and waits for every
+        bucket."""
         for index, bucket in enumerate(self._buckets):
             if index not in self._reduced and any(p.requires_grad for p in bucket.params):
                 self._reduce(index)
-        for index in sorted(self._pending):
-            self._collect(index)
+        while self._pending:
+            self._collect(next(iter(self._pending)))
         self._reduced.clear()
 
     def _sync_params(self):
-        """Allgathers every bucket's updated parameters from their owners."""
+        """Allgathers every bucket's updated parameters from their owners:
+        into the parameters' own flat buffers (parameters_as_bucket_view), or
+        through _SYNC_WINDOW reused buffers."""
         window = []
         for index, bucket in enumerate(self._buckets):
-            handle = allgather_async(bucket.segment_of(self.rank),
-                                     name="%s.param.%d" % (self._name, index),
-                                     process_set=self.process_set)
-            window.append((bucket, handle))
+            name = "%s.param.%d" % (self._name, index)
+            if self.parameters_as_bucket_view:
+                flat = self._flat_params.get(index)
+                if flat is None:
+                    flat = self._flat_params[index] = self._flat(bucket.numel)
+                bucket.bind_params(flat)
+                window.append((None, allgather_async(bucket.own_segment(flat, self.rank),
+                                                     name=name, process_set=self.process_set,
+                                                     output=flat)))
+                continue
+            slot = index % _SYNC_WINDOW
             if len(window) >= _SYNC_WINDOW:
                 done, handle = window.pop(0)
-                done.scatter_params(synchronize(handle), self.rank)
+                done.unpack_params(synchronize(handle), self.rank)
+            if self._gather[slot] is None or self._gather[slot].numel() < bucket.numel:
+                self._gather[slot] = self._flat(max(b.numel for b in self._buckets))
+            flat = self._gather[slot][:bucket.numel]
+            bucket.pack_params(flat, self.rank)
+            window.append((bucket, allgather_async(bucket.own_segment(flat, self.rank), name=name,
+                                                   process_set=self.process_set, output=flat)))
         for bucket, handle in window:
-            bucket.scatter_params(synchronize(handle), self.rank)
+            out = synchronize(handle)
+            if bucket is not None:
+                bucket.unpack_params(out, self.rank)
 
     # ---- step ----
+
+    def synchronize(self):
+        """Waits for the gradient reductions (starting those whose hooks did
+        not fire), as horovod.torch's optimizer does: afterwards this rank's
+        own parameters hold their averaged gradients (stage 1: the others
+        this rank's own; stage 2: none). step() inside skip_synchronize()
+        then steps without waiting again."""
+        if self.world_size > 1:
+            self._register_hooks()  # parameters that became trainable
+            self._finish_reductions()
+        self._synchronized = True
+
+    skip_synchronize = _DistributedOptimizer.skip_synchronize  # the same flag, same block
+
+    def _ready_to_step(self):
+        """Synchronizes unless synchronize() ran already or step() is inside
+        skip_synchronize(). Unlike horovod.torch, a second synchronize
+        would not be harmless (a rank's own segment is averaged in place), so
+        step() after synchronize() only warns, with Horovod's warning."""
+        if not self._should_synchronize:
+            if self._reduced:
+                raise RuntimeError("ZeroRedundancyOptimizer: step() inside skip_synchronize() "
+                                   "while gradient reductions are in flight; call "
+                                   "optimizer.synchronize() first")
+            return
+        if self._synchronized:
+            warnings.warn(STEP_AFTER_SYNCHRONIZE)
+            return
+        self.synchronize()
 
     def step(self, closure=None, **kwargs):
         """Averages the gradients (waiting for the reductions started during
         backward), steps this rank's shard, and syncs the parameters."""
-        if self.world_size > 1:
-            self._register_hooks()  # parameters that became trainable
-            self._finish_reductions()
+        self._ready_to_step()
+        self._synchronized = False
         self._sync_param_groups(self.param_groups, self.optim.param_groups)
         loss = self.optim.step(**kwargs) if closure is None else \
             self.optim.step(closure=closure, **kwargs)

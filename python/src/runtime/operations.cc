@@ -120,6 +120,33 @@ void BindOperations(py::module_& m) {
       py::arg("recv_rows") = std::vector<int64_t>{}, py::arg("process_set") = 0,
       py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
   m.def(
+      "allgather_into_async",
+      [](const std::string& name, uintptr_t send, const Shape& shape, int dtype, uintptr_t recv,
+         uint64_t recv_elements, int process_set) {
+        return Submit([&](int64_t* h, cohort_error* e) {
+          return cohort_allgather_into_async(name.c_str(), Address(send), shape.data(), NDim(shape),
+                                             dtype, Address(recv), recv_elements, process_set, h,
+                                             e);
+        });
+      },
+      py::arg("name"), py::arg("send"), py::arg("shape"), py::arg("dtype"), py::arg("recv"),
+      py::arg("recv_elements"), py::arg("process_set") = 0);
+  m.def(
+      "reducescatter_into_async",
+      [](const std::string& name, uintptr_t send, const Shape& shape, int dtype, int op,
+         const std::vector<int64_t>& recv_rows, int process_set, double prescale, double postscale,
+         uintptr_t recv, uint64_t recv_elements) {
+        return Submit([&](int64_t* h, cohort_error* e) {
+          return cohort_reducescatter_into_async(
+              name.c_str(), Address(send), shape.data(), NDim(shape), dtype, op, recv_rows.data(),
+              static_cast<int>(recv_rows.size()), process_set, prescale, postscale, Address(recv),
+              recv_elements, h, e);
+        });
+      },
+      py::arg("name"), py::arg("send"), py::arg("shape"), py::arg("dtype"), py::arg("op"),
+      py::arg("recv_rows"), py::arg("process_set"), py::arg("prescale"), py::arg("postscale"),
+      py::arg("recv"), py::arg("recv_elements"));
+  m.def(
       "alltoall_async",
       [](const std::string& name, uintptr_t send, const Shape& shape, int dtype,
          const std::vector<int64_t>& splits, int process_set) {

@@ -1,0 +1,36 @@
+// OutputBuffer: the caller's buffer or the engine-held result.
+#include "engine/output_buffer.h"
+
+#include <string>
+
+#include "engine/request_checks.h"
+
+namespace cohort {
+
+OutputBuffer::OutputBuffer(const Request& request, size_t elements, DataType type,
+                           TensorResult* result)
+    : request_(request), elements_(elements), data_(nullptr) {
+  if (request.recv_elements >= 0 && static_cast<size_t>(request.recv_elements) == elements) {
+    data_ = request.recv;
+    return;
+  }
+  result->data.resize(elements * DataTypeSize(type));
+  data_ = result->data.data();
+}
+
+Status OutputBuffer::Check(const std::vector<int64_t>& rows_per_rank) const {
+  if (request_.recv_elements < 0 || static_cast<size_t>(request_.recv_elements) == elements_) {
+    return Status::OK();
+  }
+  std::string rows;
+  for (int64_t n : rows_per_rank) {
+    rows += ' ';
+    rows += std::to_string(n);
+  }
+  return Status::InvalidArgument(DescribeRequest(request_) + ": the output buffer holds " +
+                                 std::to_string(request_.recv_elements) +
+                                 " elements but this rank's output has " +
+                                 std::to_string(elements_) + " (rows per rank:" + rows + ")");
+}
+
+}  // namespace cohort
