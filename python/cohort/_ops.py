@@ -159,9 +159,9 @@ def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0
     `output` when given (the caller's tensor that `recv` is), else `recv`.
     The hot path of a training step: one describe when in place, the shape
     passed as the tuple it is (issue 11 item 17). The engine's wire compression
-    (the 0 passed below) is a C/C++ option; from Python, compression is
-    Horovod's Compression classes (cohort.torch.Compression), applied to the
-    tensor before and after."""
+    is a C/C++ option, not bound here; from Python, compression is Horovod's
+    Compression classes (cohort.torch.Compression), applied to the tensor
+    before and after."""
     s_addr, shape, dtype = kind.describe(send)
     if recv is send:
         r_addr = s_addr
@@ -172,7 +172,7 @@ def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0
                 r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
     h = _cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
                                 shape, dtype, int(op), float(prescale_factor),
-                                float(postscale_factor), 0, int(process_set))
+                                float(postscale_factor), int(process_set))
     result = recv if output is None else output
     return Handle((h,), (send, recv), lambda ids: result, process_set)
 
@@ -191,7 +191,7 @@ def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_
         got = _cohort.grouped_allreduce_async(
             ["%s.%d" % (base, i) for i in members], [s_desc[i][0] for i in members],
             [r_desc[i][0] for i in members], [list(s_desc[i][1]) for i in members], dtype,
-            int(op), float(prescale_factor), float(postscale_factor), 0, int(process_set))
+            int(op), float(prescale_factor), float(postscale_factor), int(process_set))
         for i, h in zip(members, got):
             ids[i] = h
     return Handle(ids, (sends, recvs), lambda ids: list(recvs), process_set)

@@ -32,10 +32,13 @@ int64_t Submit(F f) {
 
 int NDim(const Shape& shape) { return static_cast<int>(shape.size()); }
 
+// The engine's wire compression is a C/C++ option: from Python, compression is
+// Horovod's Compression classes, applied to the tensor before and after
+// (docs/python.md), so the allreduce bindings always pass COHORT_COMPRESSION_NONE.
 int64_t AllreduceAsync(const std::string& name, uintptr_t send, uintptr_t recv, const Shape& shape,
-                       int dtype, int op, double prescale, double postscale, int compression,
-                       int process_set) {
-  const cohort_allreduce_options options{op, prescale, postscale, compression, process_set};
+                       int dtype, int op, double prescale, double postscale, int process_set) {
+  const cohort_allreduce_options options{op, prescale, postscale, COHORT_COMPRESSION_NONE,
+                                         process_set};
   return Submit([&](int64_t* h, cohort_error* e) {
     return cohort_allreduce_async(name.c_str(), Address(send), Address(recv), shape.data(),
                                   NDim(shape), dtype, &options, h, e);
@@ -46,8 +49,7 @@ std::vector<int64_t> GroupedAllreduceAsync(const std::vector<std::string>& names
                                            const std::vector<uintptr_t>& sends,
                                            const std::vector<uintptr_t>& recvs,
                                            const std::vector<Shape>& shapes, int dtype, int op,
-                                           double prescale, double postscale, int compression,
-                                           int process_set) {
+                                           double prescale, double postscale, int process_set) {
   const size_t n = names.size();
   if (sends.size() != n || recvs.size() != n || shapes.size() != n) {
     throw py::value_error("grouped allreduce: names, sends, recvs and shapes differ in length");
@@ -64,7 +66,8 @@ std::vector<int64_t> GroupedAllreduceAsync(const std::vector<std::string>& names
     shape_ptrs.push_back(shapes[i].data());
     ndims.push_back(NDim(shapes[i]));
   }
-  const cohort_allreduce_options options{op, prescale, postscale, compression, process_set};
+  const cohort_allreduce_options options{op, prescale, postscale, COHORT_COMPRESSION_NONE,
+                                         process_set};
   std::vector<int64_t> handles(n, -1);
   cohort_error err{};
   const int code = cohort_grouped_allreduce_async(
@@ -79,11 +82,11 @@ std::vector<int64_t> GroupedAllreduceAsync(const std::vector<std::string>& names
 void BindOperations(py::module_& m) {
   m.def("allreduce_async", AllreduceAsync, py::arg("name"), py::arg("send"), py::arg("recv"),
         py::arg("shape"), py::arg("dtype"), py::arg("op"), py::arg("prescale_factor") = 1.0,
-        py::arg("postscale_factor") = 1.0, py::arg("compression") = 0, py::arg("process_set") = 0);
+        py::arg("postscale_factor") = 1.0, py::arg("process_set") = 0);
   m.def("grouped_allreduce_async", GroupedAllreduceAsync, py::arg("names"), py::arg("sends"),
         py::arg("recvs"), py::arg("shapes"), py::arg("dtype"), py::arg("op"),
         py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
-        py::arg("compression") = 0, py::arg("process_set") = 0);
+        py::arg("process_set") = 0);
   m.def(
       "broadcast_async",
       [](const std::string& name, uintptr_t buf, const Shape& shape, int dtype, int root,
