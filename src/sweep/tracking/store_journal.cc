@@ -1,0 +1,184 @@
+// The sweep journal over the tracking server's /api/cohort/sweeps/journal/
+// endpoints (server/sweep_journal_api.h), through the tracking transport.
+#include "sweep/tracking/store_journal.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "track/transport.h"
+
+namespace cohort::sweep {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kAppend[] = "/api/cohort/sweeps/journal/append";
+constexpr char kRecords[] = "/api/cohort/sweeps/journal/records";
+
+bool Refused(const Status& s, const char* error_code) {
+  return s.code() == Status::Code::kInvalidArgument &&
+         s.message().find(error_code) != std::string::npos;
+}
+
+// The experiment's id, creating it when it does not exist.
+Result<std::string> ExperimentId(track::Transport& transport, const std::string& name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto got = transport.Call("GET", "experiments/get-by-name", {{"experiment_name", name}});
+    if (got.ok()) return (*got)["experiment"]["experiment_id"].get<std::string>();
+    if (!Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return got.status();
+    auto made = transport.Call("POST", "experiments/create", {{"name", name}});
+    if (made.ok()) return (*made)["experiment_id"].get<std::string>();
+    // Created meanwhile (the sweep's observer): look it up again.
+    if (!Refused(made.status(), "RESOURCE_ALREADY_EXISTS")) return made.status();
+  }
+  return Status::Internal("experiment '" + name + "' neither exists nor can be created");
+}
+
+class StoreJournal : public Journal {
+ public:
+  StoreJournal(std::unique_ptr<track::Transport> transport, StoreJournalOptions options,
+               std::string experiment_id)
+      : transport_(std::move(transport)),
+        options_(std::move(options)),
+        experiment_id_(std::move(experiment_id)) {}
+
+  Status Append(const std::string& record) override {
+    const json body = {{"experiment_id", experiment_id_},
+                       {"sweep", options_.sweep},
+                       {"seq", next_},
+                       {"record", record}};
+    const auto deadline = Clock::now() + std::chrono::duration<double>(options_.append_deadline_s);
+    auto backoff = std::chrono::milliseconds(100);
+    bool retried = false;
+    for (;;) {
+      auto answer = transport_->Call("POST", kAppend, body);
+      Status s = answer.status();
+      // A retry after an answer lost on the way back finds its own record.
+      if (retried && Refused(s, "RESOURCE_ALREADY_EXISTS") && Stored(record)) s = Status::OK();
+      if (s.ok()) {
+        ++next_;
+        return s;
+      }
+      if (s.code() != Status::Code::kPeerFailure || Clock::now() + backoff > deadline) {
+        return Status(s.code(), "cannot append record " + std::to_string(next_) + " to " + Where() +
+                                    ": " + s.message());
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      retried = true;
+    }
+  }
+
+  Result<std::vector<std::string>> Records() override {
+    auto answer = transport_->Call("GET", kRecords,
+                                   {{"experiment_id", experiment_id_}, {"sweep", options_.sweep}});
+    if (!answer.ok()) {
+      return Status(answer.status().code(),
+                    "cannot read " + Where() + ": " + answer.status().message());
+    }
+    std::vector<std::string> records;
+    for (const json& r : (*answer)["records"]) records.push_back(r.get<std::string>());
+    next_ = static_cast<int64_t>(records.size());
+    return records;
+  }
+
+  std::string Where() const {
+    return "the journal of sweep '" + options_.sweep + "' (experiment " + experiment_id_ +
+           ") in the tracking store at " + options_.uri;
+  }
+
+ private:
+  bool Stored(const std::string& record) {
+    auto records = Records();
+    return records.ok() && static_cast<int64_t>(records->size()) > next_ &&
+           (*records)[next_] == record;
+  }
+
+  std::unique_ptr<track::Transport> transport_;
+  StoreJournalOptions options_;
+  std::string experiment_id_;
+  int64_t next_ = 0;  // the seq of the next record
+};
+
+// Copies a file journal of the sweep into the empty store journal, once.
+Status ImportFileJournal(const StoreJournalOptions& options, StoreJournal& store) {
+  std::error_code ec;
+  if (options.file_journal.empty() || !std::filesystem::exists(options.file_journal, ec)) {
+    return Status::OK();
+  }
+  std::vector<std::string> file_records;
+  {
+    auto file = OpenFileJournal(options.file_journal);
+    if (!file.ok()) return file.status();
+    auto records = (*file)->Records();
+    if (!records.ok()) return records.status();
+    file_records = std::move(*records);
+  }
+  if (file_records.empty()) return Status::OK();
+  auto stored = store.Records();
+  if (!stored.ok()) return stored.status();
+  if (!stored->empty()) {
+    return Status::InvalidArgument(
+        "both " + options.file_journal + " (" + std::to_string(file_records.size()) +
+        " records) and " + store.Where() + " (" + std::to_string(stored->size()) +
+        " records) hold this sweep: move the file away to continue from the store, or run "
+        "without --tracking to continue from the file");
+  }
+  for (const std::string& record : file_records) COHORT_RETURN_IF_ERROR(store.Append(record));
+  const std::string moved = options.file_journal + ".imported";
+  std::filesystem::rename(options.file_journal, moved, ec);
+  if (ec) {
+    return Status::IoError("imported " + options.file_journal + " into the tracking store but " +
+                           "cannot rename it to " + moved + ": " + ec.message());
+  }
+  std::printf("cohort sweep: imported %zu records of %s into %s (the file is now %s)\n",
+              file_records.size(), options.file_journal.c_str(), store.Where().c_str(),
+              moved.c_str());
+  return Status::OK();
+}
+
+// FILE.store: where the journal of the sweep in this directory lives.
+Status WritePointer(const StoreJournalOptions& options, const std::string& experiment_id) {
+  if (options.file_journal.empty()) return Status::OK();
+  const std::string path = options.file_journal + ".store";
+  std::ofstream out(path, std::ios::trunc);
+  out << json{{"uri", options.uri}, {"experiment_id", experiment_id}, {"sweep", options.sweep}}
+             .dump()
+      << "\n";
+  out.close();
+  if (!out) return Status::IoError("cannot write '" + path + "'");
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Journal>> OpenStoreJournal(const StoreJournalOptions& options) {
+  auto transport = track::OpenTransport(options.uri);
+  if (!transport.ok()) return transport.status();
+  if (!(*transport)->remote()) {
+    return Status::InvalidArgument(
+        "the sweep journal needs a tracking server (http://HOST:PORT), "
+        "not '" +
+        options.uri + "'");
+  }
+  auto experiment = ExperimentId(**transport, options.experiment);
+  if (!experiment.ok()) {
+    return experiment.status().WithContext("the sweep journal in the tracking store at " +
+                                           options.uri);
+  }
+  auto journal = std::make_unique<StoreJournal>(std::move(*transport), options, *experiment);
+  auto records = journal->Records();  // learns the next seq
+  if (!records.ok()) return records.status();
+  COHORT_RETURN_IF_ERROR(ImportFileJournal(options, *journal));
+  COHORT_RETURN_IF_ERROR(WritePointer(options, *experiment));
+  return std::unique_ptr<Journal>(std::move(journal));
+}
+
+}  // namespace cohort::sweep
