@@ -179,6 +179,15 @@ int SweepCommand(int argc, char** argv) {
     journal.experiment = options.spec.name;
     journal.sweep = options.spec.name;
     journal.file_journal = options.dir + "/journal";
+    Result<double> deadline =
+        EnvDouble(ProcessEnv(), "COHORT_SWEEP_JOURNAL_DEADLINE_S", journal.append_deadline_s);
+    if (!deadline.ok() || *deadline < 0) {
+      std::fprintf(
+          stderr, "cohort sweep: COHORT_SWEEP_JOURNAL_DEADLINE_S: %s\n",
+          deadline.ok() ? "must be 0 or more seconds" : deadline.status().message().c_str());
+      return kExitUsage;
+    }
+    journal.append_deadline_s = *deadline;
     options.journal_name = "the journal of sweep '" + journal.sweep + "' in " + tracking;
     options.journal = [journal] { return sweep::OpenStoreJournal(journal); };
   }

@@ -66,9 +66,15 @@ class StoreJournal : public Journal {
         ++next_;
         return s;
       }
-      if (s.code() != Status::Code::kPeerFailure || Clock::now() + backoff > deadline) {
-        return Status(s.code(), "cannot append record " + std::to_string(next_) + " to " + Where() +
-                                    ": " + s.message());
+      const std::string what = "cannot append record " + std::to_string(next_) + " to " + Where();
+      if (s.code() != Status::Code::kPeerFailure)
+        return Status(s.code(), what + ": " + s.message());
+      if (Clock::now() + backoff > deadline) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", options_.append_deadline_s);
+        return Status(s.code(), what + " (tried for " + seconds + " s): " + s.message() +
+                                    "; the sweep stops with its state in the store: start it "
+                                    "again when the server answers");
       }
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
@@ -170,8 +176,7 @@ Result<std::unique_ptr<Journal>> OpenStoreJournal(const StoreJournalOptions& opt
   }
   auto experiment = ExperimentId(**transport, options.experiment);
   if (!experiment.ok()) {
-    return experiment.status().WithContext("the sweep journal in the tracking store at " +
-                                           options.uri);
+    return experiment.status().WithContext("tracking " + options.uri);
   }
   auto journal = std::make_unique<StoreJournal>(std::move(*transport), options, *experiment);
   auto records = journal->Records();  // learns the next seq

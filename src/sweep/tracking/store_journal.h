@@ -28,6 +28,7 @@ struct StoreJournalOptions {
   // experiment_id, sweep), so people and tools find where the journal went.
   // How long one append is retried while the server cannot be reached;
   // then it fails and the sweep stops (its state stays in the store).
+  // `cohort sweep` takes it from COHORT_SWEEP_JOURNAL_DEADLINE_S.
   double append_deadline_s = 60;
 };
 
