@@ -444,11 +444,11 @@ def test_auth_requires_a_users_token(backend, tmp_path, request):
         s.stop()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_path, request):
+def users_with_tokens(store):
+    """alice and bob as users of `store`, and their tokens; and a function
+    running `cohort ARGS --store store` that returns its stdout."""
     import subprocess
     from tracking_server_fixture import COHORT
-    store = store_for(backend, tmp_path, request)
 
     def cli(*args):
         p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
@@ -460,6 +460,13 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_
     for user in ("alice", "bob"):
         cli("user", "add", user)
         tokens[user] = cli("token", "create", user).strip()
+    return tokens, cli
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_path, request):
+    store = store_for(backend, tmp_path, request)
+    tokens, cli = users_with_tokens(store)
 
     def as_user(server, user, method, endpoint, body=None, query=None):
         return server.request(method, "/api/2.0/mlflow/" + endpoint, body=body, query=query,
@@ -612,20 +619,8 @@ def test_sweep_journal_bad_input_is_4xx_naming_the_field(server):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sweep_journal_under_auth_follows_the_experiments_access(backend, tmp_path, request):
-    import subprocess
-    from tracking_server_fixture import COHORT
     store = store_for(backend, tmp_path, request)
-
-    def cli(*args):
-        p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
-                           timeout=30)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
-
-    tokens = {}
-    for user in ("alice", "bob"):
-        cli("user", "add", user)
-        tokens[user] = cli("token", "create", user).strip()
+    tokens, cli = users_with_tokens(store)
 
     def call(user, method, path, body=None, query=None):
         headers = {"Authorization": "Bearer " + tokens[user]} if user else {}
