@@ -27,14 +27,23 @@ bool Refused(const Status& s, const char* error_code) {
          s.message().find(error_code) != std::string::npos;
 }
 
+// The string at `pointer` in a server's answer.
+Result<std::string> IdIn(const json& answer, const std::string& pointer) {
+  const json::json_pointer at(pointer);
+  if (!answer.contains(at) || !answer[at].is_string()) {
+    return Status::PeerFailure("the tracking server's answer has no " + pointer);
+  }
+  return answer[at].get<std::string>();
+}
+
 // The experiment's id, creating it when it does not exist.
 Result<std::string> ExperimentId(track::Transport& transport, const std::string& name) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto got = transport.Call("GET", "experiments/get-by-name", {{"experiment_name", name}});
-    if (got.ok()) return (*got)["experiment"]["experiment_id"].get<std::string>();
+    if (got.ok()) return IdIn(*got, "/experiment/experiment_id");
     if (!Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return got.status();
     auto made = transport.Call("POST", "experiments/create", {{"name", name}});
-    if (made.ok()) return (*made)["experiment_id"].get<std::string>();
+    if (made.ok()) return IdIn(*made, "/experiment_id");
     // Created meanwhile (the sweep's observer): look it up again.
     if (!Refused(made.status(), "RESOURCE_ALREADY_EXISTS")) return made.status();
   }
@@ -54,7 +63,9 @@ class StoreJournal : public Journal {
                        {"sweep", options_.sweep},
                        {"seq", next_},
                        {"record", record}};
-    const auto deadline = Clock::now() + std::chrono::duration<double>(options_.append_deadline_s);
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(options_.append_deadline_s));
     auto backoff = std::chrono::milliseconds(100);
     bool retried = false;
     for (;;) {
@@ -69,29 +80,24 @@ class StoreJournal : public Journal {
       const std::string what = "cannot append record " + std::to_string(next_) + " to " + Where();
       if (s.code() != Status::Code::kPeerFailure)
         return Status(s.code(), what + ": " + s.message());
-      if (Clock::now() + backoff > deadline) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
         char seconds[32];
         std::snprintf(seconds, sizeof(seconds), "%g", options_.append_deadline_s);
         return Status(s.code(), what + " (tried for " + seconds + " s): " + s.message() +
                                     "; the sweep stops with its state in the store: start it "
                                     "again when the server answers");
       }
-      std::this_thread::sleep_for(backoff);
+      // The last try falls on the deadline.
+      std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
       backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
       retried = true;
     }
   }
 
   Result<std::vector<std::string>> Records() override {
-    auto answer = transport_->Call("GET", kRecords,
-                                   {{"experiment_id", experiment_id_}, {"sweep", options_.sweep}});
-    if (!answer.ok()) {
-      return Status(answer.status().code(),
-                    "cannot read " + Where() + ": " + answer.status().message());
-    }
-    std::vector<std::string> records;
-    for (const json& r : (*answer)["records"]) records.push_back(r.get<std::string>());
-    next_ = static_cast<int64_t>(records.size());
+    auto records = Fetch();
+    if (records.ok()) next_ = static_cast<int64_t>(records->size());
     return records;
   }
 
@@ -101,8 +107,31 @@ class StoreJournal : public Journal {
   }
 
  private:
+  // The stored records; next_ unchanged.
+  Result<std::vector<std::string>> Fetch() {
+    auto answer = transport_->Call("GET", kRecords,
+                                   {{"experiment_id", experiment_id_}, {"sweep", options_.sweep}});
+    if (!answer.ok()) {
+      return Status(answer.status().code(),
+                    "cannot read " + Where() + ": " + answer.status().message());
+    }
+    const json* list =
+        answer->is_object() && answer->contains("records") ? &(*answer)["records"] : nullptr;
+    std::vector<std::string> records;
+    for (size_t i = 0; list != nullptr && list->is_array() && i < list->size(); ++i) {
+      if (!(*list)[i].is_string()) break;
+      records.push_back((*list)[i].get<std::string>());
+    }
+    if (list == nullptr || !list->is_array() || records.size() != list->size()) {
+      return Status::PeerFailure("cannot read " + Where() +
+                                 ": the answer is not {\"records\": [strings]}");
+    }
+    return records;
+  }
+
+  // Whether record next_ is `record`: an append whose answer was lost.
   bool Stored(const std::string& record) {
-    auto records = Records();
+    auto records = Fetch();
     return records.ok() && static_cast<int64_t>(records->size()) > next_ &&
            (*records)[next_] == record;
   }
@@ -164,6 +193,12 @@ Status WritePointer(const StoreJournalOptions& options, const std::string& exper
 }
 
 }  // namespace
+
+std::unique_ptr<Journal> NewStoreJournal(std::unique_ptr<track::Transport> transport,
+                                         const StoreJournalOptions& options,
+                                         const std::string& experiment_id) {
+  return std::make_unique<StoreJournal>(std::move(transport), options, experiment_id);
+}
 
 Result<std::unique_ptr<Journal>> OpenStoreJournal(const StoreJournalOptions& options) {
   auto transport = track::OpenTransport(options.uri);

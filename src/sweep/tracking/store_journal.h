@@ -13,6 +13,10 @@
 #include "cohort/status.h"
 #include "sweep/journal.h"
 
+namespace cohort::track {
+class Transport;
+}  // namespace cohort::track
+
 namespace cohort::sweep {
 
 struct StoreJournalOptions {
@@ -33,6 +37,13 @@ struct StoreJournalOptions {
 };
 
 Result<std::unique_ptr<Journal>> OpenStoreJournal(const StoreJournalOptions& options);
+
+// The journal over `transport` for the sweep of experiment `experiment_id`,
+// without OpenStoreJournal's lookups and import (tests give a fake server).
+// Call Records() first: it learns the next seq.
+std::unique_ptr<Journal> NewStoreJournal(std::unique_ptr<track::Transport> transport,
+                                         const StoreJournalOptions& options,
+                                         const std::string& experiment_id);
 
 }  // namespace cohort::sweep
 
