@@ -13,6 +13,7 @@
 #include "sched/job.h"
 #include "sweep/controller.h"
 #include "sweep/queue/queued_trials.h"
+#include "sweep/tracking/store_journal.h"
 #include "sweep/tracking/tracked_sweep.h"
 
 namespace cohort::cli {
@@ -44,7 +45,8 @@ void PrintUsage(FILE* out) {
       "  --project X           the trials' project in the queue (default: the sweep's name)\n"
       "  --tracking URI        record the sweep and each trial as runs in this tracking\n"
       "                        store (http://HOST:PORT or sqlite:PATH; default:\n"
-      "                        $COHORT_TRACKING_URI, else not recorded)\n"
+      "                        $COHORT_TRACKING_URI, else not recorded); with a server,\n"
+      "                        the sweep's journal is kept there, not in DIR/journal\n"
       "  -h, --help            print this help\n");
 }
 
@@ -169,6 +171,26 @@ int SweepCommand(int argc, char** argv) {
     }
   }
   if (!tracking.empty()) options.observer = sweep::TrackingObserver(options.spec, tracking);
+  if (tracking.rfind("http://", 0) == 0 || tracking.rfind("https://", 0) == 0) {
+    // The journal goes to the store too (docs/sweeps.md "The journal"): the
+    // sweep is keyed by its name in the experiment of that name.
+    sweep::StoreJournalOptions journal;
+    journal.uri = tracking;
+    journal.experiment = options.spec.name;
+    journal.sweep = options.spec.name;
+    journal.file_journal = options.dir + "/journal";
+    Result<double> deadline =
+        EnvDouble(ProcessEnv(), "COHORT_SWEEP_JOURNAL_DEADLINE_S", journal.append_deadline_s);
+    if (!deadline.ok() || *deadline < 0) {
+      std::fprintf(
+          stderr, "cohort sweep: COHORT_SWEEP_JOURNAL_DEADLINE_S: %s\n",
+          deadline.ok() ? "must be 0 or more seconds" : deadline.status().message().c_str());
+      return kExitUsage;
+    }
+    journal.append_deadline_s = *deadline;
+    options.journal_name = "the journal of sweep '" + journal.sweep + "' in " + tracking;
+    options.journal = [journal] { return sweep::OpenStoreJournal(journal); };
+  }
   if (!queue.server.empty()) {
     if (queue.project.empty()) queue.project = options.spec.name;
     queue.workers = options.spec.workers;

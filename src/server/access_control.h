@@ -24,11 +24,12 @@ class AccessControl {
   // Grants the creator of a new experiment EDIT; drops unreadable
   // experiments from a search answer.
   void After(const HttpRequest& request, const std::string& user, HttpResponse* response);
-
- private:
+  // nullopt when `user` may read (or, with `edit`, edit) the experiment;
+  // else the 403 to answer. For endpoints outside MLflow's (sweep journals).
   std::optional<HttpResponse> Need(const std::string& experiment_id, const std::string& user,
                                    bool edit);
 
+ private:
   track::TrackingStore* store_;
 };
 

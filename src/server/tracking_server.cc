@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/sweep_journal_api.h"
 #include "track/errors.h"
 
 namespace cohort::server {
@@ -64,6 +65,11 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
     HttpResponse response = api_->Handle(request);
     access_->After(request, user, &response);
     return response;
+  }
+  if (request.path.rfind(kSweepJournalPrefix, 0) == 0) {
+    std::string user;
+    if (auto refused = Authenticate(request, &user)) return *refused;
+    return HandleSweepJournal(*store_, options_.auth ? access_.get() : nullptr, request, user);
   }
   for (const RouteHook& route : options_.routes) {
     if (request.path.rfind(route.prefix, 0) != 0) continue;

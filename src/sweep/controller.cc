@@ -500,13 +500,16 @@ Result<int> RunSweep(const ControllerOptions& options) {
     return Status::IoError("cannot create sweep directory '" + options.dir + "': " + ec.message());
   auto study = Study::Create(options.spec.study);
   if (!study.ok()) return study.status();
-  auto journal = OpenFileJournal(options.dir + "/journal");
+  auto journal = options.journal ? options.journal() : OpenFileJournal(options.dir + "/journal");
   if (!journal.ok()) return journal.status();
   auto records = (*journal)->Records();
   if (!records.ok()) return records.status();
   const uint64_t fingerprint = Fingerprint(options.spec_text);
   auto replay = Replay(*records, fingerprint, **study);
-  if (!replay.ok()) return replay.status().WithContext(options.dir + "/journal");
+  if (!replay.ok()) {
+    return replay.status().WithContext(options.journal ? options.journal_name
+                                                       : options.dir + "/journal");
+  }
   std::unique_ptr<TrialExecutor> executor;  // null: the controller's LocalTrialExecutor
   if (options.executor) {
     auto made = options.executor();

@@ -9,10 +9,13 @@
 #ifndef COHORT_SWEEP_CONTROLLER_H_
 #define COHORT_SWEEP_CONTROLLER_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "cohort/status.h"
 #include "cohort/sweep.h"
+#include "sweep/journal.h"
 #include "sweep/trial_executor.h"
 #include "sweep/trial_observer.h"
 
@@ -27,6 +30,10 @@ struct ControllerOptions {
   double trial_timeout = 0;  // seconds a trial's job may run; 0: no limit
   TrialObserverFactory observer;  // empty: nobody else hears of the trials
   TrialExecutorFactory executor;  // empty: trials run on this host (LocalTrialExecutor)
+  // Opens the journal; empty: the file DIR/journal. `journal_name` names it
+  // in messages.
+  std::function<Result<std::unique_ptr<Journal>>()> journal;
+  std::string journal_name;
 };
 
 // Runs the sweep until the study is finished (or it is told to stop with

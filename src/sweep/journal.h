@@ -1,7 +1,8 @@
 // The sweep controller's state as an append-only list of records (one line of
 // JSON each). Replaying the records on a fresh Study with the same options
 // rebuilds it exactly, because every algorithm is deterministic for its seed.
-// Behind this interface so the tracking store can hold the journal later.
+// Two implementations: the file DIR/journal (below, the embedded default) and
+// the tracking store's (sweep/tracking/store_journal.h, with a server).
 #ifndef COHORT_SWEEP_JOURNAL_H_
 #define COHORT_SWEEP_JOURNAL_H_
 

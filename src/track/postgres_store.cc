@@ -96,6 +96,11 @@ const std::vector<const char*> kMigrations = {
     "  NOT NULL, digest " COHORT_PG_TEXT " NOT NULL, key " COHORT_PG_TEXT
     " NOT NULL,"
     "  value " COHORT_PG_TEXT " NOT NULL, PRIMARY KEY (run_uuid, name, digest, key));",
+    // 7: sweep journals: a controller's records by (experiment, sweep, seq).
+    "CREATE TABLE sweep_journal (experiment_id BIGINT NOT NULL REFERENCES experiments,"
+    "  sweep " COHORT_PG_TEXT " NOT NULL, seq BIGINT NOT NULL, record " COHORT_PG_TEXT
+    " NOT NULL,"
+    "  PRIMARY KEY (experiment_id, sweep, seq));",
 };
 
 #undef COHORT_PG_TEXT

@@ -4,7 +4,8 @@
 // migrations and how one process claims the store (sqlite_store.h,
 // postgres_store.h). Experiments, runs, search and users are in
 // sql_store.cc; batches and metric histories in sql_store_metrics.cc;
-// dataset inputs in sql_store_inputs.cc.
+// dataset inputs in sql_store_inputs.cc; sweep journals in
+// sql_store_sweeps.cc.
 #ifndef COHORT_TRACK_SQL_STORE_H_
 #define COHORT_TRACK_SQL_STORE_H_
 
@@ -74,6 +75,10 @@ class SqlStore : public TrackingStore {
   Result<std::string> Permission(const std::string& experiment_id,
                                  const std::string& user) override;
   Result<std::string> ExperimentOfRun(const std::string& run_id) override;
+  Status AppendSweepRecord(const std::string& experiment_id, const std::string& sweep, int64_t seq,
+                           const std::string& record) override;
+  Result<std::vector<std::string>> SweepJournal(const std::string& experiment_id,
+                                                const std::string& sweep) override;
 
  private:
   struct BucketUpdate;  // sql_store_metrics.cc

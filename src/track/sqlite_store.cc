@@ -84,6 +84,12 @@ const std::vector<const char*> kMigrations = {
     "CREATE TABLE input_tags (run_uuid TEXT NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL,"
     "  key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_uuid, name, digest, key))"
     "  WITHOUT ROWID;",
+    // 7: sweep journals (sweep/tracking/store_journal.h): a controller's
+    // records by (experiment, sweep, seq), append-only; the key refuses a
+    // second controller's record at a taken seq.
+    "CREATE TABLE sweep_journal (experiment_id INTEGER NOT NULL REFERENCES experiments,"
+    "  sweep TEXT NOT NULL, seq INTEGER NOT NULL, record TEXT NOT NULL,"
+    "  PRIMARY KEY (experiment_id, sweep, seq)) WITHOUT ROWID;",
 };
 }  // namespace
 

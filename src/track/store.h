@@ -101,6 +101,18 @@ class TrackingStore {
                                          const std::string& user) = 0;
   // The experiment a run belongs to (NotFound for an unknown run).
   virtual Result<std::string> ExperimentOfRun(const std::string& run_id) = 0;
+
+  // A sweep controller's journal (sweep/journal.h), keyed by the sweep's
+  // experiment and its name there: appends `record` as number `seq`,
+  // committed when it returns. `seq` must be the sweep's next number (0 for
+  // its first record): a taken one is AlreadyExists naming the sweep (a
+  // second controller, or a retried append; SweepJournal tells which), a
+  // gap is refused.
+  virtual Status AppendSweepRecord(const std::string& experiment_id, const std::string& sweep,
+                                   int64_t seq, const std::string& record) = 0;
+  // The sweep's records, seq 0 first; none for a sweep never appended to.
+  virtual Result<std::vector<std::string>> SweepJournal(const std::string& experiment_id,
+                                                        const std::string& sweep) = 0;
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or

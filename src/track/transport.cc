@@ -26,6 +26,11 @@ std::string QueryString(const json& body) {
   return out;
 }
 
+// An MLflow endpoint's path, or `endpoint` itself when it is one ("/...").
+std::string ApiPath(const std::string& endpoint) {
+  return endpoint.rfind('/', 0) == 0 ? endpoint : "/api/2.0/mlflow/" + endpoint;
+}
+
 // The answer of an MLflow endpoint, as Call reports it.
 Result<json> Interpret(int status, const std::string& body, const std::string& what) {
   if (status == 200) {
@@ -55,7 +60,7 @@ class RestTransport : public Transport {
                     const json& body) override {
     data::HttpRequest request;
     request.method = method;
-    request.url = base_ + "/api/2.0/mlflow/" + endpoint;
+    request.url = base_ + ApiPath(endpoint);
     if (method == "GET") {
       request.url += QueryString(body);
     } else {
@@ -109,7 +114,7 @@ class EmbeddedTransport : public Transport {
                     const json& body) override {
     server::HttpRequest request;
     request.method = method;
-    request.path = "/api/2.0/mlflow/" + endpoint;
+    request.path = ApiPath(endpoint);
     if (method == "GET") {
       request.query = QueryString(body).substr(std::min<size_t>(1, QueryString(body).size()));
     } else {

@@ -17,7 +17,8 @@ namespace cohort::track {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Calls an MLflow endpoint ("runs/log-batch"); GET sends `body`'s fields
+  // Calls an MLflow endpoint ("runs/log-batch"), or a cohort one by its
+  // path ("/api/cohort/..."; over HTTP only); GET sends `body`'s fields
   // as the query. The answer's JSON on 200. A server that cannot be reached
   // (connection refused, timeout, 5xx) is kPeerFailure: try again later. A
   // refusal (4xx) is kInvalidArgument with the server's error_code and message.

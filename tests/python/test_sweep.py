@@ -93,8 +93,24 @@ def runs(path):
 
 
 def journal(sweep_dir):
+    """The sweep's journal records: from DIR/journal, or from the tracking
+    store that DIR/journal.store names (`cohort sweep --tracking http://...`)."""
+    pointer = os.path.join(sweep_dir, "journal.store")
+    if os.path.exists(pointer):
+        return store_journal(pointer)
     with open(os.path.join(sweep_dir, "journal")) as f:
         return [json.loads(line) for line in f if line.endswith("\n")]
+
+
+def store_journal(pointer):
+    import urllib.parse
+    import urllib.request
+    with open(pointer) as f:
+        where = json.loads(f.read())
+    query = urllib.parse.urlencode({"experiment_id": where["experiment_id"], "sweep": where["sweep"]})
+    url = where["uri"].rstrip("/") + "/api/cohort/sweeps/journal/records?" + query
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return [json.loads(r) for r in json.loads(resp.read())["records"]]
 
 
 ASHA_SPEC = """name: asha-test

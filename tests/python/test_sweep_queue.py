@@ -83,7 +83,7 @@ def start_sweep(tmp_path, server, trials, env, reporting, extra=()):
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def reported():
-        if not os.path.exists(os.path.join(sweep_dir, "journal")):
+        if not any(os.path.exists(os.path.join(sweep_dir, f)) for f in ("journal", "journal.store")):
             return False
         return len({r["trial"] for r in journal(sweep_dir) if r["op"] == "report"}) >= reporting
     wait_until("%d trials report" % reporting, reported)
@@ -145,7 +145,7 @@ def test_a_normal_job_goes_before_waiting_trials_and_a_preempted_trial_resumes(t
                                  stderr=subprocess.STDOUT)
 
         def trial_jobs():
-            if not os.path.exists(os.path.join(sweep_dir, "journal")):
+            if not any(os.path.exists(os.path.join(sweep_dir, f)) for f in ("journal", "journal.store")):
                 return {}
             return {r["trial"]: r["job"] for r in job_records(sweep_dir)}
         wait_until("two trials submitted", lambda: len(trial_jobs()) == 2)

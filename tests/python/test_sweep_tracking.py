@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "server"))
 from tracking_server_fixture import TrackingServer  # noqa: E402
 from test_sweep import (COHORT, FAIL_SPEC, ASHA_SPEC, journal, runs, sweep_env,  # noqa: E402
                         write_spec)
+import re  # noqa: E402
+import signal  # noqa: E402
 
 
 def sweep_runs(server, name):
@@ -173,3 +175,165 @@ def test_unreachable_server_and_sqlite_store_are_refused_by_name(tmp_path):
     assert out.stderr.decode() == \
         "cohort sweep: not recording the trials in COHORT_TRACKING_URI=%s: " % db + advice
     assert not any(r["op"] == "run" for r in journal(str(tmp_path / "s")))
+
+
+def test_journal_in_the_store_survives_kill_9_without_any_journal_file(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        spec = write_spec(tmp_path, ASHA_SPEC)
+        sweep_dir = str(tmp_path / "s")
+        env = sweep_env(tmp_path, 0.05)
+        cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--trial-timeout", "30",
+               "--tracking", server.url]
+        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        pointer = os.path.join(sweep_dir, "journal.store")
+        deadline = time.monotonic() + 60
+        ended = []
+        while time.monotonic() < deadline and first.poll() is None:
+            if os.path.exists(pointer):
+                ended = [r for r in journal(sweep_dir)
+                         if r["op"] == "report" and r["decision"] != "continue"]
+                if len(ended) >= 4:
+                    break
+            time.sleep(0.02)  # polling the store's journal, with the deadline above
+        assert len(ended) >= 4, first.communicate()[0].decode()
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        before = journal(sweep_dir)
+        done_before = {r["trial"] for r in before if r["op"] == "report" and
+                       r["decision"] == "stop"}
+        paused_before = {r["trial"] for r in before if r["op"] == "report" and
+                         r["decision"] == "pause"}
+        assert paused_before, "no trial was paused before the kill"
+        runs_before = len(runs(env["SWEEP_TEST_RUNS"]))
+        # Only the store holds the state: no journal file, only the trials' checkpoints.
+        assert not os.path.exists(os.path.join(sweep_dir, "journal"))
+        os.remove(pointer)
+        assert os.path.isdir(os.path.join(sweep_dir, "trials"))
+
+        second = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                timeout=120)
+        out = second.stdout.decode()
+        assert second.returncode == 0, out
+        assert "cohort sweep: continuing 'asha-test'" in out
+        assert not os.path.exists(os.path.join(sweep_dir, "journal"))
+        records = journal(sweep_dir)  # the pointer is written again
+        assert records[:len(before)] == before  # append-only
+        assert {r["trial"] for r in records if r["op"] == "ask"} == set(range(9))
+        # Every trial got its last word once: stopped at the top rung, or left paused.
+        last = {}
+        for r in records:
+            if r["op"] == "report" and r["decision"] != "continue":
+                last[r["trial"]] = (r["decision"], r["step"])
+        assert sorted(last) == list(range(9))
+        assert {d for d, _ in last.values()} <= {"stop", "pause"}
+        after = runs(env["SWEEP_TEST_RUNS"])[runs_before:]
+        assert not done_before & {r["trial"] for r in after}, "a finished trial ran again"
+        stops = [r for r in records if r["op"] == "report" and r["decision"] == "stop"]
+        assert len(stops) == len({r["trial"] for r in stops}) >= 1
+        assert all(r["step"] == 9 for r in stops)
+        resumed = [r for r in runs(env["SWEEP_TEST_RUNS"]) if r["start"] > 0 and r["rank"] == 0]
+        assert resumed, "no paused trial was resumed from its checkpoint"
+        for r in resumed:
+            assert r["start"] in (1, 3) and r["resource"] in (3, 9)
+        # The rungs: every trial's runs carry its bracket's, in the runs and the journal.
+        trials = by_role(sweep_runs(server, "asha-test"), "trial")
+        assert {r["tags"]["cohort.sweep.trial"] for r in trials} == {str(i) for i in range(9)}
+        assert {r["tags"]["cohort.sweep.rungs"] for r in trials} == {"1,3,9"}
+        assert all(r["rungs"] == "1,3,9" for r in records if r["op"] == "run" and "trial" in r)
+    finally:
+        server.stop()
+
+
+def test_a_file_journal_is_imported_once_and_both_journals_are_refused(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        spec = write_spec(tmp_path, FAIL_SPEC)
+        sweep_dir = str(tmp_path / "s")
+
+        def sweep(*extra):
+            p = subprocess.run([COHORT, "sweep", spec, "--dir", sweep_dir, *extra],
+                               env=sweep_env(tmp_path, 0), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=120)
+            return p.returncode, p.stdout.decode(), p.stderr.decode()
+        rc, out, err = sweep()  # the embedded default: DIR/journal
+        assert rc == 0, err
+        file_records = journal(sweep_dir)
+        runs_before = len(runs(str(tmp_path / "runs.jsonl")))
+        rc, out, err = sweep("--tracking", server.url)
+        assert rc == 0, err
+        status, body = server.get("experiments/get-by-name", experiment_name="fail-test")
+        eid = body["experiment"]["experiment_id"]
+        store = (f"the journal of sweep 'fail-test' (experiment {eid}) in the tracking store at "
+                 f"{server.url}")
+        assert (f"cohort sweep: imported {len(file_records)} records of {sweep_dir}/journal into "
+                f"{store} (the file is now {sweep_dir}/journal.imported)") in out
+        assert "cohort sweep: continuing 'fail-test'" in out
+        assert len(runs(str(tmp_path / "runs.jsonl"))) == runs_before  # nothing ran again
+        assert not os.path.exists(os.path.join(sweep_dir, "journal"))
+        assert journal(sweep_dir)[:len(file_records)] == file_records
+        # Both a journal file and the store's journal: which is the truth is unknown.
+        os.rename(os.path.join(sweep_dir, "journal.imported"), os.path.join(sweep_dir, "journal"))
+        stored = len(journal(sweep_dir))
+        rc, out, err = sweep("--tracking", server.url)
+        assert rc == 1
+        assert err == (f"cohort sweep: both {sweep_dir}/journal ({len(file_records)} records) and "
+                       f"{store} ({stored} records) hold this sweep: move the file away to "
+                       "continue from the store, or run without --tracking to continue from the "
+                       "file\n")
+    finally:
+        server.stop()
+
+
+def store_records(server, name):
+    status, body = server.get("experiments/get-by-name", experiment_name=name)
+    assert status == 200, body
+    status, body = server.get("records", prefix="/api/cohort/sweeps/journal/",
+                              experiment_id=body["experiment"]["experiment_id"], sweep=name)
+    assert status == 200, body
+    return [json.loads(r) for r in body["records"]]
+
+
+def test_server_gone_at_an_append_stops_the_sweep_and_it_goes_on_later(tmp_path):
+    server = TrackingServer(tmp_path)
+    try:
+        spec = write_spec(tmp_path, ASHA_SPEC)
+        sweep_dir = str(tmp_path / "s")
+        env = dict(sweep_env(tmp_path, 0.2), COHORT_SWEEP_JOURNAL_DEADLINE_S="1")
+        cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--trial-timeout", "30"]
+        first = subprocess.Popen(cmd + ["--tracking", server.url], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and first.poll() is None:
+            if os.path.exists(os.path.join(sweep_dir, "journal.store")) and \
+                    sum(r["op"] == "report" for r in journal(sweep_dir)) >= 2:
+                break
+            time.sleep(0.02)  # polling the store's journal, with the deadline above
+        server.stop()
+        out = first.communicate(timeout=60)[0].decode()
+        assert first.returncode == 1, out
+        url = re.escape(server.url)
+        assert re.search(r"\ncohort sweep: cannot append record \d+ to the journal of sweep "
+                         r"'asha-test' \(experiment 1\) in the tracking store at %s \(tried for "
+                         r"1 s\): POST %s/api/cohort/sweeps/journal/append: .*; the sweep stops "
+                         r"with its state in the store: start it again when the server "
+                         r"answers\n$" % (url, url), out), out
+    finally:
+        server.stop()
+    server = TrackingServer(tmp_path)  # the same store, another port
+    try:
+        before = store_records(server, "asha-test")
+        done_before = {r["trial"] for r in before if r["op"] == "report" and
+                       r["decision"] == "stop"}
+        runs_before = len(runs(env["SWEEP_TEST_RUNS"]))
+        again = subprocess.run(cmd + ["--tracking", server.url], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=150)
+        assert again.returncode == 0, again.stdout.decode()
+        assert "cohort sweep: continuing 'asha-test'" in again.stdout.decode()
+        records = store_records(server, "asha-test")
+        assert records[:len(before)] == before
+        assert {r["trial"] for r in records if r["op"] == "ask"} == set(range(9))
+        after = runs(env["SWEEP_TEST_RUNS"])[runs_before:]
+        assert not done_before & {r["trial"] for r in after}, "a finished trial ran again"
+    finally:
+        server.stop()

@@ -444,11 +444,11 @@ def test_auth_requires_a_users_token(backend, tmp_path, request):
         s.stop()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_path, request):
+def users_with_tokens(store):
+    """alice and bob as users of `store`, and their tokens; and a function
+    running `cohort ARGS --store store` that returns its stdout."""
     import subprocess
     from tracking_server_fixture import COHORT
-    store = store_for(backend, tmp_path, request)
 
     def cli(*args):
         p = subprocess.run([COHORT, *args, "--store", store], capture_output=True, text=True,
@@ -460,6 +460,13 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_
     for user in ("alice", "bob"):
         cli("user", "add", user)
         tokens[user] = cli("token", "create", user).strip()
+    return tokens, cli
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_path, request):
+    store = store_for(backend, tmp_path, request)
+    tokens, cli = users_with_tokens(store)
 
     def as_user(server, user, method, endpoint, body=None, query=None):
         return server.request(method, "/api/2.0/mlflow/" + endpoint, body=body, query=query,
@@ -539,3 +546,106 @@ def test_log_inputs_are_returned_by_runs_get(server):
         (400, "INVALID_PARAMETER_VALUE")
     assert error(server.post("runs/log-inputs", {"run_id": "nope", "datasets": []})) == \
         (404, "RESOURCE_DOES_NOT_EXIST", "Run with id=nope not found")
+
+
+JOURNAL = "/api/cohort/sweeps/journal/"
+
+
+def test_sweep_journal_appends_reads_and_refuses_a_taken_seq(server):
+    status, body = server.post("experiments/create", {"name": "sweep-journal-exp"})
+    assert status == 200
+    eid = body["experiment_id"]
+
+    def append(seq, record, sweep="s1"):
+        return server.post("append", {"experiment_id": eid, "sweep": sweep, "seq": seq,
+                                      "record": record}, prefix=JOURNAL)
+
+    def records(sweep="s1"):
+        return server.get("records", prefix=JOURNAL, experiment_id=eid, sweep=sweep)
+
+    assert records() == (200, {"records": []})
+    lines = ['{"op":"start","fingerprint":"7"}'] + [f'{{"op":"ask","trial":{i}}}' for i in range(11)]
+    for seq, line in enumerate(lines):
+        assert append(seq, line) == (200, {})
+    assert append(0, '{"op":"other-sweep"}', sweep="s2") == (200, {})
+    assert records() == (200, {"records": lines})  # seq order, 10 after 9
+    assert records("s2") == (200, {"records": ['{"op":"other-sweep"}']})
+    # A second controller (its seq is taken): refused, the record kept.
+    assert error(append(11, '{"op":"ask","trial":99}')) == \
+        (400, "RESOURCE_ALREADY_EXISTS", f"Sweep 's1' of experiment {eid} already has record 11:"
+         " another controller is running this sweep")
+    assert records()[1]["records"][11] == lines[11]
+    assert error(append(20, "{}")) == \
+        (400, "INVALID_PARAMETER_VALUE", "Invalid value 20 for parameter 'seq' supplied: sweep "
+         "'s1' has 12 records, so the next is 12")
+
+
+def test_sweep_journal_bad_input_is_4xx_naming_the_field(server):
+    status, body = server.post("experiments/create", {"name": "sweep-journal-bad"})
+    eid = body["experiment_id"]
+    good = {"experiment_id": eid, "sweep": "s", "seq": 0, "record": "{}"}
+    for field in ("experiment_id", "sweep", "seq", "record"):
+        body = {k: v for k, v in good.items() if k != field}
+        assert error(server.post("append", body, prefix=JOURNAL)) == \
+            (400, "INVALID_PARAMETER_VALUE", f"Missing value for required parameter '{field}'. See "
+             "the API docs for more information about request parameters.")
+    status, body = server.post("append", {**good, "seq": "zero"}, prefix=JOURNAL)
+    assert status == 400 and body["error_code"] == "INVALID_PARAMETER_VALUE" and "'seq'" in body["message"]
+    assert error(server.post("append", {**good, "seq": -3}, prefix=JOURNAL)) == \
+        (400, "INVALID_PARAMETER_VALUE", "Invalid value -3 for parameter 'seq' supplied: it must be "
+         "0 or more")
+    assert error(server.post("append", {**good, "record": "a\nb"}, prefix=JOURNAL)) == \
+        (400, "INVALID_PARAMETER_VALUE", "Invalid value for parameter 'record' supplied: it must be"
+         " one line of 1 to 1048576 bytes")
+    assert error(server.post("append", {**good, "sweep": "x" * 251}, prefix=JOURNAL)) == \
+        (400, "INVALID_PARAMETER_VALUE", "Parameter 'sweep' is 251 bytes; at most 250")
+    assert error(server.post("append", {**good, "experiment_id": "987654"}, prefix=JOURNAL)) == \
+        (404, "RESOURCE_DOES_NOT_EXIST", "No Experiment with id=987654 exists")
+    assert error(server.get("records", prefix=JOURNAL, experiment_id="x'; DROP TABLE runs;--",
+                            sweep="s"))[:2] == (404, "RESOURCE_DOES_NOT_EXIST")
+    assert error(server.get("append", prefix=JOURNAL, **good)) == \
+        (405, "BAD_REQUEST", f"Method GET is not allowed for {JOURNAL}append")
+    assert error(server.get("nothing", prefix=JOURNAL)) == \
+        (404, "ENDPOINT_NOT_FOUND", f"No API endpoint at {JOURNAL}nothing")
+    status, body = server.request("POST", JOURNAL + "append", raw=b"{not json",
+                                  headers={"Content-Type": "application/json"})
+    assert status == 400 and body["error_code"] == "BAD_REQUEST"
+    status, body = server.request("POST", JOURNAL + "append", raw=b"[1, 2]",
+                                  headers={"Content-Type": "application/json"})
+    assert status == 400 and body["error_code"] in ("BAD_REQUEST", "INVALID_PARAMETER_VALUE")
+    assert server.get("records", prefix=JOURNAL, experiment_id=eid, sweep="s") == (200, {"records": []})
+    assert server.proc.poll() is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sweep_journal_under_auth_follows_the_experiments_access(backend, tmp_path, request):
+    store = store_for(backend, tmp_path, request)
+    tokens, cli = users_with_tokens(store)
+
+    def call(user, method, path, body=None, query=None):
+        headers = {"Authorization": "Bearer " + tokens[user]} if user else {}
+        return s.request(method, path, body=body, query=query, headers=headers)
+
+    s = TrackingServer(tmp_path, ["--auth"], store=store)
+    try:
+        status, body = call("alice", "POST", "/api/2.0/mlflow/experiments/create", {"name": "sw"})
+        eid = body["experiment_id"]
+        append = {"experiment_id": eid, "sweep": "sw", "seq": 0, "record": "{}"}
+        assert error(call(None, "POST", JOURNAL + "append", append))[:2] == (401, "UNAUTHENTICATED")
+        assert error(call("bob", "POST", JOURNAL + "append", append)) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not edit experiment {eid}")
+        assert call("alice", "POST", JOURNAL + "append", append) == (200, {})
+        query = {"experiment_id": eid, "sweep": "sw"}
+        assert error(call("bob", "GET", JOURNAL + "records", query=query)) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not read experiment {eid}")
+        assert call("alice", "GET", JOURNAL + "records", query=query) == (200, {"records": ["{}"]})
+    finally:
+        s.stop()
+    cli("user", "grant", "bob", "sw", "read")
+    s = TrackingServer(tmp_path, ["--auth"], store=store)
+    try:
+        assert call("bob", "GET", JOURNAL + "records", query=query) == (200, {"records": ["{}"]})
+        assert error(call("bob", "POST", JOURNAL + "append", {**append, "seq": 1}))[:2] == \
+            (403, "PERMISSION_DENIED")
+    finally:
+        s.stop()

@@ -308,10 +308,52 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   auto got = store->GetRun(run);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->metrics.size(), 1u);
-  EXPECT_EQ(SqliteSchemaVersion(), 6);
+  EXPECT_EQ(SqliteSchemaVersion(), 7);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
             " postgresql://USER@HOST:PORT/DB");
+}
+
+TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {
+  TempDir dir;
+  std::string path = dir.Sub("t.db");
+  {
+    auto store = Open(path);
+    auto e = store->CreateExperiment("asha", "", {});
+    ASSERT_TRUE(e.ok());
+    auto none = store->SweepJournal(*e, "asha");
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_TRUE(none->empty());
+    for (int i = 0; i < 12; ++i) {  // 10 sorts before 2 as text: order is by number
+      Status s = store->AppendSweepRecord(*e, "asha", i, "{\"op\":" + std::to_string(i) + "}");
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    ASSERT_TRUE(store->AppendSweepRecord(*e, "other", 0, "{}").ok());  // another sweep's own seqs
+    Status taken = store->AppendSweepRecord(*e, "asha", 11, "{\"op\":\"again\"}");
+    EXPECT_EQ(KindOf(taken), ErrorKind::kAlreadyExists);
+    EXPECT_EQ(ErrorMessage(taken), "Sweep 'asha' of experiment " + *e +
+                                       " already has record 11: another controller is running "
+                                       "this sweep");
+    EXPECT_EQ(store->AppendSweepRecord(*e, "asha", 13, "{}").message(),
+              "Invalid value 13 for parameter 'seq' supplied: sweep 'asha' has 12 records, so "
+              "the next is 12");
+    EXPECT_EQ(store->AppendSweepRecord(*e, "asha", -1, "{}").message(),
+              "Invalid value -1 for parameter 'seq' supplied: it must be 0 or more");
+    EXPECT_EQ(store->AppendSweepRecord(*e, "", 0, "{}").message(),
+              "Missing value for required parameter 'sweep'");
+    EXPECT_EQ(store->AppendSweepRecord(*e, "asha", 12, "a\nb").message(),
+              "Invalid value for parameter 'record' supplied: it must be one line of 1 to "
+              "1048576 bytes");
+    EXPECT_EQ(ErrorMessage(store->AppendSweepRecord("77", "asha", 0, "{}")),
+              "No Experiment with id=77 exists");
+    EXPECT_EQ(KindOf(store->SweepJournal("77", "asha").status()), ErrorKind::kNotFound);
+  }
+  auto store = Open(path);  // committed: it survives a reopen
+  auto records = store->SweepJournal("1", "asha");
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ((*records)[i], "{\"op\":" + std::to_string(i) + "}");
+  EXPECT_EQ(store->SweepJournal("1", "other")->size(), 1u);
 }
 
 }  // namespace
