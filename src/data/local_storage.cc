@@ -62,6 +62,23 @@ Status MakeDirs(const std::string& dir) {
   return Status::OK();
 }
 
+// Creates `full`.tmp.XXXXXX (a name no other writer, thread or process, can
+// share) and its folders; *tmp is its name, *fd its open descriptor. A
+// concurrent Delete removes a folder it leaves empty, which can happen
+// between making the folder and creating the file in it: then the folder is
+// made again (bounded: each retry means another writer's Delete made progress).
+Status CreateScratchFile(const std::string& full, const std::string& dir, std::string* tmp,
+                         int* fd) {
+  constexpr int kAttempts = 100;
+  for (int attempt = 1;; ++attempt) {
+    COHORT_RETURN_IF_ERROR(MakeDirs(dir));
+    *tmp = full + ".tmp.XXXXXX";
+    *fd = ::mkostemp(tmp->data(), O_CLOEXEC);
+    if (*fd >= 0) return Status::OK();
+    if (errno != ENOENT || attempt == kAttempts) return Errno("cannot create", *tmp);
+  }
+}
+
 Status FsyncDir(const std::string& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0 || ::fsync(fd.get()) != 0) return Errno("cannot fsync directory", dir);
@@ -144,12 +161,11 @@ class LocalStorage : public Storage {
   Status Put(const std::string& path, std::string_view bytes) override {
     std::string full = Full(path);
     std::string dir = full.substr(0, full.rfind('/'));
-    COHORT_RETURN_IF_ERROR(MakeDirs(dir));
-    // mkostemp gives a name no other writer (thread or process) can share.
-    std::string tmp = full + ".tmp.XXXXXX";
+    std::string tmp;
+    int scratch = -1;
+    COHORT_RETURN_IF_ERROR(CreateScratchFile(full, dir, &tmp, &scratch));
     {
-      Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-      if (fd.get() < 0) return Errno("cannot create", tmp);
+      Fd fd(scratch);
       Status s = ::fchmod(fd.get(), 0644) == 0 ? WriteAll(fd.get(), bytes, tmp)
                                                : Errno("cannot chmod", tmp);
       if (s.ok() && ::fsync(fd.get()) != 0) s = Errno("cannot fsync", tmp);
@@ -172,8 +188,11 @@ class LocalStorage : public Storage {
       return errno == ENOENT ? Status::OK() : Errno("cannot delete", full);
     }
     std::string dir = full.substr(0, full.rfind('/'));
-    // A folder the object leaves empty goes too (rmdir fails on a non-empty one).
-    if (dir != dir_ && ::rmdir(dir.c_str()) == 0) dir = dir.substr(0, dir.rfind('/'));
+    // A folder the object leaves empty goes too (rmdir fails on a non-empty
+    // one); ENOENT: a concurrent Delete removed it first.
+    if (dir != dir_ && (::rmdir(dir.c_str()) == 0 || errno == ENOENT)) {
+      dir = dir.substr(0, dir.rfind('/'));
+    }
     return FsyncDir(dir);
   }
 
