@@ -55,32 +55,31 @@ std::string JobRecord(int64_t trial, int64_t job, const std::string& where, bool
   return j.dump();
 }
 
-// The last job record of each trial.
-std::map<int64_t, JobNote> JobNotes(const std::vector<std::string>& records) {
-  std::map<int64_t, JobNote> notes;
+// What a restarted controller needs from the journal beyond the replay, read
+// in one pass: the last job record of each trial, and each trial's decisions
+// by step ("pause", ...).
+struct QueueNotes {
+  std::map<int64_t, JobNote> jobs;
+  std::map<int64_t, std::map<int64_t, std::string>> decisions;
+};
+
+QueueNotes ReadQueueNotes(const std::vector<std::string>& records) {
+  QueueNotes notes;
   for (const std::string& line : records) {
     json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!r.is_object() || r.value("op", "") != "job") continue;
-    JobNote note;
-    note.job = r.value("job", int64_t{0});
-    note.where = r.value("queue", "");
-    note.stopping = r.value("stopping", false);
-    notes[r.value("trial", int64_t{-1})] = note;
+    if (!r.is_object()) continue;
+    const std::string op = r.value("op", "");
+    const int64_t trial = r.value("trial", int64_t{-1});
+    if (op == "job") {
+      JobNote& note = notes.jobs[trial];
+      note.job = r.value("job", int64_t{0});
+      note.where = r.value("queue", "");
+      note.stopping = r.value("stopping", false);
+    } else if (op == "report") {
+      notes.decisions[trial][r.value("step", int64_t{0})] = r.value("decision", "");
+    }
   }
   return notes;
-}
-
-// The decisions the journal holds for a trial, by step ("pause", ...).
-std::map<int64_t, std::string> JournalDecisions(const std::vector<std::string>& records,
-                                                int64_t trial) {
-  std::map<int64_t, std::string> decisions;
-  for (const std::string& line : records) {
-    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!r.is_object() || r.value("op", "") != "report" || r.value("trial", int64_t{-1}) != trial)
-      continue;
-    decisions[r.value("step", int64_t{0})] = r.value("decision", "");
-  }
-  return decisions;
 }
 
 // Refuses to go on elsewhere than in the queue that may still run an
@@ -140,17 +139,17 @@ class Controller {
   void set_observer(std::unique_ptr<TrialObserver> observer) { observer_ = std::move(observer); }
 
   // `interrupted`: the trials that were running when the last controller
-  // ended; `records`: the journal, for the queue jobs they may still have.
-  Result<int> Run(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
-    Result<int> result = Loop(interrupted, records);
+  // ended; `notes`: the queue jobs they may still have, from the journal.
+  Result<int> Run(const std::set<int64_t>& interrupted, const QueueNotes& notes) {
+    Result<int> result = Loop(interrupted, notes);
     // A controller that fails ends its trials too: queue jobs would outlive it.
     if (!result.ok() && !running_.empty()) (void)StopTrials();
     return result;
   }
 
  private:
-  Result<int> Loop(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
-    COHORT_RETURN_IF_ERROR(Resume(interrupted, records));
+  Result<int> Loop(const std::set<int64_t>& interrupted, const QueueNotes& notes) {
+    COHORT_RETURN_IF_ERROR(Resume(interrupted, notes));
     if (o_.rerun_best) {
       auto best = study_->Best();
       if (!best)
@@ -196,11 +195,10 @@ class Controller {
 
   // Trials interrupted with the last controller start again, except those
   // whose queue job outlived it: those are followed again.
-  Status Resume(const std::set<int64_t>& interrupted, const std::vector<std::string>& records) {
-    const std::map<int64_t, JobNote> jobs = JobNotes(records);
+  Status Resume(const std::set<int64_t>& interrupted, const QueueNotes& notes) {
     for (int64_t id : interrupted) {
-      auto it = jobs.find(id);
-      if (it == jobs.end()) {
+      auto it = notes.jobs.find(id);
+      if (it == notes.jobs.end()) {
         relaunch_.push_back(id);
         continue;
       }
@@ -218,8 +216,11 @@ class Controller {
       const TrialRecord& rec = study_->Trials()[id];
       r.last = rec.value;
       r.known_step = rec.last_step;
-      for (const auto& [step, decision] : JournalDecisions(records, id))
-        r.answers[step] = decision + " " + std::to_string(rec.trial.resource);
+      auto decisions = notes.decisions.find(id);
+      if (decisions != notes.decisions.end()) {
+        for (const auto& [step, decision] : decisions->second)
+          r.answers[step] = decision + " " + std::to_string(rec.trial.resource);
+      }
       running_[r.handle] = r;
       if (observer_ && !job.stopping) observer_->Started(rec);  // a new run, resumed_from the last
       std::printf("cohort sweep: trial %lld: following job %lld again%s\n",
@@ -516,7 +517,8 @@ Result<int> RunSweep(const ControllerOptions& options) {
     if (!made.ok()) return made.status();
     executor = std::move(*made);
   }
-  COHORT_RETURN_IF_ERROR(CheckJobs(JobNotes(*records), replay->running, executor.get()));
+  const QueueNotes notes = ReadQueueNotes(*records);
+  COHORT_RETURN_IF_ERROR(CheckJobs(notes.jobs, replay->running, executor.get()));
   if (!replay->started) COHORT_RETURN_IF_ERROR((*journal)->Append(StartRecord(fingerprint)));
   if (replay->started) {
     std::printf("cohort sweep: continuing '%s' from %s (%zu records, %zu trials, %zu to restart)\n",
@@ -548,7 +550,7 @@ Result<int> RunSweep(const ControllerOptions& options) {
     if (!observer.ok()) return observer.status();
     controller.set_observer(std::move(*observer));
   }
-  Result<int> result = controller.Run(replay->running, *records);
+  Result<int> result = controller.Run(replay->running, notes);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   return result;
