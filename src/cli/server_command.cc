@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "common/self_executable.h"
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
 #include "server/mlflow_api.h"
@@ -61,11 +61,9 @@ void PrintUsage(FILE* out) {
 
 // The build's dashboard output: <dir of the cohort binary>/web.
 std::string DefaultWebDir() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return "";
-  path[n] = '\0';
-  std::filesystem::path web = std::filesystem::path(path).parent_path() / "web";
+  Result<std::string> self = SelfExecutable();
+  if (!self.ok()) return "";
+  std::filesystem::path web = std::filesystem::path(*self).parent_path() / "web";
   return std::filesystem::is_directory(web) ? web.string() : "";
 }
 
@@ -186,8 +184,8 @@ int ServerCommand(int argc, char** argv) {
       {queue::QueueApi::kPrefix,
        [endpoint](const server::HttpRequest& request, const std::string& user) {
          if (queue::QueueApi* api = endpoint->api.load()) return api->Handle(request, user);
-         return server::MlflowError("ENDPOINT_NOT_FOUND", "this server runs no job queue: " +
-                                                              endpoint->why);
+         return server::MlflowError("ENDPOINT_NOT_FOUND",
+                                    "this server runs no job queue: " + endpoint->why);
        }});
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/self_executable.h"
 #include "launch/remote_agent.h"
 #include "rendezvous/local_address.h"
 
@@ -86,13 +87,6 @@ void AddRankVariables(const JobPlacement& p, int rank, const JobAddress& job, En
   (*env)["COHORT_CROSS_SIZE"] = std::to_string(p.cross_size);
   (*env)["COHORT_STORE_ADDR"] = job.store_host + ":" + std::to_string(job.store_port);
   (*env)["COHORT_SECRET"] = job.secret;
-}
-
-Result<std::string> SelfExecutable() {
-  char path[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return Status::IoError("cannot read /proc/self/exe");
-  return std::string(path, static_cast<size_t>(n));
 }
 
 Result<std::string> WorkingDirectory() {

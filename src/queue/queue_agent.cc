@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/self_executable.h"
 #include "queue/job_process.h"
 #include "queue/job_record.h"
 
@@ -31,13 +32,6 @@ std::vector<std::string> Strings(const json& list) {
     if (item.is_string()) out.push_back(item.get<std::string>());
   }
   return out;
-}
-
-// This binary, which is also `cohort run`.
-std::string SelfPath() {
-  std::error_code error;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? "cohort" : path.string();
 }
 
 }  // namespace
@@ -113,8 +107,8 @@ Status QueueAgent::Start(const json& job) {
     // The gang's other hosts: `cohort run` starts their ranks over ssh.
     int slots = 0;
     for (const auto& [host, n] : ParsePlacement(hosts)) slots += n;
-    std::vector<std::string> run = {SelfPath(), "run", "-np", std::to_string(slots),
-                                    "-H",       hosts, "--"};
+    std::vector<std::string> run = {CohortBinary(), "run", "-np", std::to_string(slots),
+                                    "-H",           hosts, "--"};
     launch.command.insert(launch.command.begin(), run.begin(), run.end());
   }
   launch.env = Strings(job.value("env", json::array()));

@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <utility>
 
+#include "common/self_executable.h"
 #include "queue/queue_client.h"
 
 extern char** environ;
@@ -26,13 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 // Between two looks at the jobs' states: the queue's own pass is 0.5 s.
 constexpr auto kPollEvery = std::chrono::milliseconds(250);
-
-// This binary, which is also `cohort run`.
-std::string SelfPath() {
-  std::error_code error;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? "cohort" : path.string();
-}
 
 // The controller's environment with `extra` over it, as NAME=value.
 std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra) {
@@ -48,7 +41,7 @@ std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra)
 class QueuedTrials : public TrialExecutor {
  public:
   explicit QueuedTrials(QueuedTrialsOptions o)
-      : o_(std::move(o)), client_(o_.server, "--queue"), self_(SelfPath()) {}
+      : o_(std::move(o)), client_(o_.server, "--queue"), self_(CohortBinary()) {}
 
   Status Check() {
     auto answer = client_.Get("agents");
