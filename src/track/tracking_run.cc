@@ -55,21 +55,9 @@ class TrackingRun::Impl {
   ~Impl() { StopWorker(); }
 
   Status Create(const TrackingOptions& options) {
-    auto experiment =
-        transport_->Call("GET", "experiments/get-by-name", {{"experiment_name", options.project}});
-    if (!experiment.ok() && !Retryable(experiment.status())) {
-      auto created = transport_->Call("POST", "experiments/create", {{"name", options.project}});
-      if (created.ok()) {
-        experiment_id_ = (*created)["experiment_id"].get<std::string>();
-      } else {  // another client created it first
-        experiment = transport_->Call("GET", "experiments/get-by-name",
-                                      {{"experiment_name", options.project}});
-      }
-    }
-    if (experiment_id_.empty()) {
-      if (!experiment.ok()) return experiment.status();
-      experiment_id_ = (*experiment)["experiment"]["experiment_id"].get<std::string>();
-    }
+    auto experiment = ExperimentIdByName(*transport_, options.project);
+    if (!experiment.ok()) return experiment.status();
+    experiment_id_ = *experiment;
     json tags = json::array();
     for (const auto& [k, v] : options.tags) tags.push_back({{"key", k}, {"value", v}});
     json body = {{"experiment_id", experiment_id_},

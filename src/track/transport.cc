@@ -172,4 +172,35 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
       new EmbeddedTransport(std::move(*store), std::move(*artifacts)));
 }
 
+bool Refused(const Status& s, const char* error_code) {
+  return s.code() == Status::Code::kInvalidArgument &&
+         s.message().find(error_code) != std::string::npos;
+}
+
+namespace {
+
+// The string at `pointer` in a server's answer.
+Result<std::string> StringIn(const json& answer, const std::string& pointer) {
+  const json::json_pointer at(pointer);
+  if (!answer.contains(at) || !answer[at].is_string()) {
+    return Status::PeerFailure("the tracking server's answer has no " + pointer);
+  }
+  return answer[at].get<std::string>();
+}
+
+}  // namespace
+
+Result<std::string> ExperimentIdByName(Transport& transport, const std::string& name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto got = transport.Call("GET", "experiments/get-by-name", {{"experiment_name", name}});
+    if (got.ok()) return StringIn(*got, "/experiment/experiment_id");
+    if (!Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return got.status();
+    auto made = transport.Call("POST", "experiments/create", {{"name", name}});
+    if (made.ok()) return StringIn(*made, "/experiment_id");
+    // Created meanwhile by another client: look it up again.
+    if (!Refused(made.status(), "RESOURCE_ALREADY_EXISTS")) return made.status();
+  }
+  return Status::Internal("experiment '" + name + "' neither exists nor can be created");
+}
+
 }  // namespace cohort::track

@@ -33,6 +33,15 @@ class Transport {
 // PATH's directory under artifacts/).
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri);
 
+// Whether `s` is the server's refusal with MLflow error code `error_code`
+// ("RESOURCE_DOES_NOT_EXIST", ...), as Transport::Call reports refusals.
+bool Refused(const Status& s, const char* error_code);
+
+// The id of the experiment named `name`, created when there is none (another
+// client creating it at the same moment is fine). An answer without the id is
+// kPeerFailure.
+Result<std::string> ExperimentIdByName(Transport& transport, const std::string& name);
+
 }  // namespace cohort::track
 
 #endif  // COHORT_TRACK_TRANSPORT_H_

@@ -22,34 +22,6 @@ using Clock = std::chrono::steady_clock;
 constexpr char kAppend[] = "/api/cohort/sweeps/journal/append";
 constexpr char kRecords[] = "/api/cohort/sweeps/journal/records";
 
-bool Refused(const Status& s, const char* error_code) {
-  return s.code() == Status::Code::kInvalidArgument &&
-         s.message().find(error_code) != std::string::npos;
-}
-
-// The string at `pointer` in a server's answer.
-Result<std::string> IdIn(const json& answer, const std::string& pointer) {
-  const json::json_pointer at(pointer);
-  if (!answer.contains(at) || !answer[at].is_string()) {
-    return Status::PeerFailure("the tracking server's answer has no " + pointer);
-  }
-  return answer[at].get<std::string>();
-}
-
-// The experiment's id, creating it when it does not exist.
-Result<std::string> ExperimentId(track::Transport& transport, const std::string& name) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto got = transport.Call("GET", "experiments/get-by-name", {{"experiment_name", name}});
-    if (got.ok()) return IdIn(*got, "/experiment/experiment_id");
-    if (!Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return got.status();
-    auto made = transport.Call("POST", "experiments/create", {{"name", name}});
-    if (made.ok()) return IdIn(*made, "/experiment_id");
-    // Created meanwhile (the sweep's observer): look it up again.
-    if (!Refused(made.status(), "RESOURCE_ALREADY_EXISTS")) return made.status();
-  }
-  return Status::Internal("experiment '" + name + "' neither exists nor can be created");
-}
-
 class StoreJournal : public Journal {
  public:
   StoreJournal(std::unique_ptr<track::Transport> transport, StoreJournalOptions options,
@@ -72,7 +44,8 @@ class StoreJournal : public Journal {
       auto answer = transport_->Call("POST", kAppend, body);
       Status s = answer.status();
       // A retry after an answer lost on the way back finds its own record.
-      if (retried && Refused(s, "RESOURCE_ALREADY_EXISTS") && Stored(record)) s = Status::OK();
+      if (retried && track::Refused(s, "RESOURCE_ALREADY_EXISTS") && Stored(record))
+        s = Status::OK();
       if (s.ok()) {
         ++next_;
         return s;
@@ -209,7 +182,7 @@ Result<std::unique_ptr<Journal>> OpenStoreJournal(const StoreJournalOptions& opt
         "not '" +
         options.uri + "'");
   }
-  auto experiment = ExperimentId(**transport, options.experiment);
+  auto experiment = track::ExperimentIdByName(**transport, options.experiment);
   if (!experiment.ok()) {
     return experiment.status().WithContext("tracking " + options.uri);
   }
