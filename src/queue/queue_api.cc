@@ -13,15 +13,10 @@ namespace {
 using nlohmann::json;
 using server::HttpRequest;
 using server::HttpResponse;
+using server::JsonResponse;
 using server::MlflowError;
 
 constexpr size_t kMaxLogChunk = 1 << 20;
-
-HttpResponse Json(const json& body) {
-  HttpResponse response;
-  response.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return response;
-}
 
 HttpResponse Invalid(const Status& status) {
   return MlflowError("INVALID_PARAMETER_VALUE", status.message());
@@ -159,7 +154,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     auto work = service_->Heartbeat(name, address->value_or(""), pool->value_or(kDefaultPool),
                                     static_cast<int>(*slots), running, wait_s);
     if (!work.ok()) return MlflowError("INTERNAL_ERROR", work.status().ToString());
-    return Json(AgentWorkJson(*work));
+    return JsonResponse(200, AgentWorkJson(*work));
   }
   // jobs/ID/log or jobs/ID/exit
   if (action.rfind("jobs/", 0) != 0) {
@@ -177,7 +172,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     if (!offset) return MlflowError("INVALID_PARAMETER_VALUE", "log: needs ?offset=BYTES");
     auto size = service_->AppendLog(name, *id, *offset, request.body);
     if (!size.ok()) return Invalid(size.status());
-    return Json({{"offset", *size}});
+    return JsonResponse(200, {{"offset", *size}});
   }
   if (what == "exit") {
     auto fields = server::RequestFields::FromRequest(request);
@@ -189,7 +184,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     }
     Status s = service_->ReportExit(name, *id, static_cast<int>(*code));
     if (!s.ok()) return Invalid(s);
-    return Json(json::object());
+    return JsonResponse(200, json::object());
   }
   return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
 }
@@ -206,7 +201,7 @@ HttpResponse QueueApi::Handle(const HttpRequest& request, const std::string& use
     return not_found();
   }
   if (rest == "agents" && request.method == "GET") {
-    return Json({{"agents", service_->AgentsJson()}});
+    return JsonResponse(200, {{"agents", service_->AgentsJson()}});
   }
   if (rest.rfind("agents/", 0) == 0 && request.method == "POST") {
     return HandleAgent(request, rest.substr(7));
@@ -245,7 +240,7 @@ HttpResponse QueueApi::SubmitJob(const HttpRequest& request, const std::string& 
   job->user = RequestUser(request, user);
   auto id = service_->Submit(std::move(*job));
   if (!id.ok()) return Invalid(id.status());
-  return Json({{"id", *id}});
+  return JsonResponse(200, {{"id", *id}});
 }
 
 HttpResponse QueueApi::ListJobs() {
@@ -265,10 +260,10 @@ HttpResponse QueueApi::ListJobs() {
     if (ra == 1) return a["position"].get<int>() < b["position"].get<int>();
     return false;
   });
-  return Json({{"jobs", listed}});
+  return JsonResponse(200, {{"jobs", listed}});
 }
 
-HttpResponse QueueApi::ShowJob(const JobRecord& job) { return Json(JobJson(job)); }
+HttpResponse QueueApi::ShowJob(const JobRecord& job) { return JsonResponse(200, JobJson(job)); }
 
 HttpResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) {
   if (job.user != user) {
@@ -277,7 +272,7 @@ HttpResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) 
   }
   Status s = service_->Cancel(job.id, user);
   if (!s.ok()) return Invalid(s);
-  return Json(json::object());
+  return JsonResponse(200, json::object());
 }
 
 HttpResponse QueueApi::ReadLog(const HttpRequest& request, const JobRecord& job) {

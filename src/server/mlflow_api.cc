@@ -433,13 +433,6 @@ const std::map<std::string, Route>& Routes() {
   return *routes;
 }
 
-HttpResponse JsonResponse(int status, const json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
 // An artifact path: relative, no "..", no empty components.
 bool SafeArtifactPath(const std::string& path) {
   if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return false;
@@ -511,12 +504,7 @@ HttpResponse MlflowApi::Handle(const HttpRequest& request) {
   if (route == Routes().end()) {
     return MlflowError("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
   }
-  if (!route->second.methods.count(request.method)) {
-    HttpResponse r = MlflowError(
-        "BAD_REQUEST", "Method " + request.method + " is not allowed for " + request.path);
-    r.status = 405;
-    return r;
-  }
+  if (!route->second.methods.count(request.method)) return MethodNotAllowed(request);
   auto fields = RequestFields::FromRequest(request);
   if (!fields.ok()) return MlflowError(fields.status());
   auto result = route->second.endpoint(*store_, *fields);
@@ -598,9 +586,20 @@ HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::s
     }
     return JsonResponse(200, json::object());
   }
+  return MethodNotAllowed(request);
+}
+
+HttpResponse MethodNotAllowed(const HttpRequest& request) {
   HttpResponse r = MlflowError("BAD_REQUEST",
                                "Method " + request.method + " is not allowed for " + request.path);
   r.status = 405;
+  return r;
+}
+
+HttpResponse JsonResponse(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #define COHORT_SERVER_MLFLOW_API_H_
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "data/storage.h"
@@ -38,6 +39,10 @@ class MlflowApi {
 HttpResponse MlflowError(const std::string& error_code, const std::string& message);
 // A Status from the store or a request as MLflow's error.
 HttpResponse MlflowError(const Status& status);
+// 405 in MLflow's error format: `request`'s path does not take its method.
+HttpResponse MethodNotAllowed(const HttpRequest& request);
+// `body` as the answer, with `status` (invalid UTF-8 in strings replaced).
+HttpResponse JsonResponse(int status, const nlohmann::json& body);
 
 }  // namespace cohort::server
 

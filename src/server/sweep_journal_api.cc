@@ -7,24 +7,8 @@
 #include "server/request_fields.h"
 
 namespace cohort::server {
-namespace {
 
 using nlohmann::json;
-
-HttpResponse Ok(const json& body) {
-  HttpResponse r;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-HttpResponse MethodNotAllowed(const HttpRequest& request) {
-  HttpResponse r = MlflowError("BAD_REQUEST",
-                               "Method " + request.method + " is not allowed for " + request.path);
-  r.status = 405;
-  return r;
-}
-
-}  // namespace
 
 HttpResponse HandleSweepJournal(track::TrackingStore& store, AccessControl* access,
                                 const HttpRequest& request, const std::string& user) {
@@ -46,7 +30,7 @@ HttpResponse HandleSweepJournal(track::TrackingStore& store, AccessControl* acce
   if (!append) {
     auto records = store.SweepJournal(*experiment, *sweep);
     if (!records.ok()) return MlflowError(records.status());
-    return Ok({{"records", *records}});
+    return JsonResponse(200, {{"records", *records}});
   }
   auto seq = fields->RequiredInt("seq");
   if (!seq.ok()) return MlflowError(seq.status());
@@ -54,7 +38,7 @@ HttpResponse HandleSweepJournal(track::TrackingStore& store, AccessControl* acce
   if (!record.ok()) return MlflowError(record.status());
   Status s = store.AppendSweepRecord(*experiment, *sweep, *seq, *record);
   if (!s.ok()) return MlflowError(s);
-  return Ok(json::object());
+  return JsonResponse(200, json::object());
 }
 
 }  // namespace cohort::server

@@ -20,6 +20,13 @@ Status ValidateSweep(const std::string& sweep) {
   return Status::OK();
 }
 
+// A second controller's append (or a retried one: the client tells which).
+Status TakenSeq(const std::string& experiment_id, const std::string& sweep, int64_t seq) {
+  return AlreadyExistsError("Sweep '" + sweep + "' of experiment " + experiment_id +
+                            " already has record " + std::to_string(seq) +
+                            ": another controller is running this sweep");
+}
+
 }  // namespace
 
 Status SqlStore::AppendSweepRecord(const std::string& experiment_id, const std::string& sweep,
@@ -44,11 +51,7 @@ Status SqlStore::AppendSweepRecord(const std::string& experiment_id, const std::
                         {id, sweep});
   if (!count.ok()) return count.status();
   int64_t next = std::stoll(count->front());
-  if (seq < next) {
-    return AlreadyExistsError("Sweep '" + sweep + "' of experiment " + experiment_id +
-                              " already has record " + std::to_string(seq) +
-                              ": another controller is running this sweep");
-  }
+  if (seq < next) return TakenSeq(experiment_id, sweep, seq);
   if (seq > next) {
     return Status::InvalidArgument(
         "Invalid value " + std::to_string(seq) + " for parameter 'seq' supplied: sweep '" + sweep +
@@ -56,9 +59,7 @@ Status SqlStore::AppendSweepRecord(const std::string& experiment_id, const std::
   }
   Status s = db_->Run("INSERT INTO sweep_journal VALUES (?, ?, ?, ?)", {id, sweep, seq, record});
   if (KindOf(s) == ErrorKind::kAlreadyExists) {  // the key is the last word
-    return AlreadyExistsError("Sweep '" + sweep + "' of experiment " + experiment_id +
-                              " already has record " + std::to_string(seq) +
-                              ": another controller is running this sweep");
+    return TakenSeq(experiment_id, sweep, seq);
   }
   COHORT_RETURN_IF_ERROR(s);
   return tx.Commit();
