@@ -7,6 +7,8 @@ An `ArrayKind` knows one array type; the front ends (cohort for numpy and
 buffers, cohort.torch) pass theirs in. Inputs must already be contiguous and in
 host memory; the front ends make them so."""
 
+import math
+
 from . import _cohort
 
 # Reduce ops (values of cohort::ReduceOp, c_api.h).
@@ -206,13 +208,6 @@ def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
     return Handle([h], buf, lambda ids: buf, process_set)
 
 
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _describe_output(kind, out, dtype, shape, what):
     """(address, element count) of a caller's output array, after checking
     its dtype and that its shape is `shape` (None in the first place: any)."""
@@ -223,7 +218,7 @@ def _describe_output(kind, out, dtype, shape, what):
     if len(o_shape) != len(shape) or any(w is not None and w != g for g, w in zip(o_shape, shape)):
         raise ValueError("%s: output shape %s, expected [%s]" % (
             what, list(o_shape), ", ".join("any" if w is None else str(w) for w in shape)))
-    return o_addr, _numel(o_shape)
+    return o_addr, math.prod(o_shape)
 
 
 def allgather_async(kind, send, name=None, process_set=0, out=None):

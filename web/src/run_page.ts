@@ -1,9 +1,10 @@
 // One run: overview, params, tags, provenance, metric and system charts that
 // follow the run while it is RUNNING, artifacts and the engine's timeline.
 import uPlot from "uplot";
-import { artifactRoot, artifactUrl, Experiment, get, getRun, history, KeyValue, listArtifacts, Run } from "./api";
+import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run } from "./api";
 import { lineChart } from "./charts";
 import { el, formatDuration, formatTime, table } from "./format";
+import { tag } from "./sweep_data";
 import { timelineView } from "./timeline";
 
 const LIVE_REFRESH_MS = 2000;
@@ -27,7 +28,7 @@ export class RunPage {
       ["Project", el("a", { href: `#/p/${info.experiment_id}` }, project.name)],
       ["Started", formatTime(info.start_time)], ["Ended", formatTime(info.end_time)],
       ["Duration", formatDuration(info.start_time, info.end_time)],
-      ...sweepRow(tags),
+      ...sweepRow(run),
     ], "");
     const params = table((run.data.params || []).map((p) => [p.key, p.value]), "No params.");
     const provenance = table(tags.filter((t) => PROVENANCE.test(t.key)).map((t) => [t.key, t.value]),
@@ -114,9 +115,9 @@ export class RunPage {
 }
 
 // A sweep's run or trial (cohort sweep --tracking) links to the sweep's page.
-function sweepRow(tags: KeyValue[]): [string, Node][] {
-  const id = tags.find((t) => t.key === "cohort.sweep.id")?.value;
-  const trial = tags.find((t) => t.key === "cohort.sweep.trial")?.value;
+function sweepRow(run: Run): [string, Node][] {
+  const id = tag(run, "cohort.sweep.id");
+  const trial = tag(run, "cohort.sweep.trial");
   if (!id) return [];
   return [["Sweep", el("a", { href: `#/sweep/${id}`, id: "sweep-link" }, trial === undefined ? "the sweep" : `trial ${trial} of the sweep`)]];
 }

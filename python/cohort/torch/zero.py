@@ -353,6 +353,10 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         """A new flat buffer of the parameters' dtype."""
         return torch.zeros(numel, dtype=self._all_params[0].dtype)
 
+    def _bucket_sized(self):
+        """A new reusable flat buffer with room for any bucket."""
+        return self._flat(max(b.numel for b in self._buckets))
+
     def _reduce(self, index):
         """Starts bucket `index`'s gradient reduce-scatter."""
         self._fired.pop(index, None)
@@ -387,7 +391,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
             self._collect(next(iter(self._pending)))
         flat = self._free_sends.pop() if self._free_sends else None
         if flat is None or flat.numel() < numel:
-            flat = self._flat(max(b.numel for b in self._buckets))
+            flat = self._bucket_sized()
         return flat[:numel]
 
     def _collect(self, index):
@@ -433,7 +437,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
                 done, handle = window.pop(0)
                 done.unpack_params(synchronize(handle), self.rank)
             if self._gather[slot] is None or self._gather[slot].numel() < bucket.numel:
-                self._gather[slot] = self._flat(max(b.numel for b in self._buckets))
+                self._gather[slot] = self._bucket_sized()
             flat = self._gather[slot][:bucket.numel]
             bucket.pack_params(flat, self.rank)
             window.append((bucket, allgather_async(bucket.own_segment(flat, self.rank), name=name,
