@@ -264,6 +264,11 @@ def test_trials_on_an_agent_of_this_host_report_to_the_controller(tmp_path):
                              env=dict(os.environ, COHORT_SERVER=server.url),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        # The pool has the agent's slots only once it heartbeats: a trial
+        # submitted before would be refused for a pool of 0 slots.
+        wait_until("agent 'here' heartbeats", lambda: any(
+            a["name"] == "here" and a["alive"]
+            for a in server.request("GET", "/api/queue/agents")[1]["agents"]))
         spec = write_spec(tmp_path, (SLOW_SPEC % (os.path.join(HERE, "sweep_trial.py"), 2))
                           .replace("workers: 1", "workers: 2"))
         sweep_dir = str(tmp_path / "s")
