@@ -61,6 +61,59 @@ TEST(NegotiationTable, EveryRankComputesTheSameOrderWhateverOrderItSubmittedIn) 
   EXPECT_EQ(Names(on_rank1.TakeResponses(kNoFusion, 0)), order);
 }
 
+// Validate's shortcut for identical announcements must not let through a
+// difference in any field it compares: each field, changed on rank 1 alone,
+// fails the name and is named.
+TEST(NegotiationTable, EveryComparedFieldThatDiffersFailsTheName) {
+  struct Case {
+    const char* field;
+    void (*change)(Announcement*);
+  };
+  const Case cases[] = {
+      {"operation", [](Announcement* a) { a->kind = RequestKind::kBroadcast; }},
+      {"data type", [](Announcement* a) { a->dtype = DataType::kInt32; }},
+      {"reduce op", [](Announcement* a) { a->op = ReduceOp::kMax; }},
+      {"scale factors", [](Announcement* a) { a->prescale = 0.5; }},
+      {"scale factors", [](Announcement* a) { a->postscale = 2; }},
+      {"compression", [](Announcement* a) { a->compression = 1; }},
+      {"shape",
+       [](Announcement* a) {
+         a->shape = {2, 2};
+       }},
+  };
+  for (const Case& c : cases) {
+    NegotiationTable table(3);
+    Announcement changed = Allreduce("t", 4);
+    c.change(&changed);
+    table.Apply({{Allreduce("t", 4)}, {changed}, {Allreduce("t", 4)}});
+    std::vector<Response> ready = table.TakeResponses(kNoFusion, 0);
+    ASSERT_EQ(ready.size(), 1u) << c.field;
+    EXPECT_EQ(ready[0].error.code(), Status::Code::kMismatch) << c.field;
+    EXPECT_NE(ready[0].error.message().find(std::string("disagree on the ") + c.field),
+              std::string::npos)
+        << c.field << ": " << ready[0].error.message();
+  }
+  // Reduce-scatter's rows per rank, and a broadcast root out of range even
+  // when every rank agrees on it.
+  NegotiationTable table(2);
+  Announcement even = Allreduce("rs", 4), uneven = Allreduce("rs", 4);
+  even.kind = uneven.kind = RequestKind::kReduceScatter;
+  uneven.splits = {1, 3};
+  table.Apply({{even}, {uneven}});
+  std::vector<Response> ready = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_NE(ready[0].error.message().find("rows per rank"), std::string::npos)
+      << ready[0].error.message();
+  Announcement root = Allreduce("b", 4);
+  root.kind = RequestKind::kBroadcast;
+  root.root = 5;
+  table.Apply({{root}, {root}});
+  ready = table.TakeResponses(kNoFusion, 0);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_NE(ready[0].error.message().find("broadcast root 5"), std::string::npos)
+      << ready[0].error.message();
+}
+
 TEST(NegotiationTable, DisagreementFailsTheNameNamingTheRanks) {
   NegotiationTable table(3);
   table.Apply({{Allreduce("w", 3)}, {Allreduce("w", 3)}, {Allreduce("w", 4)}});
