@@ -137,7 +137,10 @@ class Engine {
   // EngineStats' counters: written by the engine thread, read by any.
   std::atomic<uint64_t> cycles_{0}, allreduces_{0}, allreduced_tensors_{0}, fused_allreduces_{0},
       fused_tensors_{0}, fused_bytes_{0};
-  int next_set_id_ = 1;        // engine thread only
+  int next_set_id_ = 1;  // engine thread only
+  // Engine thread: this rank announced tensors in the last cycle that still
+  // wait for other ranks, so the next cycle starts without idling.
+  bool rejoin_at_once_ = false;
   std::vector<bool> leaving_;  // engine thread: job ranks that asked to stop
 
   // The running timeline. Swapped by user threads; the engine thread takes

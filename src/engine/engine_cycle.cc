@@ -17,6 +17,10 @@ Status Engine::Cycle() {
   {
     // No fixed sleep: a submission wakes the loop at once; the cycle time
     // only bounds how long an idle rank waits before joining the next round.
+    // A rank whose announcements wait for other ranks does not idle: they
+    // announce the same tensors within moments (their submission loops are
+    // behind this one's), and a round needs every rank, so idling here would
+    // hold the step back a whole cycle time (issue 11 item 17).
     std::unique_lock<std::mutex> lock(mu_);
     auto has_work = [&] {
       for (const auto& [id, set] : sets_) {
@@ -24,8 +28,10 @@ Status Engine::Cycle() {
       }
       return shutdown_requested_;
     };
-    wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
-                   has_work);
+    if (!std::exchange(rejoin_at_once_, false)) {
+      wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
+                     has_work);
+    }
     for (auto& [id, set] : sets_) {
       if (!set->queue.empty()) queued[id] = std::exchange(set->queue, {});
     }
@@ -107,6 +113,11 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
     if (all[r].shutdown) leaving_[set.ranks[r]] = true;  // only set 0 carries the flag
   }
   set.table.Apply(per_rank);
+  // Only after a cycle that announced something: ranks that announced
+  // different tensors must not keep each other cycling.
+  for (const Request& r : queued) {
+    if (set.table.IsWaiting(r.what.name)) rejoin_at_once_ = true;
+  }
   // Where ranks share memory, fused tensors are reduced in place from their
   // own buffers (no copies), so tensors of any size fuse; elsewhere large ones
   // run alone rather than pay for copies through the fusion buffer.

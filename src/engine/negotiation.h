@@ -58,6 +58,8 @@ class NegotiationTable {
   // Forgets a waiting name (it was declared stalled).
   void Drop(const std::string& name) { entries_.erase(name); }
   bool empty() const { return entries_.empty() && ready_.empty(); }
+  // Whether `name` was announced by some ranks and still waits for others.
+  bool IsWaiting(const std::string& name) const { return entries_.count(name) > 0; }
 
  private:
   struct Entry {

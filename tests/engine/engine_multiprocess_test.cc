@@ -240,5 +240,18 @@ TEST(EngineFusion, OffAndTinyThresholdGiveTheSameExactResults) {
   }
 }
 
+// A rank whose announcement waits for a lagging rank joins the next round at
+// once instead of idling a cycle time (2 s here), so the lagging rank's
+// submission completes in a round trip, not a cycle time.
+TEST(EngineCycle, RanksWaitingForALaggingRankDoNotIdleACycle) {
+  Finished f = RunEngineJob(3, "auto", {"lagging"}, {{"COHORT_CYCLE_TIME", "2000"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "lagging ok"), 3) << f.out << f.err;
+  const std::string marker = "median wait ";
+  const size_t at = f.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << f.out;
+  EXPECT_LT(std::stod(f.out.substr(at + marker.size())), 500.0) << f.out;
+}
+
 }  // namespace
 }  // namespace cohort::testing

@@ -17,6 +17,12 @@
 //                                 then joins; sums and mins see only the active
 //                                 ranks; Join returns the last rank
 //   engine_worker unmatched       a name rank 1 never submits fails at shutdown
+//   engine_worker lagging         rank 0 submits each round's second tensor
+//                                 only after its first completed, the others
+//                                 submit both at once; prints the median time
+//                                 rank 0 waited for the second (run it with a
+//                                 long COHORT_CYCLE_TIME: the others must not
+//                                 idle a cycle before answering)
 //   engine_worker stall FIFO      a name rank 1 holds back is reported, then
 //                                 failed as stalled (short COHORT_STALL_* times)
 //   engine_worker timeline PATH   StartTimeline(PATH), tensors "traced.*", then
@@ -37,6 +43,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -300,6 +307,30 @@ int RunSteps() {
     }
   }
   if (g_failures == 0) std::printf("rank %d: steps ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunLagging() {
+  const int n = Size(), me = Rank();
+  std::vector<double> waited_ms;
+  for (int round = 0; round < 9; ++round) {
+    const std::string suffix = "." + std::to_string(round);
+    int32_t first = me, second = me;
+    Result<Handle> a = AllreduceAsync("first" + suffix, &first, &first, {1}, DataType::kInt32);
+    Check(a.ok(), "submit first");
+    if (me == 0 && a.ok()) Check(Wait(*a).ok(), "first completes");
+    const auto start = std::chrono::steady_clock::now();
+    Result<Handle> b = AllreduceAsync("second" + suffix, &second, &second, {1}, DataType::kInt32);
+    Check(b.ok() && Wait(*b).ok(), "second completes");
+    waited_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    if (me != 0 && a.ok()) Check(Wait(*a).ok(), "first completes");
+    Check(first == n * (n - 1) / 2 && second == n * (n - 1) / 2, "sums");
+  }
+  std::sort(waited_ms.begin(), waited_ms.end());
+  if (me == 0) std::printf("rank 0: median wait %.1f ms\n", waited_ms[waited_ms.size() / 2]);
+  if (g_failures == 0) std::printf("rank %d: lagging ok\n", Rank());
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -722,6 +753,7 @@ int main(int argc, char** argv) {
   if (mode == "sync") rc = RunSync();
   if (mode == "unmatched") rc = RunUnmatched();
   if (mode == "scatter") rc = RunScatter();
+  if (mode == "lagging") rc = RunLagging();
   if (mode == "steps") rc = RunSteps();
   if (mode == "join") rc = RunJoin();
   if (mode == "stall") rc = RunStall(argc > 2 ? argv[2] : "stall.fifo");
