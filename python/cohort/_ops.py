@@ -81,12 +81,15 @@ class Handle:
     waited on, the handle itself stays referenced by `in_flight` (so a caller
     that drops it cannot free memory the engine still writes to)."""
 
+    # Slots because a training step makes one handle per gradient tensor
+    # (issue 11 item 17: attribute stores into a dict cost more).
+    __slots__ = ("_process_set", "_local_errors", "_ids", "_keep", "_finish", "_result", "_done")
     in_flight = set()
 
     def __init__(self, ids, keep, finish, process_set=0, local_errors=()):
         self._process_set = process_set
         self._local_errors = local_errors  # failures of this rank alone: no resync
-        self._ids = list(ids)
+        self._ids = ids if type(ids) is list else list(ids)
         self._keep = keep
         self._finish = finish
         self._result = None

@@ -26,7 +26,7 @@ def check(tensor, what):
     """Raises unless `tensor` is a CPU tensor of a supported dtype."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
-    if tensor.device.type != "cpu":
+    if not tensor.is_cpu:  # is_cpu, not device.type: a training step checks ~160 tensors
         raise ValueError("%s: tensor is on device %s; cohort works on CPU tensors only (move it "
                          "with .cpu())" % (what, tensor.device))
     if tensor.is_sparse:

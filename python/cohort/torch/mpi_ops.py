@@ -46,7 +46,7 @@ def _inplace_buffer(tensor, what):
     puts the result back into `tensor` (None when the buffer is the tensor)."""
     check(tensor, what)
     if tensor.is_contiguous():
-        return tensor.detach(), None
+        return tensor, None  # the engine writes its memory; no view (or autograd) involved
     buf = tensor.detach().contiguous()
 
     def copy_back():
