@@ -67,7 +67,9 @@ class TrackingRun::Impl {
     if (!options.run_name.empty()) body["run_name"] = options.run_name;
     auto run = transport_->Call("POST", "runs/create", body);
     if (!run.ok()) return run.status();
-    run_id_ = (*run)["run"]["info"]["run_id"].get<std::string>();
+    auto run_id = track::StringIn(*run, "/run/info/run_id");
+    if (!run_id.ok()) return run_id.status();
+    run_id_ = *run_id;
     json params = json::array();
     for (const auto& [k, v] : options.params) {
       params.push_back({{"key", k}, {"value", v}});

@@ -177,9 +177,6 @@ bool Refused(const Status& s, const char* error_code) {
          s.message().find(error_code) != std::string::npos;
 }
 
-namespace {
-
-// The string at `pointer` in a server's answer.
 Result<std::string> StringIn(const json& answer, const std::string& pointer) {
   const json::json_pointer at(pointer);
   if (!answer.contains(at) || !answer[at].is_string()) {
@@ -187,8 +184,6 @@ Result<std::string> StringIn(const json& answer, const std::string& pointer) {
   }
   return answer[at].get<std::string>();
 }
-
-}  // namespace
 
 Result<std::string> ExperimentIdByName(Transport& transport, const std::string& name) {
   for (int attempt = 0; attempt < 2; ++attempt) {

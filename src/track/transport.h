@@ -37,6 +37,10 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri);
 // ("RESOURCE_DOES_NOT_EXIST", ...), as Transport::Call reports refusals.
 bool Refused(const Status& s, const char* error_code);
 
+// The string at JSON pointer `pointer` ("/run/info/run_id") in a server's
+// answer; kPeerFailure naming the pointer when it is missing or not a string.
+Result<std::string> StringIn(const nlohmann::json& answer, const std::string& pointer);
+
 // The id of the experiment named `name`, created when there is none (another
 // client creating it at the same moment is fine). An answer without the id is
 // kPeerFailure.

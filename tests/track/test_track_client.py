@@ -325,3 +325,56 @@ def test_log_input_over_http_with_context(tmp_path):
             "tags": [{"key": "mlflow.data.context", "value": "train"}]}]}
     finally:
         server.stop()
+
+
+class _WrongAnswers:
+    """An HTTP server on loopback that answers experiments/* as MLflow does
+    and runs/create with `answer` (status 200): a broken or hostile server."""
+
+    def __init__(self, answer):
+        import http.server
+        import json
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _reply(self):
+                if "experiments/" in self.path:
+                    body = json.dumps({"experiment": {"experiment_id": "1"}}).encode()
+                else:
+                    body = answer
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._reply()
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self._reply()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("answer", [b"{}", b'{"run": {"info": {"run_id": 7}}}', b"[1, 2]",
+                                    b'"run"'])
+def test_a_wrong_answer_to_runs_create_is_an_error_not_a_crash(tmp_path, answer):
+    server = _WrongAnswers(answer)
+    try:
+        with pytest.raises(Exception, match="answer has no /run/info/run_id"):
+            cohort.track.init(project="p", name="n", uri=server.url,
+                              spool_dir=str(tmp_path / "spool"))
+    finally:
+        server.stop()
