@@ -40,6 +40,21 @@ uint64_t Fingerprint(const std::string& text) {
 
 namespace {
 
+// A "run" record changes nothing in the study, but the tracking observer
+// (tracking/tracked_sweep.cc) reads its fields without checking them.
+Status CheckRunRecord(const json& r) {
+  const bool trial = r.contains("trial");
+  const bool ok = r.contains("run") && r.at("run").is_string() &&
+                  (trial ? r.at("trial").is_number_integer()
+                         : r.contains("sweep") && r.at("sweep").is_string()) &&
+                  (!r.contains("rungs") || r.at("rungs").is_string());
+  return ok ? Status::OK()
+            : Status::InvalidArgument(
+                  "malformed run record: it needs \"run\" (a string) and "
+                  "\"trial\" (an integer) or \"sweep\" (a string): " +
+                  r.dump());
+}
+
 Status Apply(const json& r, uint64_t fingerprint, Study& study, ReplayResult& out) {
   const std::string op = r.at("op").get<std::string>();
   if (op == "start") {
@@ -51,8 +66,8 @@ Status Apply(const json& r, uint64_t fingerprint, Study& study, ReplayResult& ou
     out.started = true;
     return Status::OK();
   }
-  if (op == "run") return Status::OK();  // the tracking store's run ids (trial_observer.h)
-  if (op == "job") return Status::OK();  // the trials' queue jobs (controller.cc)
+  if (op == "run") return CheckRunRecord(r);  // the tracking store's run ids (trial_observer.h)
+  if (op == "job") return Status::OK();       // the trials' queue jobs (controller.cc)
   if (op == "extend") {
     study.AddTrials(r.at("trials").get<int64_t>());
     return Status::OK();

@@ -105,5 +105,26 @@ TEST(Replay, RejectsAnotherSpecsJournal) {
       << bad.status().message();
 }
 
+// The tracking observer reads "run" records after replay without checking
+// their fields again, so replay refuses a malformed one (it used to pass and
+// then abort the controller with an uncaught json type_error).
+TEST(Replay, RejectsMalformedRunRecords) {
+  for (const char* record :
+       {R"({"op":"run","trial":"three","run":"abc"})", R"({"op":"run","trial":3})",
+        R"({"op":"run","sweep":7,"run":"abc"})", R"({"op":"run","run":"abc"})",
+        R"({"op":"run","trial":3,"run":"abc","rungs":[1,3]})"}) {
+    auto study = std::move(*Study::Create(AshaOptions()));
+    auto replay = Replay({StartRecord(2), record}, 2, *study);
+    ASSERT_FALSE(replay.ok()) << record;
+    EXPECT_EQ(replay.status().message().rfind("journal record 2: malformed run record: ", 0), 0u)
+        << replay.status().message();
+  }
+  auto study = std::move(*Study::Create(AshaOptions()));
+  EXPECT_TRUE(Replay({StartRecord(2), R"({"op":"run","sweep":"s1","run":"abc"})",
+                      R"({"op":"run","trial":0,"run":"def","rungs":"1,3,9"})"},
+                     2, *study)
+                  .ok());
+}
+
 }  // namespace
 }  // namespace cohort::sweep

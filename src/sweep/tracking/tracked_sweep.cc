@@ -35,7 +35,7 @@ Earlier ReadJournal(const std::vector<std::string>& records, const std::vector<T
   }
   for (const std::string& line : records) {
     json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!r.is_object() || !r.contains("op")) continue;  // replay has checked them already
+    if (!r.is_object() || !r.contains("op")) continue;  // replay (replay.cc) checked them
     const std::string op = r["op"].get<std::string>();
     if (op == "run" && r.contains("sweep")) {
       if (e.sweep_id.empty()) e.sweep_id = r["sweep"].get<std::string>();
