@@ -19,6 +19,10 @@
 //   component of l(x) (a draw from the product of l's marginals), so
 //   candidates combine good values of different trials; they are still
 //   scored by the joint l(x) / g(x).
+// - l(x)'s components are weighted by rank: the best good trial's kernel
+//   weighs 3, the worst good trial's 1, linearly between (the prior 1), where
+//   Optuna weighs them equally. Seeds 40-79 (held out): Rosenbrock-10D 3,704
+//   -> 1,033 at 100 trials, Branin 0.0053 -> 0.0036, Hartmann6 about equal.
 //
 // Conditional spaces: the parameters without `when:` are modelled jointly;
 // each conditional one, once its condition holds, gets a one-dimensional TPE
@@ -36,7 +40,8 @@ namespace {
 constexpr int kStartupTrials = 10;  // random trials before the model is used
 constexpr int kCandidates = 24;     // draws from l(x) scored per proposal
 constexpr double kPriorWeight = 1.0;
-constexpr size_t kMaxBadKernels = 200;  // g(x) kernels at most (a sample of the rest)
+constexpr size_t kMaxBadKernels = 200;   // g(x) kernels at most (a sample of the rest)
+constexpr double kBestGoodWeight = 3.0;  // l(x): the best trial's weight; the worst good's is 1
 
 // Optuna's default split: the best 10%, at most 25.
 size_t GoodCount(size_t n) {
@@ -71,13 +76,16 @@ std::vector<double> NeighbourSigmas(const std::vector<double>& mus, double lo, d
 
 // A mixture over a subset of the space's parameters (`dims`): component c has
 // a mean and width per continuous dimension, a distribution per categorical
-// one. `floor_count` sets the narrowest width (NeighbourSigmas).
+// one, and weight `weights[c]` (empty: all 1) against the prior's 1.
+// `floor_count` sets the narrowest width (NeighbourSigmas).
 class Parzen {
  public:
   Parzen(const Space& space, const std::vector<size_t>& dims,
-         const std::vector<std::vector<double>>& points, size_t floor_count)
+         const std::vector<std::vector<double>>& points, size_t floor_count,
+         std::vector<double> weights = {})
       : space_(space), dims_(dims) {
     const size_t n = points.size();
+    if (weights.empty()) weights.assign(n, 1.0);
     // Per continuous dimension, every component's width (the prior's last).
     std::vector<std::vector<double>> widths(dims.size());
     for (size_t k = 0; k < dims.size(); ++k) {
@@ -91,7 +99,7 @@ class Parzen {
     for (size_t c = 0; c <= n; ++c) {
       const bool prior = c == n;
       Component comp;
-      comp.log_weight = std::log(prior ? kPriorWeight : 1.0);
+      comp.log_weight = std::log(prior ? kPriorWeight : weights[c]);
       for (size_t k = 0; k < dims.size(); ++k) {
         size_t i = dims[k];
         double lo = space.Lower(i), hi = space.Upper(i);
@@ -116,7 +124,8 @@ class Parzen {
           comp.log_probs.emplace_back();
         }
       }
-      double total_weight = static_cast<double>(n) + kPriorWeight;
+      double total_weight = kPriorWeight;
+      for (double w : weights) total_weight += w;
       comp.log_weight -= std::log(total_weight);
       // The truncated normals' normalizers do not depend on x: computed once.
       comp.log_norm = comp.log_weight;
@@ -265,7 +274,7 @@ class TpeSampler : public Sampler {
     std::nth_element(order.begin(), order.begin() + n_good, order.end(), [&](size_t a, size_t b) {
       return obs[a].loss < obs[b].loss || (obs[a].loss == obs[b].loss && a < b);
     });
-    std::sort(order.begin(), order.begin() + n_good);
+    const std::vector<double> good_weights = RankWeights(obs, order, n_good);
     std::vector<std::vector<double>> good, bad;
     for (size_t k = 0; k < n_good; ++k) good.push_back(Coordinates(dims, *obs[order[k]].params));
     // g(x) from all the others in trial order, or from kMaxBadKernels of them
@@ -281,7 +290,8 @@ class TpeSampler : public Sampler {
     }
     // l(x)'s narrowest kernel follows the history (half the completed
     // trials); g(x) has enough kernels for its own count, as in Optuna.
-    Parzen l(space_, dims, good, obs.size() / 2), g(space_, dims, bad, bad.size() + 1);
+    Parzen l(space_, dims, good, obs.size() / 2, good_weights);
+    Parzen g(space_, dims, bad, bad.size() + 1);
     std::vector<double> best;
     double best_score = -std::numeric_limits<double>::infinity();
     for (int c = 0; c < kCandidates; ++c) {
@@ -293,6 +303,29 @@ class TpeSampler : public Sampler {
       }
     }
     return best;
+  }
+
+  // Sorts the good trials (order[0, n_good)) into trial order and returns
+  // their weights in that order: kBestGoodWeight for the lowest loss down to
+  // 1 for the highest, linearly by rank (ties: the earlier trial ranks first);
+  // a lone good trial weighs 1, as the prior does.
+  static std::vector<double> RankWeights(const std::vector<Observation>& obs,
+                                         std::vector<size_t>& order, size_t n_good) {
+    std::sort(order.begin(), order.begin() + n_good, [&](size_t a, size_t b) {
+      return obs[a].loss < obs[b].loss || (obs[a].loss == obs[b].loss && a < b);
+    });
+    std::vector<std::pair<size_t, double>> by_trial;
+    for (size_t r = 0; r < n_good; ++r) {
+      const double step = n_good > 1 ? static_cast<double>(n_good - 1 - r) / (n_good - 1) : 0;
+      by_trial.push_back({order[r], 1 + (kBestGoodWeight - 1) * step});
+    }
+    std::sort(by_trial.begin(), by_trial.end());
+    std::vector<double> weights;
+    for (size_t k = 0; k < n_good; ++k) {
+      order[k] = by_trial[k].first;
+      weights.push_back(by_trial[k].second);
+    }
+    return weights;
   }
 
   Space space_;
