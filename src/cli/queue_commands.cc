@@ -77,6 +77,11 @@ const char kQueueHelp[] =
     "           started, finished, reason, position, estimated_start, ...)\n";
 
 const char kCancelSynopsis[] = "cohort cancel ID";
+const char kCancelHelp[] =
+    "\n"
+    "Cancels job ID on the server named by COHORT_SERVER: a waiting job never\n"
+    "starts; a running one gets SIGTERM, then SIGKILL after the server's --grace\n"
+    "seconds. Only the job's owner may cancel it.\n";
 const char kLogsSynopsis[] = "cohort logs ID [-f]";
 const char kLogsHelp[] = "  -f   follow until the job ends\n";
 
@@ -202,7 +207,7 @@ int QueueCommand(int argc, char** argv) {
 
 int CancelCommand(int argc, char** argv) {
   if (argc == 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
-    PrintHelp(kCancelSynopsis, "");
+    PrintHelp(kCancelSynopsis, kCancelHelp);
     return 0;
   }
   if (argc != 1) return UsageError("cancel", "expected one job id", kCancelSynopsis);
