@@ -45,7 +45,7 @@ bool IsHelp(int argc, char** argv) {
 // Parses the arguments after the verb: `count` positional ones (`names`
 // says which, for the error) and an optional --store URI. Returns the
 // problem, or "" when they fit.
-std::string ParseArgs(int argc, char** argv, size_t count, const char* names,
+std::string ParseArgs(int argc, char** argv, size_t count, const std::string& names,
                       std::vector<std::string>* args, std::string* store) {
   *store = track::DefaultStoreUri();
   for (int i = 0; i < argc; ++i) {
@@ -59,8 +59,20 @@ std::string ParseArgs(int argc, char** argv, size_t count, const char* names,
       return "unexpected argument '" + arg + "'";
     }
   }
-  if (args->size() < count) return std::string("expected ") + names;
+  if (args->size() < count) return "expected " + names;
   return "";
+}
+
+// Parses "VERB NOUN [--store URI]" into *name and *store: the problem, or ""
+// when they fit. `verbs` lists the command's verbs, for the error.
+std::string ParseVerbAndName(int argc, char** argv, const std::string& verb, const char* verbs,
+                             const char* noun, std::string* name, std::string* store) {
+  if (argc == 0) return std::string("missing command (") + verbs + ")";
+  if (argv[0] != verb) return "unknown command '" + std::string(argv[0]) + "' (" + verbs + ")";
+  std::vector<std::string> args;
+  std::string problem = ParseArgs(argc - 1, argv + 1, 1, verb + " " + noun, &args, store);
+  if (problem.empty()) *name = args[0];
+  return problem;
 }
 
 Result<std::unique_ptr<track::TrackingStore>> Open(const std::string& uri, const char* command) {
@@ -81,17 +93,9 @@ int UserCommand(int argc, char** argv) {
     return 0;
   }
   if (argc > 0 && std::string(argv[0]) == "grant") return GrantCommand(argc - 1, argv + 1);
-  if (argc == 0 || std::string(argv[0]) != "add") {
-    return UsageError("user",
-                      argc == 0 ? "missing command (add or grant)"
-                                : "unknown command '" + std::string(argv[0]) + "' (add or grant)",
-                      kUserSynopsis);
-  }
-  std::vector<std::string> args;
-  std::string uri;
-  std::string problem = ParseArgs(argc - 1, argv + 1, 1, "add NAME", &args, &uri);
+  std::string name, uri;
+  std::string problem = ParseVerbAndName(argc, argv, "add", "add or grant", "NAME", &name, &uri);
   if (!problem.empty()) return UsageError("user", problem, kUserSynopsis);
-  const std::string& name = args[0];
   auto store = Open(uri, "cohort user");
   if (!store.ok()) return 1;
   Status s = (*store)->AddUser(name);
@@ -131,17 +135,9 @@ int TokenCommand(int argc, char** argv) {
     PrintTokenHelp();
     return 0;
   }
-  if (argc == 0 || std::string(argv[0]) != "create") {
-    return UsageError("token",
-                      argc == 0 ? "missing command (create)"
-                                : "unknown command '" + std::string(argv[0]) + "' (create)",
-                      kTokenSynopsis);
-  }
-  std::vector<std::string> args;
-  std::string uri;
-  std::string problem = ParseArgs(argc - 1, argv + 1, 1, "create USER", &args, &uri);
+  std::string user, uri;
+  std::string problem = ParseVerbAndName(argc, argv, "create", "create", "USER", &user, &uri);
   if (!problem.empty()) return UsageError("token", problem, kTokenSynopsis);
-  const std::string& user = args[0];
   auto store = Open(uri, "cohort token");
   if (!store.ok()) return 1;
   auto token = (*store)->CreateToken(user);
