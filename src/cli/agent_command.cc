@@ -9,13 +9,14 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "queue/queue_agent.h"
 
 namespace cohort::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: cohort agent [--server URL] [--slots N] [--pool P] [--name NAME]\n"
+const char kSynopsis[] = "cohort agent [--server URL] [--slots N] [--pool P] [--name NAME]";
+const char kHelp[] =
     "                    [--address ADDR] [--work-dir DIR] [--heartbeat S]\n"
     "\n"
     "Runs queued jobs on this host for `cohort server`: heartbeats, starts the jobs the\n"
@@ -30,10 +31,7 @@ const char kUsage[] =
     "  --work-dir DIR   local job logs (default $TMPDIR/cohort-agent-NAME)\n"
     "  --heartbeat S    seconds between heartbeats at most (default 1)\n";
 
-int Usage(const std::string& problem) {
-  std::fprintf(stderr, "cohort agent: %s\n\n%s", problem.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& problem) { return UsageError("agent", problem, kSynopsis); }
 
 }  // namespace
 
@@ -45,7 +43,7 @@ int AgentCommand(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
+      PrintHelp(kSynopsis, kHelp);
       return 0;
     }
     if (i + 1 >= argc) return Usage("unknown flag or missing value: " + flag);

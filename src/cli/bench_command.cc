@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "cohort/cohort.h"
 #include "collectives/reduce_kernels.h"
 #include "common/env_config.h"
@@ -31,9 +32,11 @@ struct BenchOptions {
   bool inplace = true;
 };
 
+constexpr char kSynopsis[] = "cohort run -np N -- cohort bench COLLECTIVE [options]";
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort run -np N -- cohort bench COLLECTIVE [options]\n"
+               "usage: %s\n"
                "  COLLECTIVE: allreduce, reducescatter, allgather, broadcast, alltoall\n"
                "  (cohort bench engine --help: a model's gradients through the engine)\n"
                "  -b, --minbytes SIZE   smallest message (default 8; K/M/G suffixes)\n"
@@ -44,7 +47,8 @@ void PrintUsage(FILE* out) {
                "  -d, --datatype T      uint8 int8 int32 int64 float16 bfloat16 float32 float64\n"
                "  -o, --op OP           sum average min max product (default sum)\n"
                "  -c, --check 0|1       verify results and count wrong elements (default 1)\n"
-               "  --out-of-place        separate send and receive buffers (default in place)\n");
+               "  --out-of-place        separate send and receive buffers (default in place)\n",
+               kSynopsis);
 }
 
 Status ParseArgs(int argc, char** argv, BenchOptions* o) {
@@ -273,11 +277,7 @@ int BenchCommand(int argc, char** argv) {
   }
   BenchOptions options;
   Status parsed = ParseArgs(argc, argv, &options);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "cohort bench: %s\n\n", parsed.message().c_str());
-    PrintUsage(stderr);
-    return 2;
-  }
+  if (!parsed.ok()) return UsageError("bench", parsed.message(), kSynopsis);
   Status s = RunBench(options);
   if (!s.ok()) {
     std::fprintf(stderr, "cohort bench: %s\n", s.ToString().c_str());

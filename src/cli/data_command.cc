@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "cohort/data.h"
 #include "common/env_config.h"
 
@@ -18,11 +19,11 @@ namespace cohort::cli {
 namespace {
 
 constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+constexpr char kSynopsis[] = "cohort data <command> [-d DATASET] [options] [ARGS...]";
 
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort data <command> [-d DATASET] [options] [ARGS...]\n"
+               "usage: %s\n"
                "\n"
                "commands:\n"
                "  info [REF]             commit, schema, sample and chunk counts (default HEAD)\n"
@@ -67,14 +68,11 @@ void PrintUsage(FILE* out) {
                "  --lease-expiry SECONDS writer leases older than this are dead writers' and\n"
                "                         removed (86400)\n"
                "\n"
-               "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n");
+               "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n",
+               kSynopsis);
 }
 
-int UsageError(const std::string& problem) {
-  std::fprintf(stderr, "cohort data: %s\n\n", problem.c_str());
-  PrintUsage(stderr);
-  return kExitUsage;
-}
+int UsageError(const std::string& problem) { return cli::UsageError("data", problem, kSynopsis); }
 
 int Failure(const Status& status) {
   std::fprintf(stderr, "cohort data: %s\n", status.ToString().c_str());

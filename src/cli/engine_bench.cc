@@ -11,10 +11,26 @@
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "cli/model_shapes.h"
+#include "cli/usage_error.h"
 #include "cohort/cohort.h"
 
 namespace cohort::cli {
 namespace {
+
+constexpr char kSynopsis[] =
+    "cohort bench engine [--model resnet50|transformer] [--steps N] [--warmup N] [--delay-us D]"
+    " [--print-shapes]";
+constexpr char kHelp[] =
+    "\n"
+    "Submits one step's gradients of MODEL, one allreduce each in backward order,\n"
+    "through the engine, and times them against one raw allreduce of the same bytes.\n"
+    "Run it under `cohort run -np N`.\n"
+    "  --model M         resnet50 or transformer (default resnet50)\n"
+    "  -n, --steps N     timed steps (default 20)\n"
+    "  -w, --warmup N    untimed steps before them (default 5)\n"
+    "  --delay-us D      busy time between two submissions, as backward computes\n"
+    "                    the next gradient (default 0)\n"
+    "  --print-shapes    print the gradients (name and dims, one a line) and exit\n";
 
 struct EngineBenchOptions {
   std::string model = "resnet50";
@@ -135,20 +151,15 @@ Status Run(const EngineBenchOptions& o, const std::vector<NamedShape>& grads) {
 }  // namespace
 
 int EngineBenchCommand(int argc, char** argv) {
+  if (argc >= 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
+    PrintHelp(kSynopsis, kHelp);
+    return 0;
+  }
   EngineBenchOptions o;
   Status parsed = ParseArgs(argc, argv, &o);
-  if (!parsed.ok()) {
-    std::fprintf(stderr,
-                 "cohort bench engine: %s\nusage: cohort bench engine [--model resnet50|transformer]"
-                 " [--steps N] [--warmup N] [--delay-us D] [--print-shapes]\n",
-                 parsed.message().c_str());
-    return 2;
-  }
+  if (!parsed.ok()) return UsageError("bench engine", parsed.message(), kSynopsis);
   Result<std::vector<NamedShape>> grads = ModelGradients(o.model);
-  if (!grads.ok()) {
-    std::fprintf(stderr, "cohort bench engine: %s\n", grads.status().message().c_str());
-    return 2;
-  }
+  if (!grads.ok()) return UsageError("bench engine", grads.status().message(), kSynopsis);
   if (o.print_shapes) {  // one tensor per line, backward order: name dims...
     for (const NamedShape& g : *grads) {
       std::printf("%s", g.name.c_str());

@@ -1,14 +1,18 @@
 // The `cohort` binary: dispatches to one subcommand.
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 
 namespace {
 
+constexpr char kSynopsis[] = "cohort <command> [options]";
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort <command> [options]\n"
+               "usage: %s\n"
                "\n"
                "commands:\n"
                "  run     start a job:   cohort run -np N [--] COMMAND ARGS...\n"
@@ -24,16 +28,14 @@ void PrintUsage(FILE* out) {
                "  queue   the job queue; cancel ID; logs ID [-f]\n"
                "  agent   run queued jobs on this host: cohort agent --server URL --slots N\n"
                "\n"
-               "`cohort <command> --help` describes a command's options.\n");
+               "`cohort <command> --help` describes a command's options.\n",
+               kSynopsis);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    PrintUsage(stderr);
-    return 2;
-  }
+  if (argc < 2) return cohort::cli::UsageError("", "no command given", kSynopsis);
   const char* command = argv[1];
   if (std::strcmp(command, "run") == 0) return cohort::cli::RunCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "bench") == 0) return cohort::cli::BenchCommand(argc - 2, argv + 2);
@@ -53,7 +55,5 @@ int main(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
-  std::fprintf(stderr, "cohort: unknown command '%s'\n\n", command);
-  PrintUsage(stderr);
-  return 2;
+  return cohort::cli::UsageError("", std::string("unknown command '") + command + "'", kSynopsis);
 }

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "queue/queue_client.h"
 
 extern char** environ;
@@ -24,12 +25,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-int Usage(const char* command, const std::string& problem, const char* usage) {
-  std::fprintf(stderr, "cohort %s: %s\n\n%s", command, problem.c_str(), usage);
-  return kExitUsage;
-}
 
 int Fail(const char* command, const std::string& message) {
   std::fprintf(stderr, "cohort %s: %s\n", command, message.c_str());
@@ -59,8 +54,8 @@ bool ParseJobId(const std::string& text) {
   return !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == text.npos;
 }
 
-const char kSubmitUsage[] =
-    "usage: cohort submit [--slots N] [--pool P] [--priority high|normal|low]\n"
+const char kSubmitSynopsis[] = "cohort submit [--slots N] [--pool P] [--priority high|normal|low]";
+const char kSubmitHelp[] =
     "                     [--project X] [--max-time T] -- COMMAND [ARG...]\n"
     "\n"
     "Queues COMMAND on the server named by COHORT_SERVER (default\n"
@@ -73,16 +68,22 @@ const char kSubmitUsage[] =
     "  --project X    the project it is accounted to (default 'default')\n"
     "  --max-time T   stopped after T (seconds, or 30m, 2h, 1d)\n";
 
-const char kQueueUsage[] =
-    "usage: cohort queue [--json]\n"
+const char kQueueSynopsis[] = "cohort queue [--json]";
+const char kQueueHelp[] =
     "\n"
     "Lists every job: running ones, waiting ones in queue order with their\n"
     "position, the reason they wait and an estimated start, then the rest.\n"
     "  --json   a JSON list of objects (id, state, slots, priority, user, submitted,\n"
     "           started, finished, reason, position, estimated_start, ...)\n";
 
-const char kCancelUsage[] = "usage: cohort cancel ID\n";
-const char kLogsUsage[] = "usage: cohort logs ID [-f]\n  -f   follow until the job ends\n";
+const char kCancelSynopsis[] = "cohort cancel ID";
+const char kCancelHelp[] =
+    "\n"
+    "Cancels job ID on the server named by COHORT_SERVER: a waiting job never\n"
+    "starts; a running one gets SIGTERM, then SIGKILL after the server's --grace\n"
+    "seconds. Only the job's owner may cancel it.\n";
+const char kLogsSynopsis[] = "cohort logs ID [-f]";
+const char kLogsHelp[] = "  -f   follow until the job ends\n";
 
 std::string Clock(const json& t) {
   if (!t.is_number()) return "-";
@@ -137,27 +138,27 @@ int SubmitCommand(int argc, char** argv) {
       break;
     }
     if (flag == "--help" || flag == "-h") {
-      std::fputs(kSubmitUsage, stdout);
+      PrintHelp(kSubmitSynopsis, kSubmitHelp);
       return 0;
     }
     if (i + 1 >= argc)
-      return Usage("submit", "unknown flag or missing value: " + flag, kSubmitUsage);
+      return UsageError("submit", "unknown flag or missing value: " + flag, kSubmitSynopsis);
     std::string value = argv[++i];
     if (flag == "--slots") {
       auto slots = ParsePositiveInt(flag, value);
-      if (!slots.ok()) return Usage("submit", slots.status().message(), kSubmitUsage);
+      if (!slots.ok()) return UsageError("submit", slots.status().message(), kSubmitSynopsis);
       body["slots"] = *slots;
     } else if (flag == "--max-time") {
       auto seconds = ParseDuration(flag, value);
-      if (!seconds.ok()) return Usage("submit", seconds.status().message(), kSubmitUsage);
+      if (!seconds.ok()) return UsageError("submit", seconds.status().message(), kSubmitSynopsis);
       body["max_time"] = *seconds;
     } else if (flag == "--pool" || flag == "--priority" || flag == "--project") {
       body[flag.substr(2)] = value;
     } else {
-      return Usage("submit", "unknown flag " + flag, kSubmitUsage);
+      return UsageError("submit", "unknown flag " + flag, kSubmitSynopsis);
     }
   }
-  if (i >= argc) return Usage("submit", "no command: put it after --", kSubmitUsage);
+  if (i >= argc) return UsageError("submit", "no command: put it after --", kSubmitSynopsis);
   body["command"] = std::vector<std::string>(argv + i, argv + argc);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
@@ -176,10 +177,10 @@ int QueueCommand(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::fputs(kQueueUsage, stdout);
+      PrintHelp(kQueueSynopsis, kQueueHelp);
       return 0;
     }
-    if (flag != "--json") return Usage("queue", "unknown flag " + flag, kQueueUsage);
+    if (flag != "--json") return UsageError("queue", "unknown flag " + flag, kQueueSynopsis);
     as_json = true;
   }
   queue::QueueClient client;
@@ -206,12 +207,12 @@ int QueueCommand(int argc, char** argv) {
 
 int CancelCommand(int argc, char** argv) {
   if (argc == 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
-    std::fputs(kCancelUsage, stdout);
+    PrintHelp(kCancelSynopsis, kCancelHelp);
     return 0;
   }
-  if (argc != 1) return Usage("cancel", "expected one job id", kCancelUsage);
+  if (argc != 1) return UsageError("cancel", "expected one job id", kCancelSynopsis);
   if (!ParseJobId(argv[0])) {
-    return Usage("cancel", std::string("'") + argv[0] + "' is not a job id", kCancelUsage);
+    return UsageError("cancel", std::string("'") + argv[0] + "' is not a job id", kCancelSynopsis);
   }
   queue::QueueClient client;
   auto answer =
@@ -227,7 +228,7 @@ int LogsCommand(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kLogsUsage, stdout);
+      PrintHelp(kLogsSynopsis, kLogsHelp);
       return 0;
     }
     if (arg == "-f" || arg == "--follow") {
@@ -235,10 +236,10 @@ int LogsCommand(int argc, char** argv) {
     } else if (id.empty() && ParseJobId(arg)) {
       id = arg;
     } else {
-      return Usage("logs", "unexpected argument '" + arg + "'", kLogsUsage);
+      return UsageError("logs", "unexpected argument '" + arg + "'", kLogsSynopsis);
     }
   }
-  if (id.empty()) return Usage("logs", "expected a job id", kLogsUsage);
+  if (id.empty()) return UsageError("logs", "expected a job id", kLogsSynopsis);
   queue::QueueClient client;
   uint64_t offset = 0;
   while (true) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "track/errors.h"
 #include "track/store.h"
 #include "track/transport.h"
@@ -16,9 +17,11 @@
 namespace cohort::cli {
 namespace {
 
+constexpr char kSynopsis[] = "cohort rerun RUN_ID [--uri URI] [--exec]";
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort rerun RUN_ID [--uri URI] [--exec]\n"
+               "usage: %s\n"
                "\n"
                "  Prints the shell command that runs RUN_ID again: in its working\n"
                "  directory, at its git commit, with its command line (under\n"
@@ -26,7 +29,7 @@ void PrintUsage(FILE* out) {
                "  --uri URI  the tracking store or server (default $COHORT_TRACKING_URI,\n"
                "             else %s)\n"
                "  --exec     run that command instead of printing it\n",
-               track::DefaultStoreUri().c_str());
+               kSynopsis, track::DefaultStoreUri().c_str());
 }
 
 std::string ShellQuote(const std::string& text) {
@@ -81,15 +84,10 @@ int RerunCommand(int argc, char** argv) {
     } else if (run_id.empty() && !arg.empty() && arg[0] != '-') {
       run_id = arg;
     } else {
-      std::fprintf(stderr, "cohort rerun: unexpected argument '%s'\n\n", arg.c_str());
-      PrintUsage(stderr);
-      return 2;
+      return UsageError("rerun", "unexpected argument '" + arg + "'", kSynopsis);
     }
   }
-  if (run_id.empty()) {
-    PrintUsage(stderr);
-    return 2;
-  }
+  if (run_id.empty()) return UsageError("rerun", "missing RUN_ID", kSynopsis);
   if (uri.empty()) {
     const char* env = std::getenv("COHORT_TRACKING_URI");
     uri = env && *env ? env : track::DefaultStoreUri();

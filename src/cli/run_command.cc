@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "cohort/status.h"
 #include "common/settings.h"
 #include "launch/elastic_driver.h"
@@ -20,7 +21,9 @@ namespace cohort::cli {
 
 namespace {
 
-constexpr int kExitUsage = 2;
+// The usage line a usage error repeats: the help's own first line is longer
+// than one terminal line.
+constexpr char kSynopsis[] = "cohort run -np N [options] [--] COMMAND [ARGS...]";
 
 // Multi-host settings: flag, variable. -x accumulates and has no variable.
 constexpr std::pair<const char*, const char*> kHostFlags[] = {
@@ -155,16 +158,6 @@ void PrintUsage(FILE* out) {
                "\n"
                "exit status: 0 when every worker exits 0; 127 when COMMAND is not found;\n"
                "126 when it cannot be executed; 2 for a usage error.\n");
-}
-
-// The problem and one hint, not the whole help: the problem stays visible.
-int UsageError(const std::string& problem) {
-  std::fprintf(stderr,
-               "cohort run: %s\n"
-               "usage: cohort run -np N [options] [--] COMMAND [ARGS...]  "
-               "(cohort run --help lists the options)\n",
-               problem.c_str());
-  return kExitUsage;
 }
 
 struct RunFlags {
@@ -332,7 +325,7 @@ int RunCommand(int argc, char** argv) {
     return RunRemoteAgent(*agent);
   }
   Result<RunFlags> flags = ParseFlags(argc, argv);
-  if (!flags.ok()) return UsageError(flags.status().message());
+  if (!flags.ok()) return UsageError("run", flags.status().message(), kSynopsis);
   if (flags->help) {
     PrintUsage(stdout);
     return 0;

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "sched/simulator.h"
 #include "sched/trace.h"
 
@@ -18,11 +19,11 @@ namespace cohort::cli {
 namespace {
 
 constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+constexpr char kSynopsis[] = "cohort sched simulate TRACE [options]";
 
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort sched simulate TRACE [options]\n"
+               "usage: %s\n"
                "       cohort sched simulate --synthetic [--jobs J] [--users U] [--seed K]\n"
                "                             [--load X] [--max-slots N] [options]\n"
                "\n"
@@ -47,14 +48,11 @@ void PrintUsage(FILE* out) {
                "  --load X  offered work / capacity (default 1.5)\n"
                "  --max-slots N  largest gang (default 64)\n"
                "\n"
-               "exit status: 0 on success, 1 when the simulation fails, 2 for a usage error.\n");
+               "exit status: 0 on success, 1 when the simulation fails, 2 for a usage error.\n",
+               kSynopsis);
 }
 
-int UsageError(const std::string& problem) {
-  std::fprintf(stderr, "cohort sched: %s\n\n", problem.c_str());
-  PrintUsage(stderr);
-  return kExitUsage;
-}
+int UsageError(const std::string& problem) { return cli::UsageError("sched", problem, kSynopsis); }
 
 struct Options {
   std::string trace;

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "common/self_executable.h"
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
@@ -25,9 +26,11 @@
 namespace cohort::cli {
 namespace {
 
+constexpr char kSynopsis[] = "cohort server [--store URI] [--host HOST] [--port PORT]";
+
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-               "usage: cohort server [--store URI] [--host HOST] [--port PORT]\n"
+               "usage: %s\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
                "                     [--agent-timeout S] [--slurm-pool NAME]\n"
@@ -56,7 +59,7 @@ void PrintUsage(FILE* out) {
                "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n"
                "  --quota P=N,...      slots guaranteed to each project; others borrow\n"
                "                       idle ones and are preempted to give them back\n",
-               track::DefaultStoreUri().c_str());
+               kSynopsis, track::DefaultStoreUri().c_str());
 }
 
 // The build's dashboard output: <dir of the cohort binary>/web.
@@ -76,10 +79,7 @@ bool ParsePort(const std::string& text, int* port) {
   return *port <= 65535;
 }
 
-int BadValue(const Status& status) {
-  std::fprintf(stderr, "cohort server: %s\n", status.message().c_str());
-  return 2;
-}
+int BadValue(const Status& status) { return UsageError("server", status.message(), kSynopsis); }
 
 // The queue's database: --queue-db, else queue.db beside the tracking
 // store's SQLite file (the store's own file is locked by its connection).
@@ -121,9 +121,7 @@ int ServerCommand(int argc, char** argv) {
       continue;
     }
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "cohort server: unknown flag or missing value: %s\n\n", flag.c_str());
-      PrintUsage(stderr);
-      return 2;
+      return UsageError("server", "unknown flag or missing value: " + flag, kSynopsis);
     }
     std::string value = argv[++i];
     if (flag == "--store") {
@@ -132,9 +130,8 @@ int ServerCommand(int argc, char** argv) {
       options.host = value;
     } else if (flag == "--port") {
       if (!ParsePort(value, &options.port)) {
-        std::fprintf(stderr, "cohort server: --port '%s' is not a port number (0-65535)\n",
-                     value.c_str());
-        return 2;
+        return UsageError("server", "--port '" + value + "' is not a port number (0-65535)",
+                          kSynopsis);
       }
     } else if (flag == "--artifacts") {
       options.artifacts = value;
@@ -162,9 +159,7 @@ int ServerCommand(int argc, char** argv) {
       if (!timeout.ok()) return BadValue(timeout.status());
       queue_options.agent_timeout_s = *timeout;
     } else {
-      std::fprintf(stderr, "cohort server: unknown flag %s\n\n", flag.c_str());
-      PrintUsage(stderr);
-      return 2;
+      return UsageError("server", "unknown flag " + flag, kSynopsis);
     }
   }
   // Block the stop signals before any thread starts, so only sigwait sees them.

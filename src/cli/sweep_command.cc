@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/usage_error.h"
 #include "common/env_config.h"
 #include "sched/job.h"
 #include "sweep/controller.h"
@@ -20,12 +21,12 @@ namespace cohort::cli {
 
 namespace {
 
-constexpr int kExitUsage = 2;
+constexpr char kSynopsis[] = "cohort sweep SPEC.yaml [options]";
 
 void PrintUsage(FILE* out) {
   std::fprintf(
       out,
-      "usage: cohort sweep SPEC.yaml [options]\n"
+      "usage: %s\n"
       "\n"
       "Runs the hyperparameter sweep SPEC.yaml describes (docs/sweeps.md): each trial\n"
       "is a `cohort run -np WORKERS` job, on this host or, with --queue, a job of a\n"
@@ -47,14 +48,11 @@ void PrintUsage(FILE* out) {
       "                        store (http://HOST:PORT or sqlite:PATH; default:\n"
       "                        $COHORT_TRACKING_URI, else not recorded); with a server,\n"
       "                        the sweep's journal is kept there, not in DIR/journal\n"
-      "  -h, --help            print this help\n");
+      "  -h, --help            print this help\n",
+      kSynopsis);
 }
 
-int UsageError(const std::string& problem) {
-  std::fprintf(stderr, "cohort sweep: %s\n\n", problem.c_str());
-  PrintUsage(stderr);
-  return kExitUsage;
-}
+int UsageError(const std::string& problem) { return cli::UsageError("sweep", problem, kSynopsis); }
 
 int StopController(const std::string& dir) {
   std::ifstream in(dir + "/controller.pid");

@@ -4,27 +4,75 @@
 #include <cctype>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "track/errors.h"
 #include "track/store.h"
 
 namespace cohort::cli {
 namespace {
 
-// Parses "<verb> NAME [--store URI]"; false (after a message) on bad usage.
-bool ParseArgs(int argc, char** argv, const char* verb, std::string* name, std::string* store) {
+constexpr char kUserSynopsis[] = "cohort user add NAME [--store URI]";
+constexpr char kTokenSynopsis[] = "cohort token create USER [--store URI]";
+
+void PrintUserHelp() {
+  std::printf(
+      "usage: %s\n"
+      "       cohort user grant NAME EXPERIMENT read|edit [--store URI]\n"
+      "\n"
+      "Adds a user of the tracking store, or lets one read or edit an experiment,\n"
+      "for `cohort server --auth` (tokens: cohort token create USER).\n"
+      "  --store URI   the store (default %s)\n",
+      kUserSynopsis, track::DefaultStoreUri().c_str());
+}
+
+void PrintTokenHelp() {
+  std::printf(
+      "usage: %s\n"
+      "\n"
+      "Creates an API token of USER for `cohort server --auth` and prints it: the\n"
+      "store keeps only its hash, so it is shown this once.\n"
+      "  --store URI   the store (default %s)\n",
+      kTokenSynopsis, track::DefaultStoreUri().c_str());
+}
+
+bool IsHelp(int argc, char** argv) {
+  return argc > 0 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h");
+}
+
+// Parses the arguments after the verb: `count` positional ones (`names`
+// says which, for the error) and an optional --store URI. Returns the
+// problem, or "" when they fit.
+std::string ParseArgs(int argc, char** argv, size_t count, const std::string& names,
+                      std::vector<std::string>* args, std::string* store) {
   *store = track::DefaultStoreUri();
-  if (argc < 2 || std::string(argv[0]) != verb) return false;
-  *name = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    if (std::string(argv[i]) == "--store" && i + 1 < argc) {
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--store") {
+      if (i + 1 >= argc) return "--store needs a URI";
       *store = argv[++i];
+    } else if (args->size() < count && !arg.empty() && arg[0] != '-') {
+      args->push_back(arg);
     } else {
-      return false;
+      return "unexpected argument '" + arg + "'";
     }
   }
-  return true;
+  if (args->size() < count) return "expected " + names;
+  return "";
+}
+
+// Parses "VERB NOUN [--store URI]" into *name and *store: the problem, or ""
+// when they fit. `verbs` lists the command's verbs, for the error.
+std::string ParseVerbAndName(int argc, char** argv, const std::string& verb, const char* verbs,
+                             const char* noun, std::string* name, std::string* store) {
+  if (argc == 0) return std::string("missing command (") + verbs + ")";
+  if (argv[0] != verb) return "unknown command '" + std::string(argv[0]) + "' (" + verbs + ")";
+  std::vector<std::string> args;
+  std::string problem = ParseArgs(argc - 1, argv + 1, 1, verb + " " + noun, &args, store);
+  if (problem.empty()) *name = args[0];
+  return problem;
 }
 
 Result<std::unique_ptr<track::TrackingStore>> Open(const std::string& uri, const char* command) {
@@ -40,15 +88,14 @@ Result<std::unique_ptr<track::TrackingStore>> Open(const std::string& uri, const
 int GrantCommand(int argc, char** argv);
 
 int UserCommand(int argc, char** argv) {
-  if (argc > 0 && std::string(argv[0]) == "grant") return GrantCommand(argc, argv);
-  std::string name, uri;
-  if (!ParseArgs(argc, argv, "add", &name, &uri)) {
-    std::fprintf(stderr,
-                 "usage: cohort user add NAME [--store URI]   (default %s)\n"
-                 "       cohort user grant NAME EXPERIMENT read|edit [--store URI]\n",
-                 track::DefaultStoreUri().c_str());
-    return 2;
+  if (IsHelp(argc, argv)) {
+    PrintUserHelp();
+    return 0;
   }
+  if (argc > 0 && std::string(argv[0]) == "grant") return GrantCommand(argc - 1, argv + 1);
+  std::string name, uri;
+  std::string problem = ParseVerbAndName(argc, argv, "add", "add or grant", "NAME", &name, &uri);
+  if (!problem.empty()) return UsageError("user", problem, kUserSynopsis);
   auto store = Open(uri, "cohort user");
   if (!store.ok()) return 1;
   Status s = (*store)->AddUser(name);
@@ -62,34 +109,35 @@ int UserCommand(int argc, char** argv) {
 
 // cohort user grant NAME EXPERIMENT read|edit [--store URI]
 int GrantCommand(int argc, char** argv) {
-  std::string store_uri = track::DefaultStoreUri();
-  if (argc == 6 && std::string(argv[4]) == "--store") store_uri = argv[5];
-  if (argc != 4 && !(argc == 6 && std::string(argv[4]) == "--store")) {
-    std::fprintf(stderr, "usage: cohort user grant NAME EXPERIMENT read|edit [--store URI]\n");
-    return 2;
-  }
-  std::string level = argv[3];
+  std::vector<std::string> args;
+  std::string store_uri;
+  std::string problem =
+      ParseArgs(argc, argv, 3, "grant NAME EXPERIMENT read|edit", &args, &store_uri);
+  if (!problem.empty()) return UsageError("user", problem, kUserSynopsis);
+  std::string level = args[2];
   for (char& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   auto store = Open(store_uri, "cohort user");
   if (!store.ok()) return 1;
-  auto experiment = (*store)->GetExperimentByName(argv[2]);
-  Status s = experiment.ok() ? (*store)->Grant(experiment->experiment_id, argv[1], level)
+  auto experiment = (*store)->GetExperimentByName(args[1]);
+  Status s = experiment.ok() ? (*store)->Grant(experiment->experiment_id, args[0], level)
                              : experiment.status();
   if (!s.ok()) {
     std::fprintf(stderr, "cohort user: %s\n", track::ErrorMessage(s).c_str());
     return 1;
   }
-  std::printf("%s may %s experiment %s\n", argv[1], level == "EDIT" ? "edit" : "read", argv[2]);
+  std::printf("%s may %s experiment %s\n", args[0].c_str(), level == "EDIT" ? "edit" : "read",
+              args[1].c_str());
   return 0;
 }
 
 int TokenCommand(int argc, char** argv) {
-  std::string user, uri;
-  if (!ParseArgs(argc, argv, "create", &user, &uri)) {
-    std::fprintf(stderr, "usage: cohort token create USER [--store URI]   (default %s)\n",
-                 track::DefaultStoreUri().c_str());
-    return 2;
+  if (IsHelp(argc, argv)) {
+    PrintTokenHelp();
+    return 0;
   }
+  std::string user, uri;
+  std::string problem = ParseVerbAndName(argc, argv, "create", "create", "USER", &user, &uri);
+  if (!problem.empty()) return UsageError("token", problem, kTokenSynopsis);
   auto store = Open(uri, "cohort token");
   if (!store.ok()) return 1;
   auto token = (*store)->CreateToken(user);

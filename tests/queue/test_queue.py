@@ -220,7 +220,10 @@ def test_quota_reclaims_borrowed_slots(tmp_path):
     assert rc == 1 and "cannot reach the queue at " + s.url in err
     p = subprocess.run([COHORT, "server", "--quota", "a"], capture_output=True, text=True,
                        timeout=DEADLINE_S)
-    assert (p.returncode, p.stderr) == (2, "cohort server: --quota: 'a' is not PROJECT=SLOTS\n")
+    assert (p.returncode, p.stderr) == (
+        2, "cohort server: --quota: 'a' is not PROJECT=SLOTS\n"
+           "usage: cohort server [--store URI] [--host HOST] [--port PORT]  "
+           "(cohort server --help lists the options)\n")
 
 
 def test_max_time_stops_the_job(server):
