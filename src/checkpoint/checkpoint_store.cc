@@ -112,7 +112,7 @@ Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(const std::string
                                    ": keep_last must be at least 1, not " +
                                    std::to_string(options.keep_last));
   }
-  if (location.rfind("http://", 0) == 0 || location.rfind("https://", 0) == 0) {
+  if (data::IsHttpUrl(location)) {
     return Status::InvalidArgument("checkpoints at " + location +
                                    ": HTTP storage is read-only; use a directory or s3://");
   }

@@ -46,9 +46,12 @@ Result<StorageOptions> StorageOptionsFromEnv() {
   return o;
 }
 
+bool IsHttpUrl(const std::string& location) {
+  return StartsWith(location, "http://") || StartsWith(location, "https://");
+}
+
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create) {
-  const bool remote = StartsWith(location, "http://") || StartsWith(location, "https://") ||
-                      StartsWith(location, "s3://");
+  const bool remote = IsHttpUrl(location) || StartsWith(location, "s3://");
   if (!remote) return OpenStorage(location, create, StorageOptions());
   Result<StorageOptions> options = StorageOptionsFromEnv();
   if (!options.ok()) return options.status().WithContext("dataset " + location);
@@ -58,7 +61,7 @@ Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool c
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create,
                                              const StorageOptions& options) {
   Result<std::unique_ptr<Storage>> storage = Status::Internal("no backend");
-  if (StartsWith(location, "http://") || StartsWith(location, "https://")) {
+  if (IsHttpUrl(location)) {
     std::string url = location;
     while (!url.empty() && url.back() == '/') url.pop_back();
     storage = OpenHttpStorage(url, options);

@@ -124,6 +124,11 @@ Result<std::unique_ptr<Storage>> OpenHttpStorage(const std::string& url,
 Result<std::unique_ptr<Storage>> OpenS3Storage(const std::string& url,
                                                const StorageOptions& options);
 
+// Whether `location` is an "http://" or "https://" URL (the form every
+// cohort location that may name a server shares: datasets, checkpoints,
+// tracking stores).
+bool IsHttpUrl(const std::string& location);
+
 // Picks the backend from the location's form: "http://", "https://", "s3://"
 // or a local path ("file://" optional); remote ones get the cache when
 // options.cache_dir is set. The first form takes its options from the environment.

@@ -144,7 +144,7 @@ class EmbeddedTransport : public Transport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
-  if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) {
+  if (data::IsHttpUrl(uri)) {
     std::string base = uri;
     while (!base.empty() && base.back() == '/') base.pop_back();
     // The token of a `cohort server --auth` (MLflow's variable works too).
