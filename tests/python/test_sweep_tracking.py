@@ -344,7 +344,7 @@ command: [/usr/bin/python3, %s]
 workers: 1
 metric: {name: loss, mode: min}
 algorithm: pbt
-budget: {trials: 10, concurrent: 4, min_resource: 2, max_resource: 8}
+budget: {trials: 10, concurrent: 4, min_resource: 2, max_resource: 16}
 seed: 3
 parameters:
   x: {type: float, low: 0.0, high: 1.0}
@@ -401,7 +401,7 @@ def test_pbt_replacements_carry_their_parent_and_step_across_a_restart(tmp_path)
         # end): its step is the parent's latest report at that decision.
         records = journal(sweep_dir)
         exploits = [i for i, r in enumerate(records)
-                    if r["op"] == "report" and r["decision"] == "stop" and r["step"] < 8]
+                    if r["op"] == "report" and r["decision"] == "stop" and r["step"] < 16]
         asked = [r["trial"] for r in records if r["op"] == "ask" and told[r["trial"]]]
         assert len(asked) == len(exploits) > 0
         assert set(asked) == {t for t, parent in told.items() if parent}
