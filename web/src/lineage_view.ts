@@ -7,7 +7,7 @@ import { el, formatNumber, shortNumber } from "./format";
 import { Lineage, Trial } from "./sweep_data";
 
 const SVG = "http://www.w3.org/2000/svg";
-const LEFT = 74, RIGHT = 16, TOP = 10, BOTTOM = 34;
+const LEFT = 74, RIGHT = 16, TOP = 10, BOTTOM = 42;
 // Rows get thinner with the population so the tree stays about this tall.
 const TARGET_HEIGHT = 640;
 
@@ -65,19 +65,20 @@ export function lineageView(lineage: Lineage, trials: Trial[], metric: string, r
     axis.append(svg("line", { x1: x(s), x2: x(s), y1: axisY, y2: axisY + 4 }),
                 svg("text", { x: x(s), y: axisY + 16, "text-anchor": "middle" }, shortNumber(s)));
   }
-  axis.append(svg("text", { x: width - RIGHT, y: axisY + 30, "text-anchor": "end" }, resource || "step"));
+  axis.append(svg("text", { x: width - RIGHT, y: axisY + 32, "text-anchor": "end" }, resource || "step"));
   chart.append(grid, axis);
 
-  // Edges under the rows; the best line's drawn last, on top.
+  // Edges under the rows, the fork points over them; the best line's drawn last, on top.
   const edges = [...lineage.edges].sort((a, b) => Number(onLine.has(a.child)) - Number(onLine.has(b.child)));
+  const forks: SVGCircleElement[] = [];
   for (const e of edges) {
     const best = onLine.has(e.child);
-    const child = byId.get(e.child)!;
+    const changed = perturbation(byId.get(e.child)!, byId.get(e.parent));
     chart.append(svg("path", { class: `lineage-edge${best ? " best" : ""}`, "data-parent": e.parent, "data-child": e.child,
                                "data-step": e.step, d: `M ${x(e.step)} ${y(e.parent)} L ${x(e.step)} ${y(e.child)}` },
                      svg("title", {}, `trial ${e.child} took trial ${e.parent}'s checkpoint at ${resource || "step"} ${e.step}` +
-                         (perturbation(child, byId.get(e.parent)) ? `: ${perturbation(child, byId.get(e.parent))}` : ""))));
-    chart.append(svg("circle", { class: `lineage-fork${best ? " best" : ""}`, cx: x(e.step), cy: y(e.parent), r: Math.min(3, rowH / 3) }));
+                         (changed ? `: ${changed}` : ""))));
+    forks.push(svg("circle", { class: `lineage-fork${best ? " best" : ""}`, cx: x(e.step), cy: y(e.parent), r: Math.max(2, Math.min(4, rowH / 4)) }));
   }
   const rows = [...lineage.rows].sort((a, b) => Number(onLine.has(a.trial)) - Number(onLine.has(b.trial)));
   for (const r of rows) {
@@ -95,6 +96,7 @@ export function lineageView(lineage: Lineage, trials: Trial[], metric: string, r
                                      "text-anchor": "end" }, `trial ${r.trial}`)));
     }
   }
+  chart.append(...forks);
   return el("div", { class: "chart lineage" }, chart);
 }
 

@@ -124,6 +124,12 @@ export function completionOrder(trials: Trial[]): Trial[] {
     .sort((a, b) => (a.latest.info.end_time || 0) - (b.latest.info.end_time || 0) || a.trial - b.trial);
 }
 
+// The best completed trial (the first to complete among equals), as the
+// summary names it; undefined when none has completed.
+export function bestCompleted(trials: Trial[], maximize: boolean): Trial | undefined {
+  return completionOrder(trials).reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
+}
+
 // The rungs a trial reached, as ASHA saw them: its reports in the order it
 // made them, the first at or past each rung's resource counting for that rung
 // (one rung per report); every rung but the last it reached promoted it, and
@@ -177,7 +183,7 @@ export interface ScheduleEntry { trial: number; from: number; to: number; params
 export interface Lineage {
   rows: LineageRow[];
   edges: LineageEdge[];
-  best?: number;          // the best completed trial (else the best last value)
+  best?: number;          // the best completed trial (bestCompleted), else the best last value
   ancestry: number[];     // the best trial and its ancestors, best first
   schedule: ScheduleEntry[];  // the values the best trial's line trained with, first segment first
 }
@@ -206,9 +212,8 @@ export function lineageOf(trials: Trial[], maximize: boolean): Lineage {
   };
   for (const r of roots.sort((a, b) => a.trial - b.trial)) visit(r, 0);
 
-  const done = trials.filter((t) => t.state === "completed" && t.last !== undefined);
-  const pool = done.length ? done : trials.filter((t) => t.last !== undefined);
-  const best = pool.reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
+  const best = bestCompleted(trials, maximize) || trials.filter((t) => t.last !== undefined)
+    .reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
   const ancestry: number[] = [];
   for (let t = best; t; t = byId.get(parentOf(t) ?? -1)) ancestry.push(t.trial);
   const schedule = [...ancestry].reverse().map((n, i, line): ScheduleEntry => {

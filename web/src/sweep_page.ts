@@ -9,7 +9,7 @@ import { paramKeys, parallelAxes } from "./compare";
 import { el, formatNumber, formatTime, table } from "./format";
 import { searchIdentifier } from "./runs_table";
 import { lineageView, scheduleTable } from "./lineage_view";
-import { better, Bracket, bracketsOf, completionOrder, lineageOf, Point, SweepSettings, settingsOf, tag, Trial,
+import { bestCompleted, Bracket, bracketsOf, completionOrder, lineageOf, Point, SweepSettings, settingsOf, tag, Trial,
          trialsOf } from "./sweep_data";
 import { TrialsTable } from "./trials_table";
 
@@ -161,8 +161,7 @@ function card(title: string, body: HTMLElement): HTMLElement {
 }
 
 function summary(s: SweepSettings, sweepRuns: Run[], trials: Trial[]): HTMLElement {
-  const done = completionOrder(trials);
-  const best = done.reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, s.maximize) ? t : b), undefined);
+  const best = bestCompleted(trials, s.maximize);
   const sweepRun = sweepRuns[0];
   const rows: [string, string | Node][] = [
     ["Algorithm", s.algorithm], ["Metric", `${s.metric} (${s.maximize ? "max" : "min"})`],
