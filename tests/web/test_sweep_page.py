@@ -30,7 +30,7 @@ command: [/usr/bin/python3, %(trial)s]
 workers: 1
 metric: {name: loss, mode: min}
 algorithm: %(algorithm)s
-budget: {trials: %(trials)d, concurrent: %(concurrent)d, min_resource: 1, max_resource: 9, reduction: 3}
+budget: {trials: %(trials)d, concurrent: %(concurrent)d, min_resource: %(min)d, max_resource: %(max)d, reduction: 3}
 seed: 7
 parameters:
   x: {type: float, low: 0.0, high: 1.0}
@@ -39,23 +39,25 @@ parameters:
 """
 
 
-def sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent=3):
-    """The `cohort sweep` command line and environment of a sweep named `name`."""
+def sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent=3, resources=(1, 9)):
+    """The `cohort sweep` command line and environment of a sweep named `name`
+    (`resources`: min_resource and max_resource)."""
     work = tmp_path / name
     work.mkdir()
     spec = work / "spec.yaml"
     spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials,
-                            "concurrent": concurrent})
+                            "concurrent": concurrent, "min": resources[0], "max": resources[1]})
     cmd = [COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
            "--tracking", server.url]
     return cmd, sweep_env(work, epoch_seconds)
 
 
-def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False, concurrent=3):
+def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False, concurrent=3,
+              resources=(1, 9)):
     """Runs the sweep to its end; returns its journal and the trials' runs.jsonl.
     stop_first: stop the controller as soon as a trial runs, then continue it
     (the sweep then has a "(continued)" run, and trials started again new runs)."""
-    cmd, env = sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent)
+    cmd, env = sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent, resources)
     if stop_first:
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -168,8 +170,8 @@ def pbt_expectations(server, name, records, trial_runs):
             parents[r["trial"]] = (int(m.group(1)), r["start_step"])
     assert parents, "PBT exploited no trial"
     done = [(r["value"], r["trial"]) for r in records
-            if r["op"] == "report" and r["decision"] == "stop" and r["step"] == 9]
-    ancestry = [min(done)[1]]
+            if r["op"] == "report" and r["decision"] == "stop" and r["step"] == 16]
+    ancestry = [min(done, key=lambda d: d[0])[1]]  # among equal values the first to complete
     while ancestry[-1] in parents:
         ancestry.append(parents[ancestry[-1]][0])
     return {"sweep": sweep, "trials": len(trials), "ancestry": ancestry,
@@ -186,7 +188,9 @@ def test_sweep_page_in_chromium(tmp_path):
     try:
         asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18, 0.2, stop_first=True)
         hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8, 0.01)
-        pbt_records, pbt_runs = run_sweep(server, tmp_path, "sweep-pbt", "pbt", 14, 0.15, concurrent=4)
+        # Exploits every 2 epochs of 16: a population of 6 and 18 replacements at most.
+        pbt_records, pbt_runs = run_sweep(server, tmp_path, "sweep-pbt", "pbt", 24, 0.1, concurrent=6,
+                                          resources=(2, 16))
         plain = cohort.track.init(project="sweep-asha", name="not-a-sweep", uri=server.url,
                                   system_metrics_s=None)
         plain.finish()
