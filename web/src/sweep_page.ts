@@ -1,7 +1,8 @@
 // A sweep (#/sweep/ID, ID its tag cohort.sweep.id): the trials table, the
 // best-so-far curve, parallel coordinates of the params and the metric, and
-// for ASHA/Hyperband the rungs, for PBT the lineage, all from the runs `cohort sweep --tracking`
-// records (runs/search and metric history; sweep_data.ts works them out).
+// for ASHA/Hyperband the rungs, for PBT the lineage, all from the runs
+// `cohort sweep --tracking` records (runs/search and metric history;
+// sweep_data.ts works them out).
 // While the sweep runs, the page redraws every few seconds.
 import { ApiError, get, getRun, history, Metric, Run } from "./api";
 import { bestSoFarChart, parallelCoordinates } from "./charts";
