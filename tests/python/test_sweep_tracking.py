@@ -93,22 +93,34 @@ def test_trials_are_runs_of_the_sweep_with_their_history(tmp_path):
         server.stop()
 
 
+def tracked_sweep(tmp_path, server, spec_text, epoch_seconds):
+    """The sweep directory, environment and `cohort sweep --tracking` command of a spec."""
+    spec = write_spec(tmp_path, spec_text)
+    sweep_dir = str(tmp_path / "s")
+    cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--trial-timeout", "30",
+           "--tracking", server.url]
+    return sweep_dir, sweep_env(tmp_path, epoch_seconds), cmd
+
+
+def stop_once(cmd, env, ready):
+    """Runs the controller and stops it with --stop as soon as ready() holds."""
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and first.poll() is None and not ready():
+        time.sleep(0.02)  # polling the trials' runs.jsonl, with the deadline above
+    stop = subprocess.run(cmd + ["--stop"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=30)
+    out = first.communicate(timeout=60)[0].decode()
+    assert stop.returncode == 0, stop.stdout.decode() + out
+    assert first.returncode == 143, out
+
+
 def test_stopped_sweep_goes_on_in_new_runs_of_the_same_sweep(tmp_path):
     server = TrackingServer(tmp_path)
     try:
-        spec = write_spec(tmp_path, ASHA_SPEC.replace("workers: 2", "workers: 1")
-                          .replace("trials: 9", "trials: 4"))
-        sweep_dir = str(tmp_path / "s")
-        env = sweep_env(tmp_path, 0.2)
-        cmd = [COHORT, "sweep", spec, "--dir", sweep_dir, "--trial-timeout", "30",
-               "--tracking", server.url]
-        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not runs(env["SWEEP_TEST_RUNS"]):
-            time.sleep(0.02)  # polling for the first trial, with the deadline above
-        assert subprocess.run(cmd + ["--stop"], env=env, timeout=30).returncode == 0
-        out = first.communicate(timeout=60)[0].decode()
-        assert first.returncode == 143, out
+        spec = ASHA_SPEC.replace("workers: 2", "workers: 1").replace("trials: 9", "trials: 4")
+        sweep_dir, env, cmd = tracked_sweep(tmp_path, server, spec, 0.2)
+        stop_once(cmd, env, lambda: runs(env["SWEEP_TEST_RUNS"]))  # as the first trial starts
         interrupted = [r for r in by_role(sweep_runs(server, "asha-test"), "trial")
                        if r["tags"]["cohort.sweep.state"] == "interrupted"]
         assert interrupted and all(r["status"] == "KILLED" for r in interrupted)
@@ -335,5 +347,69 @@ def test_server_gone_at_an_append_stops_the_sweep_and_it_goes_on_later(tmp_path)
         assert {r["trial"] for r in records if r["op"] == "ask"} == set(range(9))
         after = runs(env["SWEEP_TEST_RUNS"])[runs_before:]
         assert not done_before & {r["trial"] for r in after}, "a finished trial ran again"
+    finally:
+        server.stop()
+
+
+PBT_SPEC = """name: pbt-test
+command: [/usr/bin/python3, %s]
+workers: 1
+metric: {name: loss, mode: min}
+algorithm: pbt
+budget: {trials: 10, concurrent: 4, min_resource: 2, max_resource: 16}
+seed: 3
+parameters:
+  x: {type: float, low: 0.0, high: 1.0}
+""" % os.path.join(HERE, "sweep_trial.py")
+
+
+def test_pbt_replacements_carry_their_parent_and_step_across_a_restart(tmp_path):
+    """Each PBT replacement's runs name the trial whose checkpoint it started
+    from and that checkpoint's step (the dashboard's lineage), as the trial's
+    environment had them; a replacement interrupted by --stop goes on in a new
+    run with the same tags (the restarted controller has them from the journal)."""
+    server = TrackingServer(tmp_path)
+    try:
+        sweep_dir, env, cmd = tracked_sweep(tmp_path, server, PBT_SPEC, 0.2)
+        # Stopped as the first replacement starts.
+        stop_once(cmd, env, lambda: any(r["clone_from"] for r in runs(env["SWEEP_TEST_RUNS"])))
+        again = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=120)
+        assert again.returncode == 0, again.stdout.decode()
+
+        # What the controller told each trial: its parent's checkpoint and its step.
+        told = {}
+        for r in runs(env["SWEEP_TEST_RUNS"]):
+            parent = None
+            if r["clone_from"]:
+                m = re.fullmatch(re.escape(sweep_dir) + r"/trials/(\d+)/checkpoint",
+                                 r["clone_from"])
+                assert m, r["clone_from"]
+                parent = (m.group(1), str(r["start_step"]))
+            assert told.setdefault(r["trial"], parent) == parent, r  # the same when started again
+        trials = by_role(sweep_runs(server, "pbt-test"), "trial")
+        assert {int(r["tags"]["cohort.sweep.trial"]) for r in trials} == set(told)
+        for r in trials:
+            tags = r["tags"]
+            got = (tags["cohort.sweep.clone_of"], tags["cohort.sweep.clone_step"]) \
+                if "cohort.sweep.clone_of" in tags else None
+            assert got == told[int(tags["cohort.sweep.trial"])], (tags, told)
+        # A replacement started again after the stop: its new run keeps the tags.
+        again_runs = [r for r in trials if "cohort.sweep.resumed_from" in r["tags"] and
+                      "cohort.sweep.clone_of" in r["tags"]]
+        assert again_runs, "no replacement was running at the stop"
+        # The k-th replacement asked for is the k-th exploit (a "stop" before the
+        # end): its step is the parent's latest report at that decision.
+        records = journal(sweep_dir)
+        exploits = [i for i, r in enumerate(records)
+                    if r["op"] == "report" and r["decision"] == "stop" and r["step"] < 16]
+        asked = [r["trial"] for r in records if r["op"] == "ask" and told[r["trial"]]]
+        assert len(asked) == len(exploits) > 0
+        assert set(asked) == {t for t, parent in told.items() if parent}
+        for tid, at in zip(asked, exploits):
+            parent, step = told[tid]
+            steps = [r["step"] for r in records[:at] if r["op"] == "report" and
+                     r["trial"] == int(parent)]
+            assert int(step) == steps[-1], (tid, told[tid], steps)
     finally:
         server.stop()

@@ -1,14 +1,15 @@
 // Browser tests of the sweep page against a live `cohort server` that
 // tests/web/test_sweep_page.py filled with real sweeps: node sweep_page_test.mjs
 // (DASH_URL, DASH_EXPECT: the JSON of what the journal and the store say,
-// DASH_SCREENSHOT: a PNG path, or empty). Prints "ok NAME" per check; exits 1
+// DASH_SCREENSHOT, DASH_SCREENSHOT_PBT: PNG paths of the ASHA and the PBT
+// sweep's page, or empty). Prints "ok NAME" per check; exits 1
 // on the first failure.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { check, launch, waitInked } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
-const { asha, hyperband, live } = JSON.parse(readFileSync(process.env.DASH_EXPECT, "utf8"));
+const { asha, hyperband, pbt, live } = JSON.parse(readFileSync(process.env.DASH_EXPECT, "utf8"));
 const TIMEOUT = 15000;
 
 const { browser, page, errors } = await launch();
@@ -131,6 +132,37 @@ try {
       [...b.querySelectorAll(".rung")].map((r) => r.dataset.resource).join(",")));
     assert.deepEqual(brackets, hyperband.brackets.sort((a, b) => Number(a.split(",")[0]) - Number(b.split(",")[0])));
     assert.equal(await page.$$eval("#sweep-rungs tr", (rows) => rows.length), hyperband.reached);
+    assert.equal(await page.$("#sweep-lineage"), null);  // PBT's only
+  });
+
+  await check("pbt: the lineage draws every exploit, the best trial's line strong; a parent column", async () => {
+    await page.goto(`${url}/#/sweep/${pbt.sweep}`);
+    await page.waitForSelector("#sweep-lineage");
+    const byNumber = (a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+    const edges = await page.$$eval("#sweep-lineage .lineage-edge", (es) => es.map((e) =>
+      [Number(e.dataset.parent), Number(e.dataset.child), Number(e.dataset.step), e.getBBox().height]));
+    assert.equal(edges.length, pbt.edges.length);
+    assert.equal(await page.getAttribute("#sweep-lineage", "data-edges"), String(pbt.edges.length));
+    assert.deepEqual(edges.map((e) => e.slice(0, 3)).sort(byNumber), pbt.edges);
+    assert.ok(edges.every((e) => e[3] > 0), "an edge joins two different rows");
+    const rows = await page.$$eval("#sweep-lineage .lineage-trial", (ls) => ls.map((l) =>
+      [Number(l.dataset.trial), l.classList.contains("best"), l.getBBox().width]));
+    assert.equal(rows.length, pbt.trials);
+    assert.deepEqual(rows.filter((r) => r[1]).map((r) => r[0]).sort((a, b) => a - b), [...pbt.ancestry].sort((a, b) => a - b));
+    assert.ok(rows.every((r) => r[2] > 0), "every trial's row is drawn");
+    assert.equal(await page.$$eval("#sweep-lineage .lineage-edge.best", (es) => es.length), pbt.ancestry.length - 1);
+    const schedule = await page.$$eval("#sweep-schedule tbody tr", (trs) => trs.map((tr) => Number(tr.dataset.trial)));
+    assert.deepEqual(schedule, [...pbt.ancestry].reverse());
+    const header = await page.$$eval("#trials th", (ths) => ths.map((th) => th.dataset.col));
+    assert.deepEqual(header.slice(0, 3), ["trial", "parent", "state"]);
+    const parents = await page.$$eval("#trials tbody tr", (trs) => trs.map((tr) =>
+      [tr.dataset.trial, tr.querySelector('td[data-col="parent"] a')?.getAttribute("href") ?? null]));
+    assert.equal(parents.length, pbt.trials);
+    for (const [trial, href] of parents) {
+      const parent = pbt.parents[trial];
+      assert.equal(href, parent === undefined ? null : `#/run/${pbt.runs[parent]}`, `trial ${trial}'s parent`);
+    }
+    if (process.env.DASH_SCREENSHOT_PBT) await page.screenshot({ path: process.env.DASH_SCREENSHOT_PBT, fullPage: true });
   });
 
   await check("links: a trial's run, a continued run, the runs table filtered; a plain run is refused", async () => {

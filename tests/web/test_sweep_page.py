@@ -1,13 +1,15 @@
 """Browser tests of the dashboard's sweep page: a real `cohort sweep --tracking`
 (ASHA, stopped once and continued, so it has two sweep runs and trials started
-again in new runs; and Hyperband for its brackets) against `cohort server` on
+again in new runs; Hyperband for its brackets; PBT for its lineage) against `cohort server` on
 loopback with tests/python/sweep_trial.py as the trial, then tests/web/sweep_page_test.mjs
 in headless chromium checks the page against what the sweep's journal says
 happened (values, decisions) and what the store holds (states); a third,
 slow sweep runs meanwhile, and its page must follow it to the end.
-SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep."""
+SWEEP_PAGE_SCREENSHOT=PATH also saves a full-page screenshot of the ASHA sweep,
+SWEEP_PAGE_PBT_SCREENSHOT=PATH one of the PBT sweep."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -28,7 +30,7 @@ command: [/usr/bin/python3, %(trial)s]
 workers: 1
 metric: {name: loss, mode: min}
 algorithm: %(algorithm)s
-budget: {trials: %(trials)d, concurrent: %(concurrent)d, min_resource: 1, max_resource: 9, reduction: 3}
+budget: {trials: %(trials)d, concurrent: %(concurrent)d, min_resource: %(min)d, max_resource: %(max)d, reduction: 3}
 seed: 7
 parameters:
   x: {type: float, low: 0.0, high: 1.0}
@@ -37,23 +39,25 @@ parameters:
 """
 
 
-def sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent=3):
-    """The `cohort sweep` command line and environment of a sweep named `name`."""
+def sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent=3, resources=(1, 9)):
+    """The `cohort sweep` command line and environment of a sweep named `name`
+    (`resources`: min_resource and max_resource)."""
     work = tmp_path / name
     work.mkdir()
     spec = work / "spec.yaml"
     spec.write_text(SPEC % {"name": name, "trial": TRIAL, "algorithm": algorithm, "trials": trials,
-                            "concurrent": concurrent})
+                            "concurrent": concurrent, "min": resources[0], "max": resources[1]})
     cmd = [COHORT, "sweep", str(spec), "--dir", str(work / "s"), "--trial-timeout", "60",
            "--tracking", server.url]
     return cmd, sweep_env(work, epoch_seconds)
 
 
-def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False):
+def run_sweep(server, tmp_path, name, algorithm, trials, epoch_seconds, stop_first=False, concurrent=3,
+              resources=(1, 9)):
     """Runs the sweep to its end; returns its journal and the trials' runs.jsonl.
     stop_first: stop the controller as soon as a trial runs, then continue it
     (the sweep then has a "(continued)" run, and trials started again new runs)."""
-    cmd, env = sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds)
+    cmd, env = sweep_command(server, tmp_path, name, algorithm, trials, epoch_seconds, concurrent, resources)
     if stop_first:
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -154,6 +158,28 @@ def expectations(server, name, records):
     return {"sweep": sweep_runs[0], "sweep_runs": sweep_runs, "trials": rows, "finals": tells, "best": best}
 
 
+def pbt_expectations(server, name, records, trial_runs):
+    """The lineage as the controller told the trials (runs.jsonl: the checkpoint
+    each replacement started from and its step), the best completed trial by
+    the journal, and its line of ancestors (best first)."""
+    trials, [sweep] = store_trials(server, name)
+    parents = {}
+    for r in trial_runs:
+        if r["clone_from"]:
+            m = re.search(r"/trials/(\d+)/checkpoint$", r["clone_from"])
+            parents[r["trial"]] = (int(m.group(1)), r["start_step"])
+    assert parents, "PBT exploited no trial"
+    done = [(r["value"], r["trial"]) for r in records
+            if r["op"] == "report" and r["decision"] == "stop" and r["step"] == 16]
+    ancestry = [min(done, key=lambda d: d[0])[1]]  # among equal values the first to complete
+    while ancestry[-1] in parents:
+        ancestry.append(parents[ancestry[-1]][0])
+    return {"sweep": sweep, "trials": len(trials), "ancestry": ancestry,
+            "edges": sorted([p, c, step] for c, (p, step) in parents.items()),
+            "runs": {str(t): run for t, (run, _, _, _) in trials.items()},
+            "parents": {str(c): p for c, (p, _) in parents.items()}}
+
+
 @needs_browser
 def test_sweep_page_in_chromium(tmp_path):
     require_dashboard()
@@ -162,6 +188,9 @@ def test_sweep_page_in_chromium(tmp_path):
     try:
         asha_records, _ = run_sweep(server, tmp_path, "sweep-asha", "asha", 18, 0.2, stop_first=True)
         hb_records, hb_runs = run_sweep(server, tmp_path, "sweep-hb", "hyperband", 8, 0.01)
+        # Exploits every 2 epochs of 16: a population of 6 and 18 replacements at most.
+        pbt_records, pbt_runs = run_sweep(server, tmp_path, "sweep-pbt", "pbt", 24, 0.1, concurrent=6,
+                                          resources=(2, 16))
         plain = cohort.track.init(project="sweep-asha", name="not-a-sweep", uri=server.url,
                                   system_metrics_s=None)
         plain.finish()
@@ -190,14 +219,17 @@ def test_sweep_page_in_chromium(tmp_path):
                              r["step"] in (1, 3, 9) and str(r["step"]) in rungs[first[r["trial"]]].split(","))}
         live, live_sweep = start_live_sweep(server, tmp_path)
         expect = tmp_path / "expect.json"
-        expect.write_text(json.dumps({"asha": asha, "hyperband": hb, "live": {"sweep": live_sweep, "trials": 3}}))
+        pbt = pbt_expectations(server, "sweep-pbt", pbt_records, pbt_runs)
+        expect.write_text(json.dumps({"asha": asha, "hyperband": hb, "pbt": pbt,
+                                      "live": {"sweep": live_sweep, "trials": 3}}))
         env = dict(os.environ, DASH_URL=server.url, DASH_EXPECT=str(expect),
-                   DASH_SCREENSHOT=os.environ.get("SWEEP_PAGE_SCREENSHOT", ""))
+                   DASH_SCREENSHOT=os.environ.get("SWEEP_PAGE_SCREENSHOT", ""),
+                   DASH_SCREENSHOT_PBT=os.environ.get("SWEEP_PAGE_PBT_SCREENSHOT", ""))
         result = subprocess.run(["node", os.path.join(HERE, "sweep_page_test.mjs")], env=env,
                                 capture_output=True, text=True, timeout=120)
         print(result.stdout)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert result.stdout.count("ok ") == 9
+        assert result.stdout.count("ok ") == 10
         assert live.wait(timeout=60) == 0
     finally:
         if live is not None and live.poll() is None:

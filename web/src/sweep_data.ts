@@ -1,6 +1,7 @@
 // What the sweep page shows, worked out from the runs `cohort sweep
 // --tracking` records (docs/sweeps.md): trials from their runs, the
-// best-so-far curve, and the ASHA/Hyperband rungs. Pure functions, no DOM.
+// best-so-far curve, the ASHA/Hyperband rungs and PBT's lineage. Pure
+// functions, no DOM.
 import { Run } from "./api";
 
 export interface Point { step: number; value: number; timestamp: number; }
@@ -16,6 +17,8 @@ export interface Trial {
   steps?: number;     // the last step (resource) it reported the metric at
   durationS: number;  // wall time of its runs (an ASHA pause keeps the run open, so it counts)
   rungs: number[];    // its bracket's rung resources; empty when the algorithm has none
+  parent?: number;    // PBT: the trial whose checkpoint (and values, perturbed) it started from
+  forkStep?: number;  // PBT: that checkpoint's step
 }
 
 export interface SweepSettings {
@@ -67,6 +70,17 @@ function rungsOf(run: Run, s: SweepSettings): number[] {
   return s.algorithm === "asha" ? bracketResources(s.minResource, s.maxResource, s.reduction) : [];
 }
 
+// PBT's tags cohort.sweep.clone_of and cohort.sweep.clone_step (whole
+// numbers, else ignored). Sweeps recorded before clone_step: the step before
+// the trial's first report, where a replacement that resumes the checkpoint
+// goes on from.
+function cloneOf(run: Run, points: Point[]): { parent?: number; forkStep?: number } {
+  const parent = tag(run, "cohort.sweep.clone_of") || "", step = tag(run, "cohort.sweep.clone_step") || "";
+  if (!/^\d+$/.test(parent)) return {};
+  if (/^\d+$/.test(step)) return { parent: Number(parent), forkStep: Number(step) };
+  return { parent: Number(parent), forkStep: points.length ? Math.max(0, Math.min(...points.map((p) => p.step)) - 1) : 0 };
+}
+
 export function better(a: number, b: number, maximize: boolean): boolean {
   return maximize ? a > b : a < b;
 }
@@ -97,6 +111,7 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
       trial: n, runs, latest, state: tag(latest, "cohort.sweep.state") || "", points,
       last: points.length ? points[points.length - 1].value : undefined, best,
       steps: points.length ? Math.max(...points.map((p) => p.step)) : undefined, durationS, rungs: rungsOf(latest, s),
+      ...cloneOf(latest, points),
     });
   }
   return trials.sort((a, b) => a.trial - b.trial);
@@ -107,6 +122,12 @@ export function trialsOf(trialRuns: Run[], history: Map<string, Point[]>, s: Swe
 export function completionOrder(trials: Trial[]): Trial[] {
   return trials.filter((t) => t.state === "completed" && t.last !== undefined)
     .sort((a, b) => (a.latest.info.end_time || 0) - (b.latest.info.end_time || 0) || a.trial - b.trial);
+}
+
+// The best completed trial (the first to complete among equals), as the
+// summary names it; undefined when none has completed.
+export function bestCompleted(trials: Trial[], maximize: boolean): Trial | undefined {
+  return completionOrder(trials).reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
 }
 
 // The rungs a trial reached, as ASHA saw them: its reports in the order it
@@ -150,4 +171,56 @@ export function bracketsOf(trials: Trial[], maximize: boolean): Bracket[] {
     brackets.push({ rungs });
   }
   return brackets.sort((a, b) => a.rungs[0].resource - b.rungs[0].resource);
+}
+
+// PBT's family tree: one row per trial, each under its parent (children in
+// the order they forked off), a trial's row spanning the steps it trained
+// (from its fork step, or 0, to its last report), an edge from parent to
+// child at the fork step, and the best trial's line of ancestors.
+export interface LineageRow { trial: number; depth: number; from: number; to: number; }
+export interface LineageEdge { parent: number; child: number; step: number; }
+export interface ScheduleEntry { trial: number; from: number; to: number; params: Record<string, string>; }
+export interface Lineage {
+  rows: LineageRow[];
+  edges: LineageEdge[];
+  best?: number;          // the best completed trial (bestCompleted), else the best last value
+  ancestry: number[];     // the best trial and its ancestors, best first
+  schedule: ScheduleEntry[];  // the values the best trial's line trained with, first segment first
+}
+
+export function lineageOf(trials: Trial[], maximize: boolean): Lineage {
+  const byId = new Map(trials.map((t) => [t.trial, t]));
+  // A parent must be an earlier trial that is there (a store missing runs, or odd tags, must not loop).
+  const parentOf = (t: Trial) => (t.parent !== undefined && t.parent < t.trial && byId.has(t.parent) ? t.parent : undefined);
+  const children = new Map<number, Trial[]>();
+  const roots: Trial[] = [];
+  for (const t of trials) {
+    const p = parentOf(t);
+    if (p === undefined) roots.push(t);
+    else (children.get(p) || children.set(p, []).get(p)!).push(t);
+  }
+  const from = (t: Trial) => (parentOf(t) === undefined ? 0 : t.forkStep ?? 0);
+  const rows: LineageRow[] = [];
+  const edges: LineageEdge[] = [];
+  const visit = (t: Trial, depth: number) => {
+    rows.push({ trial: t.trial, depth, from: from(t), to: Math.max(from(t), t.steps ?? from(t)) });
+    const kids = (children.get(t.trial) || []).sort((a, b) => from(a) - from(b) || a.trial - b.trial);
+    for (const k of kids) {
+      edges.push({ parent: t.trial, child: k.trial, step: from(k) });
+      visit(k, depth + 1);
+    }
+  };
+  for (const r of roots.sort((a, b) => a.trial - b.trial)) visit(r, 0);
+
+  const best = bestCompleted(trials, maximize) || trials.filter((t) => t.last !== undefined)
+    .reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
+  const ancestry: number[] = [];
+  for (let t = best; t; t = byId.get(parentOf(t) ?? -1)) ancestry.push(t.trial);
+  const schedule = [...ancestry].reverse().map((n, i, line): ScheduleEntry => {
+    const t = byId.get(n)!;
+    const next = i + 1 < line.length ? byId.get(line[i + 1])! : undefined;
+    const params = Object.fromEntries((t.latest.data.params || []).map((p) => [p.key, p.value]));
+    return { trial: n, from: from(t), to: next ? from(next) : Math.max(from(t), t.steps ?? from(t)), params };
+  });
+  return { rows, edges, best: best?.trial, ancestry, schedule };
 }

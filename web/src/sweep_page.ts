@@ -1,14 +1,16 @@
 // A sweep (#/sweep/ID, ID its tag cohort.sweep.id): the trials table, the
 // best-so-far curve, parallel coordinates of the params and the metric, and
-// for ASHA/Hyperband the rungs, all from the runs `cohort sweep --tracking`
-// records (runs/search and metric history; sweep_data.ts works them out).
+// for ASHA/Hyperband the rungs, for PBT the lineage, all from the runs
+// `cohort sweep --tracking` records (runs/search and metric history;
+// sweep_data.ts works them out).
 // While the sweep runs, the page redraws every few seconds.
 import { ApiError, get, getRun, history, Metric, Run } from "./api";
 import { bestSoFarChart, parallelCoordinates } from "./charts";
 import { paramKeys, parallelAxes } from "./compare";
 import { el, formatNumber, formatTime, table } from "./format";
 import { searchIdentifier } from "./runs_table";
-import { better, Bracket, bracketsOf, completionOrder, Point, SweepSettings, settingsOf, tag, Trial,
+import { lineageView, scheduleTable } from "./lineage_view";
+import { bestCompleted, Bracket, bracketsOf, completionOrder, lineageOf, Point, SweepSettings, settingsOf, tag, Trial,
          trialsOf } from "./sweep_data";
 import { TrialsTable } from "./trials_table";
 
@@ -75,8 +77,9 @@ export class SweepPage {
 
     if (this.stopped) return false;
     const [bestHost, drawBest] = this.bestSoFar(s, trials, best, width);
-    this.table = trials.length ? new TrialsTable(trials, paramKeys(trials.map((t) => t.latest)), s.metric, s.maximize,
-                                                 this.table?.sorting()) : undefined;
+    const params = paramKeys(trials.map((t) => t.latest));
+    const pbt = s.algorithm === "pbt";
+    this.table = trials.length ? new TrialsTable(trials, params, s.metric, s.maximize, this.table?.sorting(), pbt) : undefined;
     const brackets = bracketsOf(trials, s.maximize);
     this.root.replaceChildren(
       el("h1", {}, `Sweep ${latest.info.run_name?.replace(/ \(continued\)$/, "") || sweepId} `,
@@ -84,6 +87,7 @@ export class SweepPage {
       el("div", { class: "cards" }, card("Sweep", summary(s, sweepRuns, trials)),
          card("Trials", stateCounts(trials, first.info.experiment_id, sweepId))),
       el("h2", {}, "Best so far"), bestHost,
+      ...(pbt ? [el("h2", {}, "Lineage"), lineage(s, trials, params, width)] : []),
       el("h2", {}, "Trials"), this.table ? this.table.element : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
       el("h2", {}, "Parameters against the metric"), this.parallel(s, trials, width),
       ...(brackets.length ? [el("h2", {}, "Rungs"), rungsView(brackets, s, trials)] : []));
@@ -123,6 +127,31 @@ export class SweepPage {
   }
 }
 
+// PBT: who took whose checkpoint when, and the values the best trial's line
+// trained with; each trial coloured by the rank of its last value.
+function lineage(s: SweepSettings, trials: Trial[], params: string[], width: number): HTMLElement {
+  const host = el("div", { id: "sweep-lineage-host" });
+  if (!trials.length) { host.append(el("p", { class: "muted" }, "No trial has started yet.")); return host; }
+  const l = lineageOf(trials, s.maximize);
+  const ranked = trials.filter((t) => t.last !== undefined).sort((a, b) => (s.maximize ? b.last! - a.last! : a.last! - b.last!));
+  const rank = new Map(ranked.map((t, i) => [t.trial, i / Math.max(1, ranked.length - 1)]));
+  const color = (n: number) => (rank.has(n) ? rankColor(rank.get(n)!) : "#b8bec8");
+  const resource = s.resource || "step";
+  host.append(
+    el("p", { class: "legend" }, el("span", { class: "swatch", style: `--c:${rankColor(0)}` }, `best ${s.metric}`),
+       el("span", { class: "swatch", style: `--c:${rankColor(1)}` }, "worst"),
+       el("span", { class: "swatch line", style: "--c:var(--fg)" }, l.best === undefined ? "no trial has a value yet"
+          : `trial ${l.best} (best) and its ancestors`)),
+    el("p", { class: "muted" }, `One row per trial over the ${resource}s it trained; a vertical edge goes from a trial ` +
+       `to the one that took its checkpoint and values (perturbed), at that ${resource}. Hover for the values it changed.`),
+    lineageView(l, trials, s.metric, s.resource, s.minResource, s.maxResource, width, color));
+  if (l.schedule.length) {
+    host.append(el("h3", {}, `Schedule of trial ${l.best}: the values its line trained with`),
+                scheduleTable(l, trials, params, resource));
+  }
+  return host;
+}
+
 // From blue (t = 0, the best) to orange (t = 1, the worst).
 function rankColor(t: number): string {
   return `hsl(${Math.round(220 - 190 * t)}, 70%, ${Math.round(38 + 14 * t)}%)`;
@@ -133,8 +162,7 @@ function card(title: string, body: HTMLElement): HTMLElement {
 }
 
 function summary(s: SweepSettings, sweepRuns: Run[], trials: Trial[]): HTMLElement {
-  const done = completionOrder(trials);
-  const best = done.reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, s.maximize) ? t : b), undefined);
+  const best = bestCompleted(trials, s.maximize);
   const sweepRun = sweepRuns[0];
   const rows: [string, string | Node][] = [
     ["Algorithm", s.algorithm], ["Metric", `${s.metric} (${s.maximize ? "max" : "min"})`],

@@ -16,12 +16,14 @@ export class TrialsTable {
   private descending = false;
 
   // `sorting`: the order to start with (the table a refresh replaces had it).
+  // `parents`: a column of the trial each started from (PBT).
   constructor(private trials: Trial[], params: string[], metric: string, private maximize: boolean,
-              sorting?: { order: string; descending: boolean }) {
+              sorting?: { order: string; descending: boolean }, parents = false) {
     if (sorting) { this.order = sorting.order; this.descending = sorting.descending; }
     this.columns = [
       { id: "trial", label: "Trial", value: (t) => t.trial,
         cell: (t) => el("a", { href: `#/run/${t.latest.info.run_id}` }, String(t.trial)) },
+      ...(parents ? [this.parentColumn()] : []),
       { id: "state", label: "State", value: (t) => t.state,
         cell: (t) => el("span", { class: `state state-${t.state}` }, t.state) },
       { id: "status", label: "Status", value: (t) => t.latest.info.status,
@@ -33,6 +35,15 @@ export class TrialsTable {
       { id: "duration", label: "Duration", value: (t) => t.durationS, cell: (t) => formatSeconds(t.durationS) },
     ];
     this.render();
+  }
+
+  // The parent's number, linked to its run, and the step it forked at.
+  private parentColumn(): Column {
+    const runOf = new Map(this.trials.map((t) => [t.trial, t.latest.info.run_id]));
+    return { id: "parent", label: "Parent", value: (t) => t.parent,
+      cell: (t) => (t.parent === undefined ? "" : el("span", {},
+        runOf.has(t.parent) ? el("a", { href: `#/run/${runOf.get(t.parent)}` }, String(t.parent)) : String(t.parent),
+        el("span", { class: "muted" }, ` @ ${t.forkStep}`))) };
   }
 
   sorting(): { order: string; descending: boolean } {

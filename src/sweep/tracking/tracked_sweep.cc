@@ -120,8 +120,10 @@ class TrackedSweep : public TrialObserver {
               {"cohort.sweep.state", "running"}};
     auto before = earlier_.trial_runs.find(id);  // the controller was stopped during this trial
     if (before != earlier_.trial_runs.end()) o.tags["cohort.sweep.resumed_from"] = before->second;
-    if (record.trial.clone_of)
+    if (record.trial.clone_of) {  // PBT's exploit: the dashboard's lineage view draws it
       o.tags["cohort.sweep.clone_of"] = std::to_string(*record.trial.clone_of);
+      o.tags["cohort.sweep.clone_step"] = std::to_string(record.trial.start_step);
+    }
     const std::string rungs = Rungs(record);
     if (!rungs.empty()) o.tags["cohort.sweep.rungs"] = rungs;
     auto run = TrackingRun::Start(o);

@@ -24,7 +24,11 @@ namespace cohort::sweep {
 // Tags: cohort.sweep.id (the first sweep run's id, the same after a
 // restart), cohort.sweep.trial, mlflow.parentRunId, cohort.sweep.state, and
 // for ASHA/Hyperband cohort.sweep.rungs ("1,3,9": the resources of the rungs
-// of the trial's bracket, which the dashboard's rung view needs).
+// of the trial's bracket, which the dashboard's rung view needs), and for a
+// PBT trial started from another's checkpoint cohort.sweep.clone_of (that
+// trial's number) and cohort.sweep.clone_step (the checkpoint's step), which
+// the dashboard's lineage view needs. A restarted controller rebuilds both
+// from the journal's replay, so a trial started again keeps them.
 TrialObserverFactory TrackingObserver(const SweepSpec& spec, const std::string& uri);
 
 }  // namespace cohort::sweep
