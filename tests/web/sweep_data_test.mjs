@@ -182,11 +182,12 @@ await check("PBT: no completed trial yet, the best last value; a sweep without t
   assert.deepEqual(ol.rows.map((r) => [r.trial, r.depth, r.from, r.to]), [[2, 0, 0, 0], [6, 1, 0, 0], [3, 0, 0, 0], [4, 0, 0, 0], [5, 0, 0, 0]]);
   assert.equal(ol.best, undefined);
   assert.deepEqual([ol.ancestry, ol.schedule], [[], []]);
-  // Equal values: the first to complete is the best, as the summary says.
+  // Equal values: the lower-numbered trial is the best, as `cohort sweep` says, even when
+  // the other completed first.
   const c = run(0, "completed", { end: 10 }), e = run(1, "completed", { cloneOf: 0, cloneStep: 2, end: 5 });
   const tied = d.trialsOf([c, e], new Map([[c.info.run_id, points([4, 0.5])], [e.info.run_id, points([4, 0.5])]]), PBT, 0);
-  assert.equal(d.bestCompleted(tied, false).trial, 1);
-  assert.deepEqual(d.lineageOf(tied, false).ancestry, [1, 0]);
+  assert.equal(d.bestCompleted(tied, false).trial, 0);
+  assert.deepEqual(d.lineageOf(tied, false).ancestry, [0]);
   // Other algorithms' trials have no parent.
   assert.deepEqual(d.trialsOf([run(0, "completed", { rungs: "1,3,9" })], new Map(), ASHA, 0).map((t) => t.parent), [undefined]);
 });

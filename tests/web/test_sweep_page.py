@@ -171,7 +171,7 @@ def pbt_expectations(server, name, records, trial_runs):
     assert parents, "PBT exploited no trial"
     done = [(r["value"], r["trial"]) for r in records
             if r["op"] == "report" and r["decision"] == "stop" and r["step"] == 16]
-    ancestry = [min(done, key=lambda d: d[0])[1]]  # among equal values the first to complete
+    ancestry = [min(done)[1]]  # among equal values the lowest-numbered trial, as `cohort sweep`
     while ancestry[-1] in parents:
         ancestry.append(parents[ancestry[-1]][0])
     return {"sweep": sweep, "trials": len(trials), "ancestry": ancestry,

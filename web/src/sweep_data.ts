@@ -124,10 +124,11 @@ export function completionOrder(trials: Trial[]): Trial[] {
     .sort((a, b) => (a.latest.info.end_time || 0) - (b.latest.info.end_time || 0) || a.trial - b.trial);
 }
 
-// The best completed trial (the first to complete among equals), as the
-// summary names it; undefined when none has completed.
+// The best completed trial (the lowest-numbered among equals, as `cohort
+// sweep` and Study::Best name it); undefined when none has completed.
 export function bestCompleted(trials: Trial[], maximize: boolean): Trial | undefined {
-  return completionOrder(trials).reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
+  const byNumber = [...completionOrder(trials)].sort((a, b) => a.trial - b.trial);
+  return byNumber.reduce<Trial | undefined>((b, t) => (!b || better(t.last!, b.last!, maximize) ? t : b), undefined);
 }
 
 // The rungs a trial reached, as ASHA saw them: its reports in the order it
