@@ -1,6 +1,8 @@
 // Waiting on and publishing to the ranks of one host (see shm_peers.h).
 #include "collectives/shm_peers.h"
 
+#include <string>
+
 #include "net/shm_backoff.h"
 
 namespace cohort {
@@ -28,7 +30,13 @@ std::atomic<uint64_t>& ShmPeers::Counter(int l, ShmCounter which) {
                                          : c->out_seq;
 }
 
+Status ShmPeers::CheckInterrupted() {
+  if (Control(me_)->aborted.load(std::memory_order_acquire) == 0) return Status::OK();
+  return comm_.Fail(Status::Interrupted(std::string(what_) + ": interrupted"));
+}
+
 Status ShmPeers::WaitForPeers(ShmCounter which, uint64_t target) {
+  COHORT_RETURN_IF_ERROR(CheckInterrupted());
   for (int l = 0; l < n_; ++l) {
     if (l == me_) continue;
     std::atomic<uint64_t>& counter = Counter(l, which);
@@ -56,6 +64,7 @@ void ShmPeers::Publish(ShmCounter which, uint64_t value) {
 }
 
 Status ShmPeers::CheckWaiting(int l) {
+  COHORT_RETURN_IF_ERROR(CheckInterrupted());
   Status alive = comm_.CheckPeerAlive(rank_of(l), what_);
   if (!alive.ok()) return comm_.Fail(alive);
   if (deadline_.Expired()) return comm_.Fail(comm_.TimeoutError(rank_of(l), what_));

@@ -2,7 +2,9 @@
 // shm_allgather.cc) share about the ranks of one host: each rank's slots and
 // slot headers, its progress counters, and waiting on the peers' counters
 // with liveness and deadline checks (so a killed or failed peer fails the
-// wait, naming it).
+// wait, naming it; an Interrupt of this rank's communicator fails its next
+// wait, as closing the links does for the link-based algorithms: the
+// engine's Abort relies on that).
 //
 // Chunks are numbered across calls: a call's first chunk is the rank's
 // in_seq when it starts, and chunk g uses slot g % num_slots of every rank.
@@ -70,6 +72,11 @@ class ShmPeers {
   std::atomic<uint64_t>& Counter(int l, ShmCounter which);
   // Fails the communicator if local rank l is gone or the deadline passed.
   Status CheckWaiting(int l);
+  // Another thread interrupted the communicator (Communicator::Interrupt sets
+  // our aborted flag, as it closes the links under the link-based
+  // algorithms): fail at once, before publishing anything more; Fail
+  // returns the interrupt's reason.
+  Status CheckInterrupted();
 
   Communicator& comm_;
   Mesh& mesh_;
