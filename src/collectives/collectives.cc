@@ -13,6 +13,7 @@
 #include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring.h"
+#include "collectives/shm_allgather.h"
 #include "collectives/shm_allreduce.h"
 #include "collectives/transfers.h"
 
@@ -274,6 +275,14 @@ Status RunAllgather(Communicator& comm, const void* send, size_t send_count, voi
     std::memmove(out + blocks.offsets[r] * esize, send, send_count * esize);
   }
   if (n == 1) return Status::OK();
+  if (comm.mesh().all_local_shm()) {
+    // One host: through the shared-memory slots, like allreduce, instead of
+    // a ring over the links (one copy in and one out per block, no ring steps).
+    const Clock::time_point start = Clock::now();
+    COHORT_RETURN_IF_ERROR(ShmAllgather(comm, recv, blocks.offsets, type, header));
+    comm.Phase("SHM_ALLGATHER", start);
+    return Status::OK();
+  }
   const RingMembers ring = AllRanks(comm);
   Transfers transfers(comm, "allgather");
   transfers.PostHeaderCheck(ring.right(), ring.left(), header, header);

@@ -34,16 +34,10 @@
 #include <cstring>
 
 #include "collectives/reduce_kernels.h"
-#include "net/shm_backoff.h"
+#include "collectives/shm_peers.h"
 
 namespace cohort {
 namespace {
-
-// While waiting (see net/shm_backoff.h), check liveness and the deadline
-// every kCheckInterval.
-constexpr auto kCheckInterval = std::chrono::milliseconds(100);
-
-enum class Counter { kIn, kReduced, kOut };
 
 class ShmAllreduceRun {
  public:
@@ -53,10 +47,9 @@ class ShmAllreduceRun {
                   ReduceOp op, double prescale, double postscale, const CallHeader& header,
                   const KeptRange* keep = nullptr)
       : comm_(comm),
-        mesh_(comm.mesh()),
-        layout_(*mesh_.layout),
-        n_(mesh_.local_size),
-        me_(mesh_.local_rank),
+        peers_(comm, keep != nullptr ? "reducescatter" : "allreduce"),
+        n_(peers_.size()),
+        me_(peers_.me()),
         pieces_(pieces),
         starts_(Starts(pieces)),
         count_(starts_.back()),
@@ -66,8 +59,7 @@ class ShmAllreduceRun {
         prescale_(prescale),
         postscale_(postscale),
         header_(header),
-        keep_(keep),
-        deadline_(comm.CallDeadline()) {}
+        keep_(keep) {}
 
   // starts[i]: the element where piece i begins in the concatenation; the
   // last entry is the total count.
@@ -93,11 +85,11 @@ class ShmAllreduceRun {
   }
 
   Status Run() {
-    const uint64_t first = Control(me_)->in_seq.load(std::memory_order_relaxed);
-    if (count_ * esize_ <= std::min(layout_.slot_bytes(), comm_.options().small_message_bytes)) {
+    const uint64_t first = peers_.first_chunk();
+    if (count_ * esize_ <= std::min(peers_.slot_bytes(), comm_.options().small_message_bytes)) {
       return SmallRound(first);
     }
-    const size_t chunk_elems = layout_.slot_bytes() / esize_;
+    const size_t chunk_elems = peers_.slot_bytes() / esize_;
     const size_t chunks = (count_ + chunk_elems - 1) / chunk_elems;
     for (size_t c = 0; c < chunks; ++c) {
       COHORT_RETURN_IF_ERROR(CopyIn(first + c, c * chunk_elems, ChunkLen(c, chunk_elems)));
@@ -113,18 +105,7 @@ class ShmAllreduceRun {
   }
 
  private:
-  HostControl* Control(int l) { return layout_.control(mesh_.segments[l].data()); }
-  unsigned char* Slot(int l, uint64_t g) {
-    return layout_.slot_data(mesh_.segments[l].data(), static_cast<int>(g % layout_.num_slots()));
-  }
-  CallHeader* Header(int l, uint64_t g) {
-    return static_cast<CallHeader*>(
-        layout_.slot_header(mesh_.segments[l].data(), static_cast<int>(g % layout_.num_slots())));
-  }
-  std::atomic<uint64_t>& CounterOf(int l, Counter which) {
-    HostControl* c = Control(l);
-    return which == Counter::kIn ? c->in_seq : which == Counter::kReduced ? c->red_seq : c->out_seq;
-  }
+  unsigned char* Slot(int l, uint64_t g) { return peers_.Slot(l, g); }
   // Reduce-scatter: copies the elements of [at, at+n) (held at `src`) that
   // lie in the kept range into its output.
   void Keep(size_t at, const unsigned char* src, size_t n) {
@@ -144,57 +125,10 @@ class ShmAllreduceRun {
     return std::min(len, per * l);
   }
 
-  // Waits until every peer's counter is at least `target`.
-  Status WaitForPeers(Counter which, uint64_t target) {
-    for (int l = 0; l < n_; ++l) {
-      if (l == me_) continue;
-      std::atomic<uint64_t>& counter = CounterOf(l, which);
-      auto reached = [&] { return counter.load(std::memory_order_acquire) >= target; };
-      if (reached()) continue;
-      ShmBackoff backoff(Control(me_));
-      Clock::time_point next_check = Clock::now() + kCheckInterval;
-      unsigned rounds = 0;
-      while (!reached()) {
-        backoff.Idle(reached);
-        if (++rounds % 1024 == 0 && Clock::now() >= next_check) {
-          COHORT_RETURN_IF_ERROR(CheckWaiting(l));
-          next_check = Clock::now() + kCheckInterval;
-        }
-      }
-    }
-    return Status::OK();
-  }
-
-  // Publishes progress and wakes any peer sleeping on it.
-  void Publish(Counter which, uint64_t value) {
-    CounterOf(me_, which).store(value, std::memory_order_seq_cst);
-    for (int l = 0; l < n_; ++l) {
-      if (l != me_) RingDoorbell(Control(l));
-    }
-  }
-
-  Status CheckWaiting(int l) {
-    Status alive = comm_.CheckPeerAlive(mesh_.local_ranks[l], "allreduce");
-    if (!alive.ok()) return comm_.Fail(alive);
-    if (deadline_.Expired())
-      return comm_.Fail(comm_.TimeoutError(mesh_.local_ranks[l], "allreduce"));
-    return Status::OK();
-  }
-
-  Status CheckHeaders(uint64_t g) {
-    for (int l = 0; l < n_; ++l) {
-      if (l == me_) continue;
-      Status same = CompareCalls(header_, comm_.rank(), *Header(l, g), mesh_.local_ranks[l]);
-      if (!same.ok()) return comm_.Fail(same.WithContext("allreduce"));
-    }
-    return Status::OK();
-  }
-
   // Publishes my input for chunk g (elements [at, at+len)), once its slot is free.
   Status CopyIn(uint64_t g, size_t at, size_t len) {
-    COHORT_RETURN_IF_ERROR(
-        WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
-    *Header(me_, g) = header_;
+    COHORT_RETURN_IF_ERROR(peers_.WaitSlotFree(g));
+    *peers_.Header(me_, g) = header_;
     unsigned char* slot = Slot(me_, g);
     for (int l = 0; l < n_; ++l) {
       if (l == me_) continue;
@@ -203,13 +137,13 @@ class ShmAllreduceRun {
         ScaleCopy(slot + (b + k) * esize_, send, n, type_, prescale_);
       });
     }
-    Publish(Counter::kIn, g + 1);
+    peers_.Publish(ShmCounter::kIn, g + 1);
     return Status::OK();
   }
 
   Status ReduceSlice(uint64_t g, bool check_headers, size_t at, size_t len) {
-    COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
-    if (check_headers) COHORT_RETURN_IF_ERROR(CheckHeaders(g));
+    COHORT_RETURN_IF_ERROR(peers_.WaitForPeers(ShmCounter::kIn, g + 1));
+    if (check_headers) COHORT_RETURN_IF_ERROR(peers_.CheckHeaders(g, header_));
     const size_t b = SliceBegin(me_, len), e = SliceBegin(me_ + 1, len);
     ForRange(at + b, e - b, [&](const unsigned char* mine, unsigned char* out, size_t k, size_t n) {
       unsigned char* slot = Slot(me_, g) + (b + k) * esize_;
@@ -231,12 +165,12 @@ class ShmAllreduceRun {
         std::memcpy(slot, out, n * esize_);
       }
     });
-    Publish(Counter::kReduced, g + 1);
+    peers_.Publish(ShmCounter::kReduced, g + 1);
     return Status::OK();
   }
 
   Status CopyOut(uint64_t g, size_t at, size_t len) {
-    COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kReduced, g + 1));
+    COHORT_RETURN_IF_ERROR(peers_.WaitForPeers(ShmCounter::kReduced, g + 1));
     for (int l = 0; l < n_; ++l) {
       if (l == me_) continue;
       const size_t b = SliceBegin(l, len), e = SliceBegin(l + 1, len);
@@ -249,28 +183,27 @@ class ShmAllreduceRun {
         std::memcpy(recv, slot + (b + k) * esize_, n * esize_);
       });
     }
-    Publish(Counter::kOut, g + 1);
+    peers_.Publish(ShmCounter::kOut, g + 1);
     return Status::OK();
   }
 
   Status SmallRound(uint64_t g) {
-    COHORT_RETURN_IF_ERROR(
-        WaitForPeers(Counter::kOut, g + 1 - std::min<uint64_t>(g + 1, layout_.num_slots())));
-    *Header(me_, g) = header_;
+    COHORT_RETURN_IF_ERROR(peers_.WaitSlotFree(g));
+    *peers_.Header(me_, g) = header_;
     unsigned char* slot = Slot(me_, g);
     ForRange(0, count_, [&](const unsigned char* send, unsigned char*, size_t k, size_t n) {
       ScaleCopy(slot + k * esize_, send, n, type_, prescale_);
     });
-    Publish(Counter::kIn, g + 1);
-    COHORT_RETURN_IF_ERROR(WaitForPeers(Counter::kIn, g + 1));
-    COHORT_RETURN_IF_ERROR(CheckHeaders(g));
+    peers_.Publish(ShmCounter::kIn, g + 1);
+    COHORT_RETURN_IF_ERROR(peers_.WaitForPeers(ShmCounter::kIn, g + 1));
+    COHORT_RETURN_IF_ERROR(peers_.CheckHeaders(g, header_));
     if (keep_ != nullptr) {
       KeepRound(g);
     } else {
       ReduceAllSlots(g);
     }
-    CounterOf(me_, Counter::kReduced).store(g + 1, std::memory_order_seq_cst);
-    Publish(Counter::kOut, g + 1);
+    peers_.Set(ShmCounter::kReduced, g + 1);
+    peers_.Publish(ShmCounter::kOut, g + 1);
     return Status::OK();
   }
 
@@ -297,8 +230,7 @@ class ShmAllreduceRun {
   }
 
   Communicator& comm_;
-  Mesh& mesh_;
-  const HostSegmentLayout& layout_;
+  ShmPeers peers_;
   const int n_;
   const int me_;
   const std::vector<AllreducePiece>& pieces_;
@@ -311,7 +243,6 @@ class ShmAllreduceRun {
   const double postscale_;
   const CallHeader header_;
   const KeptRange* keep_;
-  const Deadline deadline_;
 };
 
 }  // namespace

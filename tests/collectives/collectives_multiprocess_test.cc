@@ -58,6 +58,25 @@ TEST_P(CollectivesJob, CountMismatchFailsOnEveryRank) {
   EXPECT_EQ(CountLines(f.out, "allreduce of 101 float32 elements"), shape.np) << f.out;
 }
 
+// Per-rank counts that disagree in an allgather: kMismatch on every rank.
+TEST_P(CollectivesJob, AllgatherCountMismatchFailsOnEveryRank) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"mismatch", "allgather"}, 60);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "mismatch across ranks"), shape.np) << f.out;
+  EXPECT_EQ(CountLines(f.out, "allgather of"), shape.np) << f.out;
+}
+
+// Allgather around the chunk size of 4 KiB slots (shared memory) or over the
+// ring (tcp): even and uneven blocks, zero-count ranks, in place, exact.
+TEST_P(CollectivesJob, AllgatherAroundTheChunkSizeIsExact) {
+  const JobShape& shape = GetParam();
+  Finished f = RunWorkers(shape.np, shape.transport, {"allgather", "4096"}, 120,
+                          {{"COHORT_SHM_SLOT_BYTES", "4096"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "allgather checks exact"), shape.np) << f.out << f.err;
+}
+
 // A bad argument on one rank fails that rank and, through it, all others.
 TEST_P(CollectivesJob, InvalidRootOnOneRankFailsAll) {
   const JobShape& shape = GetParam();
@@ -109,20 +128,24 @@ std::vector<std::unique_ptr<ChildProcess>> StartTorchrunStyle(
   return StartWithTorchrunVariables(np, argv, env);
 }
 
-// A rank killed mid-allreduce: every survivor fails with an error naming it,
-// long before COHORT_TIMEOUT (60 s).
+// A rank killed mid-allreduce or mid-allgather: every survivor fails with an
+// error naming it and the collective, long before COHORT_TIMEOUT (60 s).
 TEST(CollectivesFailure, KilledPeerFailsSurvivorsFast) {
-  for (const std::string transport : {"auto", "tcp"}) {
-    auto workers = StartTorchrunStyle(3, transport, {"die"});
-    for (int r = 0; r < 2; ++r) {
-      Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
-      EXPECT_EQ(f.exit_code, 0) << transport << " rank " << r << ": " << f.out << f.err;
-      EXPECT_TRUE(Contains(f.out, "peer failure")) << f.out;
-      EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
-      EXPECT_LT(f.seconds, 20) << "survivor noticed the dead peer too late";
+  for (const std::string collective : {"allreduce", "allgather"}) {
+    for (const std::string transport : {"auto", "tcp"}) {
+      auto workers = StartTorchrunStyle(3, transport, {"die", collective});
+      for (int r = 0; r < 2; ++r) {
+        Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
+        EXPECT_EQ(f.exit_code, 0) << collective << " " << transport << " rank " << r << ": "
+                                  << f.out << f.err;
+        EXPECT_TRUE(Contains(f.out, "peer failure")) << f.out;
+        EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
+        EXPECT_TRUE(Contains(f.out, collective)) << f.out;
+        EXPECT_LT(f.seconds, 20) << "survivor noticed the dead peer too late";
+      }
+      Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
+      EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
     }
-    Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
-    EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
   }
 }
 

@@ -7,8 +7,18 @@
 //                                   single-process reference
 //   collectives_worker mismatch     rank 1 passes a different count; every
 //                                   rank must get a kMismatch error naming ranks
-//   collectives_worker die          the last rank kills itself mid-allreduce;
-//                                   the others must fail with kPeerFailure
+//   collectives_worker mismatch allgather
+//                                   the same with rank 1 passing other
+//                                   per-rank counts to allgather
+//   collectives_worker die [allgather]
+//                                   the last rank kills itself mid-allreduce
+//                                   (or mid-allgather); the others must fail
+//                                   with kPeerFailure
+//   collectives_worker allgather SLOT_BYTES
+//                                   allgather only: every dtype, even and
+//                                   uneven counts (zero-count ranks too) below,
+//                                   at and above one chunk of SLOT_BYTES
+//                                   (COHORT_SHM_SLOT_BYTES), in and out of place
 //   collectives_worker badarg       rank 0 passes an invalid root; all ranks fail
 //   collectives_worker capi         the plain-C ABI: results, queries, and an
 //                                   invalid dtype on one rank failing all ranks
@@ -197,6 +207,44 @@ void CheckAllgather(DataType t, size_t count) {
   }
 }
 
+// Allgather element i of rank p's block: not periodic in i (a chunk copied
+// to the wrong place shows), small enough for every dtype.
+double GatherValue(DataType t, int p, size_t i) { return Input(t, ReduceOp::kSum, p, i + i / 97); }
+
+// One allgather with `counts` per rank, checked exactly; elements past the
+// end of the output must stay untouched.
+void CheckAllgatherCounts(DataType t, const std::vector<size_t>& counts, bool inplace) {
+  const int n = Size(), r = Rank();
+  const size_t es = DataTypeSize(t);
+  constexpr size_t kGuard = 64;
+  constexpr unsigned char kGuardByte = 0xA5;
+  std::vector<size_t> offsets(n + 1, 0);
+  for (int p = 0; p < n; ++p) offsets[p + 1] = offsets[p] + counts[p];
+  const size_t total = offsets[n];
+  std::vector<unsigned char> recv((total + kGuard) * es, kGuardByte), send;
+  unsigned char* in = recv.data() + offsets[r] * es;
+  if (!inplace) {
+    send.resize(std::max<size_t>(counts[r], 1) * es);
+    in = send.data();
+  }
+  for (size_t i = 0; i < counts[r]; ++i) StoreAs(t, GatherValue(t, r, i), in + i * es);
+  CHECK_OK(Allgather(in, counts[r], recv.data(), counts.data(), t));
+  const std::string what = std::string("allgather ") + (inplace ? "in place" : "out of place") +
+                           " of " + std::to_string(total);
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < counts[p]; ++i) {
+      Expect(what + " block " + std::to_string(p), t, recv.data(), offsets[p] + i,
+             GatherValue(t, p, i));
+    }
+  }
+  for (size_t b = total * es; b < recv.size(); ++b) {
+    if (recv[b] != kGuardByte && g_failures++ < 5) {
+      std::fprintf(stderr, "rank %d: %s: byte %zu past the output was written\n", r, what.c_str(),
+                   b);
+    }
+  }
+}
+
 void CheckBroadcast(DataType t, size_t count) {
   const int n = Size(), r = Rank();
   for (int root : {0, n - 1}) {
@@ -298,6 +346,30 @@ int RunAllreduceOnly(bool quick) {
   return Report(checks, "allreduce");
 }
 
+// Allgather alone around the chunk size E = slot_bytes / element size:
+// blocks of 1, E-1, E, E+1 and several chunks plus an odd rest (more chunks
+// than slots, so slots are reused), even and uneven, with the last rank
+// contributing nothing, and all ranks nothing.
+int RunAllgatherOnly(size_t slot_bytes) {
+  const int n = Size();
+  int checks = 0;
+  for (DataType t : kTypes) {
+    const size_t e = slot_bytes / DataTypeSize(t);
+    CheckAllgatherCounts(t, std::vector<size_t>(n, 0), false);
+    ++checks;
+    for (size_t base : {size_t{1}, e - 1, e, e + 1, 5 * e + 7}) {
+      std::vector<size_t> even(n, base), uneven(n);
+      for (int p = 0; p < n; ++p) uneven[p] = p == n - 1 ? 0 : base + p * (base / 3) + p;
+      for (bool inplace : {false, true}) {
+        CheckAllgatherCounts(t, even, inplace);
+        CheckAllgatherCounts(t, uneven, inplace);
+        checks += 2;
+      }
+    }
+  }
+  return Report(checks, "allgather");
+}
+
 int RunAllreduceFails() {
   std::vector<float> buf(1000, 1.0f);
   Status s = Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
@@ -306,9 +378,15 @@ int RunAllreduceFails() {
 }
 
 // Every rank must fail with kMismatch and a message naming two ranks.
-int RunMismatch() {
+// Allgather: rank 1 believes rank 0 sends one element more.
+int RunMismatch(bool allgather) {
   std::vector<float> buf(100 + Rank(), 1.0f);
-  Status s = Allreduce(buf.data(), buf.data(), Rank() == 1 ? 101 : 100, DataType::kFloat32);
+  std::vector<float> all(101 * Size());
+  std::vector<size_t> counts(Size(), 100);
+  if (Rank() == 1) counts[0] = 101;
+  Status s = allgather
+                 ? Allgather(buf.data(), 100, all.data(), counts.data(), DataType::kFloat32)
+                 : Allreduce(buf.data(), buf.data(), Rank() == 1 ? 101 : 100, DataType::kFloat32);
   std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
   if (s.code() != Status::Code::kMismatch || s.message().find("rank") == std::string::npos) {
     return 1;
@@ -317,11 +395,14 @@ int RunMismatch() {
   return after.code() == Status::Code::kMismatch ? 0 : 1;
 }
 
-int RunDie() {
-  std::vector<float> buf(1 << 20, 1.0f);
+int RunDie(bool allgather) {
+  std::vector<float> buf(1 << 20, 1.0f), all(buf.size() * Size());
+  const std::vector<size_t> counts(Size(), buf.size());
   for (int iter = 0;; ++iter) {
     if (Rank() == Size() - 1 && iter == 3) raise(SIGKILL);
-    Status s = Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
+    Status s =
+        allgather ? Allgather(buf.data(), buf.size(), all.data(), counts.data(), DataType::kFloat32)
+                  : Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
     if (!s.ok()) {
       std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
       return s.code() == Status::Code::kPeerFailure ? 0 : 1;
@@ -380,8 +461,10 @@ int main(int argc, char** argv) {
   }
   int rc = 2;
   if (mode == "all") rc = RunAll(argc > 2 && std::strcmp(argv[2], "quick") == 0);
-  if (mode == "mismatch") rc = RunMismatch();
-  if (mode == "die") rc = RunDie();
+  const bool allgather = argc > 2 && std::strcmp(argv[2], "allgather") == 0;
+  if (mode == "mismatch") rc = RunMismatch(allgather);
+  if (mode == "die") rc = RunDie(allgather);
+  if (mode == "allgather" && argc > 2) rc = RunAllgatherOnly(std::strtoull(argv[2], nullptr, 10));
   if (mode == "badarg") rc = RunBadArg();
   if (mode == "capi") rc = RunCApi();
   if (mode == "allreduce") rc = RunAllreduceOnly(argc > 2 && std::strcmp(argv[2], "quick") == 0);
