@@ -79,10 +79,19 @@ Status CreateScratchFile(const std::string& full, const std::string& dir, std::s
   }
 }
 
-Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0 || ::fsync(fd.get()) != 0) return Errno("cannot fsync directory", dir);
-  return Status::OK();
+// Fsyncs `dir`, or, when a concurrent Delete removed it (it emptied it after
+// this call's change), its nearest existing ancestor up to `root`: that is
+// where the removal of the folder, and so of this call's entry, is recorded.
+Status FsyncDirOrAncestor(std::string dir, const std::string& root) {
+  for (;;) {
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd.get() < 0 && errno == ENOENT && dir.size() > root.size()) {
+      dir = dir.substr(0, dir.rfind('/'));
+      continue;
+    }
+    if (fd.get() < 0 || ::fsync(fd.get()) != 0) return Errno("cannot fsync directory", dir);
+    return Status::OK();
+  }
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
@@ -179,7 +188,7 @@ class LocalStorage : public Storage {
       ::unlink(tmp.c_str());
       return s;
     }
-    return FsyncDir(dir);
+    return FsyncDirOrAncestor(dir, dir_);
   }
 
   Status Delete(const std::string& path) override {
@@ -193,7 +202,7 @@ class LocalStorage : public Storage {
     if (dir != dir_ && (::rmdir(dir.c_str()) == 0 || errno == ENOENT)) {
       dir = dir.substr(0, dir.rfind('/'));
     }
-    return FsyncDir(dir);
+    return FsyncDirOrAncestor(dir, dir_);
   }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
