@@ -4,6 +4,7 @@ how test_c10d.py runs); and a peer that
 dies mid-job (a RuntimeError naming it on every other rank, never a hang).
 Runs outside any job; each test starts its own (tests/python/c10d_job.py)."""
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -38,9 +39,11 @@ def expected_lines(size):
 
 
 def lines_of(output):
-    """Result lines, without a launcher's rank prefix ("[0] ", "[default0]:")."""
+    """Result lines, without a launcher's rank prefix ("[0] ", "[default0]:").
+    Split at the prefixes too: torchrun's --tee can put two workers' lines on
+    one line of its output when they finish at the same moment."""
     found = []
-    for line in output.splitlines():
+    for line in re.split(r"\n|\[(?:default)?\d+\]:? ?", output):
         i = line.find("rank ")
         if i >= 0 and (" of " in line or "caught" in line or "no error" in line):
             found.append(line[i:])
