@@ -34,8 +34,8 @@ struct BenchOptions {
 
 constexpr char kSynopsis[] = "cohort run -np N -- cohort bench COLLECTIVE [options]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "  COLLECTIVE: allreduce, reducescatter, allgather, broadcast, alltoall\n"
                "  (cohort bench engine --help: a model's gradients through the engine)\n"
@@ -272,7 +272,7 @@ Status RunBench(const BenchOptions& o) {
 int BenchCommand(int argc, char** argv) {
   if (argc >= 1 && std::strcmp(argv[0], "engine") == 0) return EngineBenchCommand(argc - 1, argv + 1);
   if (argc >= 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
-    PrintUsage(stdout);
+    PrintUsage();
     return 0;
   }
   BenchOptions options;

@@ -21,8 +21,8 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr char kSynopsis[] = "cohort data <command> [-d DATASET] [options] [ARGS...]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "\n"
                "commands:\n"
@@ -393,7 +393,7 @@ int DataCommand(int argc, char** argv) {
   Result<Args> args = ParseArgs(argc, argv);
   if (!args.ok()) return UsageError(args.status().message());
   if (args->help) {
-    PrintUsage(stdout);
+    PrintUsage();
     return 0;
   }
   if (args->positional.empty()) return UsageError("no command given");

@@ -10,8 +10,8 @@ namespace {
 
 constexpr char kSynopsis[] = "cohort <command> [options]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "\n"
                "commands:\n"
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "logs") == 0) return cohort::cli::LogsCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "agent") == 0) return cohort::cli::AgentCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
-    PrintUsage(stdout);
+    PrintUsage();
     return 0;
   }
   return cohort::cli::UsageError("", std::string("unknown command '") + command + "'", kSynopsis);

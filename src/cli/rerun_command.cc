@@ -19,8 +19,8 @@ namespace {
 
 constexpr char kSynopsis[] = "cohort rerun RUN_ID [--uri URI] [--exec]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "\n"
                "  Prints the shell command that runs RUN_ID again: in its working\n"
@@ -75,7 +75,7 @@ int RerunCommand(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      PrintUsage(stdout);
+      PrintUsage();
       return 0;
     } else if (arg == "--exec") {
       exec = true;

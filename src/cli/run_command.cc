@@ -101,8 +101,8 @@ Status ApplyHostSettings(const std::map<std::string, std::string>& settings,
   return Status::OK();
 }
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: cohort run -np N [-H HOST:SLOTS,... | --hostfile FILE] [options] [--] "
                "COMMAND [ARGS...]\n"
                "\n"
@@ -125,10 +125,10 @@ void PrintUsage(FILE* out) {
   for (const SettingSpec& s : AllSettings()) {
     if (s.flag == nullptr) continue;
     const std::string default_text = s.default_text[0] == '\0' ? "unset" : s.default_text;
-    std::fprintf(out, "  %-20s %s: %s (default %s)\n", (std::string(s.flag) + " V").c_str(),
+    std::fprintf(stdout, "  %-20s %s: %s (default %s)\n", (std::string(s.flag) + " V").c_str(),
                  s.variable, s.help, default_text.c_str());
   }
-  std::fprintf(out,
+  std::fprintf(stdout,
                "  -h, --help           print this help\n"
                "\n"
                "elastic jobs (horovodrun's flags; workers join and leave without a restart,\n"
@@ -327,7 +327,7 @@ int RunCommand(int argc, char** argv) {
   Result<RunFlags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) return UsageError("run", flags.status().message(), kSynopsis);
   if (flags->help) {
-    PrintUsage(stdout);
+    PrintUsage();
     return 0;
   }
   Result<int> exit_code =

@@ -21,8 +21,8 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr char kSynopsis[] = "cohort sched simulate TRACE [options]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "       cohort sched simulate --synthetic [--jobs J] [--users U] [--seed K]\n"
                "                             [--load X] [--max-slots N] [options]\n"
@@ -189,7 +189,7 @@ int Simulate(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      PrintUsage(stdout);
+      PrintUsage();
       return 0;
     }
     if (arg == "--synthetic") {
@@ -256,7 +256,7 @@ int SchedCommand(int argc, char** argv) {
   if (argc < 1) return UsageError("missing command (simulate)");
   std::string command = argv[0];
   if (command == "-h" || command == "--help") {
-    PrintUsage(stdout);
+    PrintUsage();
     return 0;
   }
   if (command == "simulate") return Simulate(argc - 1, argv + 1);

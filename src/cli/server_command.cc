@@ -28,8 +28,8 @@ namespace {
 
 constexpr char kSynopsis[] = "cohort server [--store URI] [--host HOST] [--port PORT]";
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
+void PrintUsage() {
+  std::fprintf(stdout,
                "usage: %s\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
@@ -113,7 +113,7 @@ int ServerCommand(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      PrintUsage(stdout);
+      PrintUsage();
       return 0;
     }
     if (flag == "--auth") {

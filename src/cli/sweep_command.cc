@@ -24,9 +24,9 @@ namespace {
 
 constexpr char kSynopsis[] = "cohort sweep SPEC.yaml [options]";
 
-void PrintUsage(FILE* out) {
+void PrintUsage() {
   std::fprintf(
-      out,
+      stdout,
       "usage: %s\n"
       "\n"
       "Runs the hyperparameter sweep SPEC.yaml describes (docs/sweeps.md): each trial\n"
@@ -88,7 +88,7 @@ int SweepCommand(int argc, char** argv) {
     };
     std::string v;
     if (arg == "-h" || arg == "--help") {
-      PrintUsage(stdout);
+      PrintUsage();
       return 0;
     } else if (arg == "--dir") {
       if (!value(&options.dir)) return UsageError("--dir needs a value");
