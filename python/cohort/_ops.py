@@ -89,7 +89,7 @@ class Handle:
     def __init__(self, ids, keep, finish, process_set=0, local_errors=()):
         self._process_set = process_set
         self._local_errors = local_errors  # failures of this rank alone: no resync
-        self._ids = ids if type(ids) is list else list(ids)
+        self._ids = list(ids)
         self._keep = keep
         self._finish = finish
         self._result = None
