@@ -3,7 +3,13 @@
 // lock and schema migrations across reopen.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "data/data_test_util.h"
 #include "track/errors.h"
@@ -287,6 +293,18 @@ TEST(SqliteStore, LongHistoryDownsamplesFromBucketSummaries) {
   check(1000, 140500, 1000, 140500);
 }
 
+// What the refusal of a second opener says about the holder (this test
+// process, which holds the store as `held_as`).
+std::string HeldByThisProcess(const std::string& opened, const std::string& held_as) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return "tracking store " + opened + " is open in another process: pid " +
+         std::to_string(::getpid()) + " (" + cmdline + ") holds it as " + held_as +
+         "; use that server, or another --store";
+}
+
 TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   TempDir dir;
   std::string path = dir.Sub("sub/t.db");
@@ -299,9 +317,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
     ASSERT_TRUE(store->LogBatch(run, b).ok());
     auto second = OpenStore("sqlite:" + path);
     ASSERT_FALSE(second.ok());
-    EXPECT_EQ(ErrorMessage(second.status()),
-              "tracking store " + path + " is open in another process (lock " + path +
-                  ".lock is held); use that server, or another --store");
+    EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(path, path));
   }
   auto store = Open(path);
   ASSERT_TRUE(store != nullptr);
@@ -312,6 +328,43 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
             " postgresql://USER@HOST:PORT/DB");
+}
+
+// The lock is on the file, not on its name: a symlink or a hard link to a
+// store that is open is refused too, naming the holder and the name it
+// opened, and what the holder acknowledged is all there afterwards (a second
+// writer through a hard link would have written its own WAL beside the
+// holder's and lost experiments).
+TEST(SqliteStore, LinksToAnOpenStoreAreRefused) {
+  TempDir dir;
+  const std::string path = dir.Sub("t.db");
+  const std::string symlink = dir.Sub("sym.db"), hardlink = dir.Sub("other/hard.db");
+  std::vector<std::string> ids;
+  {
+    auto store = Open(path);
+    ASSERT_EQ(::symlink(path.c_str(), symlink.c_str()), 0);
+    std::filesystem::create_directories(dir.Sub("other"));
+    ASSERT_EQ(::link(path.c_str(), hardlink.c_str()), 0);
+    for (int i = 0; i < 3; ++i) {
+      auto id = store->CreateExperiment("before-" + std::to_string(i), "", {});
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      ids.push_back(*id);
+    }
+    for (const std::string& name : {symlink, hardlink}) {
+      auto second = OpenStore("sqlite:" + name);
+      ASSERT_FALSE(second.ok()) << name;
+      EXPECT_EQ(KindOf(second.status()), ErrorKind::kAlreadyExists);
+      EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(name, path));
+    }
+    auto id = store->CreateExperiment("after", "", {});
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  // Once the holder is gone, any name opens the one store, with everything.
+  auto reopened = Open(hardlink);
+  ASSERT_NE(reopened, nullptr);
+  for (const std::string& id : ids) EXPECT_TRUE(reopened->GetExperiment(id).ok()) << id;
+  EXPECT_EQ(reopened->GetExperimentByName("after")->experiment_id, ids.back());
 }
 
 TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {
