@@ -77,6 +77,13 @@ Result<std::string> RequestFields::RequiredString(const std::string& name) const
 Result<std::optional<int64_t>> RequestFields::OptionalInt(const std::string& name) const {
   if (!Has(name)) return std::optional<int64_t>();
   const nlohmann::json& v = fields_->at(name);
+  // Above INT64_MAX the JSON parser keeps an unsigned value, which a
+  // conversion to int64_t would wrap (2^64-1 became step -1).
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Invalid(name, v,
+                   "a 64-bit signed integer (-9223372036854775808 to 9223372036854775807)");
+  }
   if (v.is_number_integer()) return std::optional<int64_t>(v.get<int64_t>());
   if (v.is_number_float()) {
     double d = v.get<double>();
