@@ -50,8 +50,35 @@ struct Rerun {
   std::vector<std::string> argv;  // the command, under `cohort run -np N --` when N > 1
 };
 
+// `text` with control characters shown as \xNN: recorded values are
+// printed, and must not drive the terminal (escape sequences).
+std::string Visible(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// The position of the first control character of `text` but tabs and
+// newlines (which a quoted word may hold); npos when there is none.
+size_t ControlCharacter(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) return i;
+  }
+  return std::string::npos;
+}
+
 // The plan from the run's provenance tags, or an error naming the tag that
-// is missing or holds what a shell would do more with than read.
+// is missing or holds what a shell would do more with than read, or what
+// would drive the terminal it is printed on.
 Result<Rerun> PlanRerun(const std::map<std::string, std::string>& tags, const std::string& run_id) {
   auto tag = [&](const char* key) {
     auto it = tags.find(key);
@@ -74,8 +101,17 @@ Result<Rerun> PlanRerun(const std::map<std::string, std::string>& tags, const st
   if (!plan.commit.empty() &&
       (plan.commit.size() < 7 || plan.commit.size() > 64 ||
        plan.commit.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)) {
-    return refused("the recorded git commit '" + plan.commit +
+    return refused("the recorded git commit '" + Visible(plan.commit) +
                    "' (tag mlflow.source.git.commit) is not a commit hash");
+  }
+  for (const char* key : {"cohort.cwd", "cohort.command"}) {
+    const size_t at = ControlCharacter(tag(key));
+    if (at != std::string::npos) {
+      return refused(std::string("the recorded ") +
+                     (key == std::string("cohort.cwd") ? "directory" : "command") + " (tag " + key +
+                     ") holds a control character (" + Visible(tag(key).substr(at, 1)) +
+                     ") at position " + std::to_string(at));
+    }
   }
   Result<std::vector<std::string>> words = SplitShellWords(command);
   if (!words.ok()) {
@@ -86,7 +122,7 @@ Result<Rerun> PlanRerun(const std::map<std::string, std::string>& tags, const st
   if (!world.empty() &&
       (world.size() > 9 || world.find_first_not_of("0123456789") != std::string::npos ||
        std::stoi(world) < 1)) {
-    return refused("the recorded world size '" + world +
+    return refused("the recorded world size '" + Visible(world) +
                    "' (tag cohort.world_size) is not a positive integer");
   }
   if (!world.empty() && world != "1") plan.argv = {"cohort", "run", "-np", world, "--"};

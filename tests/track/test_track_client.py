@@ -227,19 +227,25 @@ def test_rerun_passes_no_recorded_value_to_a_shell(tmp_path):
         return subprocess.run([COHORT, "rerun", run_id, "--uri", db, *flags], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
 
-    bad = {
-        "mlflow.source.git.commit": ("abc; touch PWNED1",
-                                     "the recorded git commit 'abc; touch PWNED1' (tag "
-                                     "mlflow.source.git.commit) is not a commit hash"),
-        "cohort.command": (f"{sys.executable} x.py; touch PWNED2",
-                           "the recorded command (tag cohort.command) is not a plain command "
-                           f"line: unquoted ';' at position {len(sys.executable) + 5} (cohort "
-                           "rerun runs it without a shell)"),
-        "cohort.world_size": ("2; touch PWNED3",
-                              "the recorded world size '2; touch PWNED3' (tag "
-                              "cohort.world_size) is not a positive integer"),
-    }
-    for tag, (value, why) in bad.items():
+    bad = [
+        ("mlflow.source.git.commit", "abc; touch PWNED1",
+         "the recorded git commit 'abc; touch PWNED1' (tag mlflow.source.git.commit) is not a "
+         "commit hash"),
+        ("cohort.command", f"{sys.executable} x.py; touch PWNED2",
+         "the recorded command (tag cohort.command) is not a plain command line: unquoted ';' "
+         f"at position {len(sys.executable) + 5} (cohort rerun runs it without a shell)"),
+        ("cohort.world_size", "2; touch PWNED3",
+         "the recorded world size '2; touch PWNED3' (tag cohort.world_size) is not a positive "
+         "integer"),
+        # Printed, a value must not drive the terminal either.
+        ("mlflow.source.git.commit", "\x1b[2Jabc",
+         "the recorded git commit '\\x1b[2Jabc' (tag mlflow.source.git.commit) is not a commit "
+         "hash"),
+        ("cohort.cwd", "/tmp/\x1b]0;owned\x07",
+         "the recorded directory (tag cohort.cwd) holds a control character (\\x1b) at "
+         "position 5"),
+    ]
+    for tag, value, why in bad:
         run_id = record(tag, value)
         for flags in ([], ["--exec"]):
             out = rerun(run_id, *flags)
