@@ -337,13 +337,16 @@ def test_http_garbage_and_keep_alive(server):
     assert raw_exchange(server.port, b"GET / HTTP/9.9\r\n\r\n").startswith(b"HTTP/1.1 505")
     assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" +
                         b"X: " + b"a" * (100 << 10) + b"\r\n\r\n").startswith(b"HTTP/1.1 431")
-    assert raw_exchange(server.port, b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\n"
+    json_post = b"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    assert raw_exchange(server.port, b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\n" + json_post +
                         b"Content-Length: 999999999999\r\n\r\n").startswith(b"HTTP/1.1 413")
-    assert raw_exchange(server.port, b"POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n").startswith(b"HTTP/1.1 400")
-    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nContent-Length: 10\r\n\r\nab") == b""
+    assert raw_exchange(server.port, b"POST /x HTTP/1.1\r\n" + json_post +
+                        b"Content-Length: -1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Content-Length: 10\r\n\r\nab") == b""
     # Chunked bodies, as some clients send them.
-    answer = raw_exchange(server.port, b"POST /api/2.0/mlflow/experiments/create HTTP/1.1\r\n"
-                          b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    answer = raw_exchange(server.port, b"POST /api/2.0/mlflow/experiments/create HTTP/1.1\r\n" +
+                          json_post + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                           b"5\r\n{\"nam\r\n10\r\ne\": \"chunked-x\"}\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200") and b"experiment_id" in answer
     # Keep-alive: several requests on one connection.

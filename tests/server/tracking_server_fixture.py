@@ -52,7 +52,10 @@ class TrackingServer:
             url += "?" + urllib.parse.urlencode(query, doseq=True)
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-        if data is not None and raw is None:
+        # MLflow's client sends JSON with every POST (the server refuses other
+        # types there: a cross-site form could send them).
+        if (method == "POST" or (data is not None and raw is None)) and \
+                not req.has_header("Content-type"):
             req.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
