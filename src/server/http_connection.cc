@@ -369,8 +369,13 @@ HttpConnection::Next HttpConnection::FinishAnswer(Clock::time_point now) {
   }
   phase_ = Phase::kIdle;
   if (in_.empty() && in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
-  return Advance(now);  // a request that came right behind this one
+  // A request that came right behind this one waits for Resume: the loop
+  // takes them one after another, never by recursion (a client may pipeline
+  // thousands).
+  return Next::kWait;
 }
+
+HttpConnection::Next HttpConnection::Resume(Clock::time_point now) { return Advance(now); }
 
 HttpConnection::Next HttpConnection::OnDeadline(Clock::time_point now) {
   using std::chrono::duration_cast;

@@ -44,6 +44,10 @@ class HttpConnection {
   Next Respond(HttpResponse response, Clock::time_point now);
   // deadline() has passed.
   Next OnDeadline(Clock::time_point now);
+  // True when a next request has arrived (pipelined) but is not parsed yet:
+  // call Resume.
+  bool HasBufferedRequest() const { return phase_ == Phase::kIdle && !in_.empty(); }
+  Next Resume(Clock::time_point now);
 
   // The complete request, after kDispatch.
   HttpRequest TakeRequest() { return std::move(request_); }

@@ -272,21 +272,27 @@ void HttpServer::Loop::OnEvent(uint64_t id, uint32_t events, Clock::time_point n
 }
 
 void HttpServer::Loop::Apply(uint64_t id, HttpConnection::Next next, Clock::time_point now) {
-  (void)now;
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;
+  Slot& slot = it->second;
+  HttpConnection& conn = *slot.conn;
+  // Pipelined requests, one after another: their bytes are already read.
+  while (next == HttpConnection::Next::kWait && conn.HasBufferedRequest()) next = conn.Resume(now);
   if (next == HttpConnection::Next::kClose) {
     Close(id);
     return;
   }
-  auto it = slots_.find(id);
-  if (it == slots_.end()) return;
-  Slot& slot = it->second;
-  if (next == HttpConnection::Next::kDispatch) Dispatch(id, *slot.conn);
+  if (next == HttpConnection::Next::kDispatch) Dispatch(id, conn);
   SetInterest(id, slot);
   SetIdle(id, slot);
 }
 
 void HttpServer::Loop::Dispatch(uint64_t id, HttpConnection& conn) {
-  pool_.Submit([this, id, request = conn.TakeRequest()] { Post(id, RunHandler(request)); });
+  pool_.Submit([this, id, request = conn.TakeRequest()]() mutable {
+    HttpResponse response = RunHandler(request);
+    request = HttpRequest();  // a spooled body's file goes before the answer does
+    Post(id, std::move(response));
+  });
 }
 
 // The last resort: a handler that throws answers 500 (and is logged) instead

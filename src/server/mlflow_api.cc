@@ -26,6 +26,7 @@ constexpr int kMaxSearchResults = 50000;
 constexpr int kDefaultBulkResults = 320;
 constexpr int kMaxBulkResults = 2500;
 constexpr size_t kMaxBulkRuns = 100;
+constexpr size_t kMaxArtifactNameBytes = 255;  // NAME_MAX of local file systems
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -444,6 +445,9 @@ std::string ArtifactPathProblem(const std::string& path) {
     if (slash == std::string::npos) slash = path.size();
     std::string part = path.substr(start, slash - start);
     if (part.empty() || part == "." || part == "..") return "-";
+    if (part.size() > kMaxArtifactNameBytes) {
+      return "a name is longer than " + std::to_string(kMaxArtifactNameBytes) + " bytes";
+    }
     if (IsScratchName(part)) {
       return "a name containing '.tmp.' or ending in '.lock' is reserved for the store's scratch "
              "files";

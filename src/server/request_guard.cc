@@ -45,7 +45,8 @@ std::optional<HostPort> SplitHostPort(const std::string& text) {
   if (!rest.empty()) {
     out.port = rest.substr(1);
     if (rest[0] != ':' || out.port.empty() || out.port.size() > 5 ||
-        out.port.find_first_not_of("0123456789") != std::string::npos) {
+        out.port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(out.port) > 65535) {
       return std::nullopt;
     }
   }

@@ -138,6 +138,27 @@ TEST(HttpServer, KeepAliveAndPipelinedRequests) {
   EXPECT_TRUE(c.Closed());
 }
 
+TEST(HttpServer, ThousandsOfPipelinedRefusalsAreAnsweredWithoutRecursion) {
+  // Refusals are answered on the event loop itself; a client that pipelines
+  // many must not grow the loop's stack (once it did, one frame set each).
+  HttpServerOptions options;
+  options.admit = [](const HttpRequest&) {
+    Admission a;
+    a.refuse = PlainError(403, "no");
+    return a;
+  };
+  auto server = StartServer(Echo, options);
+  Client c(server->port());
+  const int n = 20000;
+  std::string requests;
+  for (int i = 0; i < n; ++i) requests += kGet;
+  std::thread sender([&] { c.Send(requests); });
+  int answered = 0;
+  while (answered < n && Status(c.Response()) == "HTTP/1.1 403 Forbidden") ++answered;
+  sender.join();
+  EXPECT_EQ(answered, n);
+}
+
 TEST(HttpServer, AThrowingHandlerAnswers500AndTheServerGoesOn) {
   auto server = StartServer([](const HttpRequest& r) -> HttpResponse {
     if (r.path == "/throw") throw std::runtime_error("a bug");

@@ -419,6 +419,10 @@ def test_artifact_names_like_the_stores_scratch_files_are_refused(server):
             (400, "INVALID_PARAMETER_VALUE",
              f"Invalid artifact path '0/r2/artifacts/{name}': a name containing '.tmp.' or "
              "ending in '.lock' is reserved for the store's scratch files")
+    long_name = "n" * 256  # found by the fuzzer: a 500 (ENAMETOOLONG) before
+    assert error(server.request("PUT", f"{ARTIFACTS}/0/r2/{long_name}", raw=b"x")) == \
+        (400, "INVALID_PARAMETER_VALUE",
+         f"Invalid artifact path '0/r2/{long_name}': a name is longer than 255 bytes")
     assert server.request("PUT", f"{ARTIFACTS}/0/r2/artifacts/ok.lockfile", raw=b"x") == (200, {})
     status, body = server.request("GET", ARTIFACTS, query={"path": "0/r2/artifacts"})
     assert body == {"files": [{"path": "ok.lockfile", "is_dir": False, "file_size": 1}]}
