@@ -241,7 +241,11 @@ TEST(HttpServer, WhenFullTheSlowestHeadMakesRoom) {
   ASSERT_TRUE(normal.Send(kGet));
   EXPECT_EQ(Status(normal.Response()), "HTTP/1.1 200 OK");
   EXPECT_LT(SecondsSince(start), 1.0);
-  EXPECT_TRUE(slow.front()->Closed(5));
+  // One slow head made room (which: the one that started first, as far as
+  // the server saw their first bytes).
+  int closed = 0;
+  for (auto& c : slow) closed += c->Closed(0.05) ? 1 : 0;
+  EXPECT_EQ(closed, 1);
 }
 
 TEST(HttpServer, ExpectContinueAndRefusalsBeforeTheBody) {
