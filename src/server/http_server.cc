@@ -5,6 +5,8 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -159,6 +161,13 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::Loop::Run() {
+  // sendfile(2) has no MSG_NOSIGNAL: a client gone mid-download would raise
+  // SIGPIPE and end the process. Blocked here, it stays pending and the call
+  // fails with EPIPE instead (a write's SIGPIPE goes to the thread that wrote).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::vector<epoll_event> events(256);
   Clock::time_point next_scan = Clock::now() + kDeadlineScan;
   while (!stopping_) {

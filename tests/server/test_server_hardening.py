@@ -410,6 +410,23 @@ def test_a_large_upload_streams_to_disk(tmp_path):
         s.stop()
 
 
+def test_a_client_leaving_mid_download_does_not_end_the_server(tmp_path):
+    s = TrackingServer(tmp_path)
+    try:
+        assert s.request("PUT", ARTIFACTS + "/0/d/artifacts/big.bin", raw=b"x" * (32 << 20)) == (200, {})
+        for _ in range(5):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.sendall(f"GET {ARTIFACTS}/0/d/artifacts/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            assert c.recv(100).startswith(b"HTTP/1.1 200")
+            # Reset, not a clean close: the server's next write fails (EPIPE, SIGPIPE).
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()
+        alive(s)
+    finally:
+        s.stop()
+
+
 # --- Artifacts (issue 25 item 13) ----------------------------------------------
 
 def test_artifact_names_like_the_stores_scratch_files_are_refused(server):
