@@ -3,17 +3,12 @@
 
 #include <algorithm>
 
+#include "server/http_message.h"
+
 namespace cohort::server {
 namespace {
 
 constexpr size_t kMaxSizeDigits = 15;  // 2^60 bytes: past any limit, and no overflow
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -43,7 +38,7 @@ ChunkedDecoder::State ChunkedDecoder::Feed(std::string_view in, size_t* used, Bo
     *used = i;
     switch (step_) {
       case Step::kSize: {
-        int digit = HexValue(c);
+        int digit = HexDigitValue(c);
         if (digit >= 0) {
           if (++size_digits_ > kMaxSizeDigits)
             return Fail(State::kMalformed, "chunk size too long");

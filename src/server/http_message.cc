@@ -4,16 +4,12 @@
 #include <cctype>
 
 namespace cohort::server {
-namespace {
-
-int HexValue(char c) {
+int HexDigitValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
-}  // namespace
 
 std::string HttpRequest::Header(const std::string& name) const {
   auto it = headers.find(name);
@@ -81,8 +77,8 @@ std::string PercentDecode(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
-    int high = text[i] == '%' && i + 2 < text.size() ? HexValue(text[i + 1]) : -1;
-    int low = high >= 0 ? HexValue(text[i + 2]) : -1;
+    int high = text[i] == '%' && i + 2 < text.size() ? HexDigitValue(text[i + 1]) : -1;
+    int low = high >= 0 ? HexDigitValue(text[i + 2]) : -1;
     if (low >= 0) {
       out += static_cast<char>(high * 16 + low);
       i += 2;

@@ -49,6 +49,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // A text/plain answer: `message` and a newline.
 HttpResponse PlainError(int status, const std::string& message);
+// The value of a hex digit, or -1.
+int HexDigitValue(char c);
 // Percent-decoding of a path or query component ('+' stays '+').
 std::string PercentDecode(const std::string& text);
 // "a=1&b=x%20y" -> {a: [1], b: ["x y"]} ('+' is a space in a query).

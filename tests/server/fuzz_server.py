@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from tracking_server_fixture import raw_exchange
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("COHORT_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -425,14 +427,7 @@ def fuzz(port, seed, requests=None, seconds=None, alive=None, report_every=0):
 
 def health(port):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-            answer = b""
-            while True:
-                c = s.recv(65536)
-                if not c:
-                    break
-                answer += c
+        answer = raw_exchange(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         return answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\nOK")
     except OSError:
         return False

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import postgres_cluster
-from tracking_server_fixture import TrackingServer
+from tracking_server_fixture import TrackingServer, raw_exchange
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -318,18 +318,6 @@ def test_artifacts_proxy(server):
     assert error(server.request("GET", base + "/0/run1/artifacts/model/weights.bin"))[:2] == \
         (404, "RESOURCE_DOES_NOT_EXIST")
     assert error(server.request("DELETE", base + "/0/../x"))[:2] == (400, "INVALID_PARAMETER_VALUE")
-
-
-def raw_exchange(port, payload):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        chunks = []
-        while True:
-            c = s.recv(65536)
-            if not c:
-                return b"".join(chunks)
-            chunks.append(c)
 
 
 def test_http_garbage_and_keep_alive(server):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tracking_server_fixture import TrackingServer
+from tracking_server_fixture import TrackingServer, raw_exchange as exchange, read_to_end
 
 API = "/api/2.0/mlflow/"
 ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
@@ -38,19 +38,6 @@ def error(answer):
     status, body = answer
     assert isinstance(body, dict), (status, body)
     return status, body["error_code"], body["message"]
-
-
-def exchange(port, payload, timeout=10):
-    """Every byte the server answers to `payload` (sent whole, then EOF)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        chunks = []
-        while True:
-            c = s.recv(65536)
-            if not c:
-                return b"".join(chunks)
-            chunks.append(c)
 
 
 def status_of(answer):
@@ -377,12 +364,7 @@ def test_a_large_upload_streams_to_disk(tmp_path):
                       "Connection: close\r\n\r\n".encode())
             for _ in range(size // len(piece)):
                 c.sendall(piece)
-            answer = b""
-            while True:
-                got = c.recv(65536)
-                if not got:
-                    break
-                answer += got
+            answer = read_to_end(c)
         assert status_of(answer) == 200, answer
         growth_mib = (vm_hwm_kib(s.proc.pid) - before) / 1024
         assert growth_mib < 64, f"peak RSS grew {growth_mib:.0f} MiB for a 200 MiB upload"

@@ -3,6 +3,7 @@ the way MLflow's REST client does (JSON bodies for POST, query strings for GET).
 import json
 import os
 import select
+import socket
 import subprocess
 import time
 import urllib.error
@@ -11,6 +12,24 @@ import urllib.request
 
 BUILD = os.environ.get("COHORT_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 COHORT = os.path.join(BUILD, "cohort")
+
+
+def read_to_end(sock):
+    """Every byte `sock` receives until the peer closes."""
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def raw_exchange(port, payload, timeout=10):
+    """Every byte the server on `port` answers to `payload` (sent whole, then EOF)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        return read_to_end(s)
 
 
 class TrackingServer:
