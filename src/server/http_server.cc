@@ -237,24 +237,28 @@ void HttpServer::Loop::Accept(Clock::time_point now) {
   }
 }
 
-// Frees a place: the connection idle the longest, else the one whose head
-// has been arriving the longest (a slow-header client, not a real one whose
-// head takes milliseconds). False when every connection is mid-request.
+// Frees a place: the connection idle the longest, else one already answered
+// and closing, else the one whose head has been arriving the longest (a
+// slow-header client, not a real one whose head takes milliseconds). False
+// when every connection is mid-request.
 bool HttpServer::Loop::EvictForNewConnection() {
   if (!idle_.empty()) {
     Close(idle_.front());
     return true;
   }
-  uint64_t slowest = 0;
+  uint64_t lingering = 0, slowest = 0;
   Clock::time_point since = Clock::time_point::max();
   for (const auto& [id, slot] : slots_) {
-    if (slot.conn->phase() == HttpConnection::Phase::kHead && slot.conn->phase_start() < since) {
+    HttpConnection::Phase phase = slot.conn->phase();
+    if (phase == HttpConnection::Phase::kLingering) lingering = id;
+    if (phase == HttpConnection::Phase::kHead && slot.conn->phase_start() < since) {
       since = slot.conn->phase_start();
       slowest = id;
     }
   }
-  if (slowest == 0) return false;
-  Close(slowest);
+  uint64_t evicted = lingering != 0 ? lingering : slowest;
+  if (evicted == 0) return false;
+  Close(evicted);
   return true;
 }
 

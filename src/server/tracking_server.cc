@@ -100,8 +100,9 @@ Admission TrackingServer::Admit(const HttpRequest& head) const {
     return admission;
   }
   // Without a token there is no need to read a body (the token itself is
-  // checked against the store later, off the event loop).
-  if (options_.auth && api && !HasBearerToken(head)) {
+  // checked against the store later, off the event loop). A hooked service
+  // authenticates its own requests.
+  if (options_.auth && api && !hook && !HasBearerToken(head)) {
     admission.refuse = MissingToken();
     return admission;
   }

@@ -343,6 +343,19 @@ def test_a_body_in_one_byte_chunks_is_decoded_in_linear_time(server):
     assert took < 15, f"{took:.1f} s"
 
 
+def test_under_auth_a_request_without_a_token_is_refused_before_its_body(tmp_path):
+    s = TrackingServer(tmp_path, ["--auth"])
+    try:
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+            c.sendall(f"PUT {ARTIFACTS}/0/r/artifacts/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      "Content-Length: 104857600\r\nExpect: 100-continue\r\n\r\n".encode())
+            answer = c.recv(65536)  # at once: no 100 Continue, no wait for 100 MiB
+        assert status_of(answer) == 401 and b"This server requires a token" in answer, answer
+        assert [p.name for p in (tmp_path / "artifacts").iterdir()] == []  # nothing spooled
+    finally:
+        s.stop()
+
+
 def vm_hwm_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
