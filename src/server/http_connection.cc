@@ -20,14 +20,9 @@ constexpr uint64_t kMaxLingerBytes = 1 << 20;    // read and dropped after a ref
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kKeptBufferBytes = 16 << 10;  // an idle connection keeps at most this
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Whether a comma-separated header value holds `token` (lower case).
 bool HasToken(const std::string& value, const std::string& token) {
-  std::string v = Lower(value);
+  std::string v = AsciiLower(value);
   size_t pos = 0;
   while (pos <= v.size()) {
     size_t comma = v.find(',', pos);
@@ -194,7 +189,7 @@ HttpConnection::Next HttpConnection::BeginRequest(size_t head_end, Clock::time_p
   }
   std::string encoding = request_.Header("transfer-encoding");
   if (!encoding.empty()) {
-    if (Lower(encoding) != "chunked") {
+    if (AsciiLower(encoding) != "chunked") {
       return Refuse(501, "unsupported Transfer-Encoding '" + encoding + "' (only chunked)", now);
     }
     chunked_ = true;
@@ -218,7 +213,8 @@ HttpConnection::Next HttpConnection::BeginRequest(size_t head_end, Clock::time_p
   }
   std::string expect = request_.Header("expect");
   if (!expect.empty()) {
-    if (Lower(expect) != "100-continue") return Refuse(417, "unsupported Expect: " + expect, now);
+    if (AsciiLower(expect) != "100-continue")
+      return Refuse(417, "unsupported Expect: " + expect, now);
     if (has_body && !request_.http10) {
       // The client waits for this before sending the body (curl, large uploads).
       static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";

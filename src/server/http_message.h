@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,10 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // A text/plain answer: `message` and a newline.
 HttpResponse PlainError(int status, const std::string& message);
+// `text` in ASCII lower case (header names, media types, host names).
+std::string AsciiLower(std::string_view text);
+// `text` without leading and trailing spaces and tabs.
+std::string_view TrimSpaces(std::string_view text);
 // The value of a hex digit, or -1.
 int HexDigitValue(char c);
 // Percent-decoding of a path or query component ('+' stays '+').

@@ -8,17 +8,6 @@
 namespace cohort::server {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
 struct HostPort {
   std::string host;  // lower case, IPv6 in brackets, no trailing dot
   std::string port;  // digits, or "" when absent
@@ -32,14 +21,14 @@ std::optional<HostPort> SplitHostPort(const std::string& text) {
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
     if (close == std::string::npos) return std::nullopt;
-    out.host = Lower(text.substr(0, close + 1));
+    out.host = AsciiLower(text.substr(0, close + 1));
     rest = text.substr(close + 1);
   } else {
     size_t colon = text.find(':');
     if (colon != std::string::npos && text.find(':', colon + 1) != std::string::npos) {
       return std::nullopt;
     }
-    out.host = Lower(text.substr(0, colon));
+    out.host = AsciiLower(text.substr(0, colon));
     rest = colon == std::string::npos ? "" : text.substr(colon);
   }
   if (!rest.empty()) {
@@ -73,7 +62,7 @@ bool Changes(const std::string& method) {
 }  // namespace
 
 RequestGuard::RequestGuard(std::string listen_host, std::vector<std::string> allowed_hosts)
-    : listen_host_(Lower(std::move(listen_host))), allowed_hosts_(std::move(allowed_hosts)) {}
+    : listen_host_(AsciiLower(std::move(listen_host))), allowed_hosts_(std::move(allowed_hosts)) {}
 
 bool RequestGuard::AllowedHostName(const std::string& name) const {
   if (IsIpLiteral(name) || name == "localhost" || name == listen_host_) return true;
@@ -113,7 +102,7 @@ std::optional<Refusal> RequestGuard::CheckOrigin(const HttpRequest& request) con
   Refusal refused{403, "Origin '" + origin + "' is not this server's origin (" +
                            (host.empty() ? std::string("no Host header") : "http://" + host) +
                            "): cross-site requests are refused"};
-  std::string lower = Lower(origin);
+  std::string lower = AsciiLower(origin);
   std::string scheme = lower.rfind("http://", 0) == 0    ? "http"
                        : lower.rfind("https://", 0) == 0 ? "https"
                                                          : "";
@@ -132,7 +121,7 @@ std::optional<Refusal> RequestGuard::CheckOrigin(const HttpRequest& request) con
 std::optional<Refusal> RequestGuard::CheckContentType(const HttpRequest& request, BodyKind body) {
   if (!Changes(request.method)) return std::nullopt;
   std::string type = request.Header("content-type");
-  std::string media = Lower(Trim(type.substr(0, type.find(';'))));
+  std::string media = AsciiLower(TrimSpaces(type.substr(0, type.find(';'))));
   std::string got = " (got " + (type.empty() ? std::string("none") : type) + ")";
   std::string what = request.method + " " + request.path;
   if (body == BodyKind::kJson) {
@@ -155,7 +144,7 @@ Result<std::vector<std::string>> ParseAllowedHosts(const std::string& text) {
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string::npos) comma = text.size();
-    std::string name = Lower(Trim(text.substr(pos, comma - pos)));
+    std::string name = AsciiLower(TrimSpaces(text.substr(pos, comma - pos)));
     if (!name.empty() && name.back() == '.') name.pop_back();
     if (name.empty() || name == ".") {
       return Status::InvalidArgument("--allowed-hosts '" + text +

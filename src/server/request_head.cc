@@ -8,19 +8,6 @@ namespace {
 
 constexpr size_t kMaxMethodBytes = 20;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
 // RFC 9110 token characters (header names).
 bool IsToken(std::string_view s) {
   if (s.empty()) return false;
@@ -100,9 +87,9 @@ std::optional<HttpResponse> ParseRequestHead(std::string_view head, HttpRequest*
     if (colon == std::string_view::npos || !IsToken(field.substr(0, colon))) {
       return PlainError(400, "malformed header");
     }
-    std::string_view value = Trim(field.substr(colon + 1));
+    std::string_view value = TrimSpaces(field.substr(colon + 1));
     if (!IsFieldValue(value)) return PlainError(400, "malformed header value");
-    std::string name = Lower(field.substr(0, colon));
+    std::string name = AsciiLower(field.substr(0, colon));
     auto [it, inserted] = req->headers.emplace(name, std::string(value));
     if (!inserted) {
       if (MustBeSingle(name)) return PlainError(400, "header '" + name + "' appears twice");
