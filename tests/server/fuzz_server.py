@@ -12,6 +12,7 @@ from (seed, index), so a finding is reproduced by its seed.
 
     python3 tests/server/fuzz_server.py --requests 1000000 --seed 7
     python3 tests/server/fuzz_server.py --seconds 20          # a random seed, printed
+    python3 tests/server/fuzz_server.py --without-agents ...  # no queue agent endpoints
 
 COHORT_BUILD_DIR names the build (default build/). test_fuzz.py runs a short
 fixed-seed and a short random-seed round in CI."""
@@ -106,9 +107,9 @@ class Connection:
     def exchange(self, payload, head_request, complete):
         """The status of the answer to `payload` (None when the server closed
         without one); `complete` False: the payload ends early on purpose."""
-        if self.sock is None:
-            self._connect()
         try:
+            if self.sock is None:
+                self._connect()
             self.sock.sendall(payload)
             if not complete:
                 self.sock.shutdown(socket.SHUT_WR)
@@ -150,8 +151,9 @@ class Connection:
 
 
 class Fuzzer:
-    def __init__(self, seed, port, experiment_id, run_id):
+    def __init__(self, seed, port, experiment_id, run_id, agents=True):
         self.seed = seed
+        self.agents = agents
         self.port = port
         self.routes = mlflow_routes()
         self.experiment_id = experiment_id
@@ -283,11 +285,11 @@ class Fuzzer:
         if kind == 5:
             return JOURNAL + r.choice(["append", "records", "nothing", ""]), "journal"
         if kind == 6:
+            agents = ["agents/a1/heartbeat", "agents/a1/jobs/1/log", "agents/a1/jobs/1/exit",
+                      "agents/local/heartbeat", "agents/" + "x" * 100 + "/heartbeat"]
             return QUEUE + r.choice(
                 ["jobs", "jobs/1", "jobs/1/cancel", "jobs/1/log", "jobs/99999999999999999999",
-                 "jobs/-1", "agents", "agents/a1/heartbeat", "agents/a1/jobs/1/log",
-                 "agents/a1/jobs/1/exit", "agents/local/heartbeat", "agents/" + "x" * 100 + "/heartbeat",
-                 ""]), "queue"
+                 "jobs/-1", "agents", ""] + (agents if self.agents else [])), "queue"
         if kind == 7:
             return r.choice(["/health", "/", "/index.html", "/missing.js", "/" + "a" * 300,
                              "/" + "a/" * 2000, "/%00", "/..%2f..%2fetc/passwd", "/\xff"]), "static"
@@ -394,11 +396,12 @@ def setup_ids(port):
     return experiment, run
 
 
-def fuzz(port, seed, requests=None, seconds=None, alive=None, report_every=0):
+def fuzz(port, seed, requests=None, seconds=None, alive=None, report_every=0, agents=True):
     """Sends requests until `requests` or `seconds` run out; returns (sent,
-    elapsed, statuses, findings). `alive()` says whether the server runs."""
+    elapsed, statuses, findings). `alive()` says whether the server runs;
+    `agents` False leaves out the queue's agent endpoints."""
     experiment, run = setup_ids(port)
-    fuzzer = Fuzzer(seed, port, experiment, run)
+    fuzzer = Fuzzer(seed, port, experiment, run, agents)
     conn = Connection(port)
     statuses, findings = {}, []
     start = time.monotonic()
@@ -438,6 +441,8 @@ def main():
     parser.add_argument("--requests", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--without-agents", action="store_true",
+                        help="leave out the queue's agent endpoints (heartbeats, exits, logs)")
     args = parser.parse_args()
     if args.requests is None and args.seconds is None:
         args.requests = 1_000_000
@@ -448,7 +453,8 @@ def main():
         try:
             sent, elapsed, statuses, findings = fuzz(
                 server.port, seed, args.requests, args.seconds,
-                alive=lambda: server.proc.poll() is None, report_every=50_000)
+                alive=lambda: server.proc.poll() is None, report_every=50_000,
+                agents=not args.without_agents)
         finally:
             exit_code = server.proc.poll()
             tail = server.stderr_tail()
