@@ -1,7 +1,8 @@
 // Artifacts in a dataset Storage (s3://...): keys are artifact paths.
-#include <stdlib.h>
 #include <sys/mman.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <set>
 
 #include "data/storage.h"
@@ -14,8 +15,9 @@ class StorageArtifactStore : public ArtifactStore {
  public:
   explicit StorageArtifactStore(std::unique_ptr<data::Storage> storage)
       : storage_(std::move(storage)) {
-    const char* tmp = ::getenv("TMPDIR");
-    spool_dir_ = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    std::error_code ec;
+    std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    spool_dir_ = ec ? "/tmp" : tmp.string();
   }
 
   // A folder is a key prefix: "dir/" and what follows up to the next '/'.
