@@ -41,6 +41,10 @@ std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& req
     if (track::KindOf(agent.status()) != track::ErrorKind::kNotFound) {
       return MlflowError(agent.status());
     }
+    // One that was meant as an agent's (a revoked one, say) is not ignored.
+    if (bearer.rfind(track::kAgentCredentialPrefix, 0) == 0) {
+      return MlflowError("UNAUTHENTICATED", "Invalid agent credential");
+    }
   }
   if (options_.auth) {
     if (bearer.empty()) {

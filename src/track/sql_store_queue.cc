@@ -9,10 +9,6 @@
 namespace cohort::track {
 namespace {
 
-// Agent credentials look like user tokens ("cohort_" + 64 hex) with their
-// own prefix, so one shown in a log says what it is.
-constexpr char kAgentCredentialPrefix[] = "cohort_agent_";
-
 // READ < SUBMIT; "" (none) below both.
 int Rank(const std::string& level) { return level == "SUBMIT" ? 2 : level == "READ" ? 1 : 0; }
 

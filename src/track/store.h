@@ -44,6 +44,10 @@ struct Batch {
   std::string batch_id;
 };
 
+// How agent credentials begin (then 64 hex digits), so that one is told
+// from a user's token ("cohort_" and 64 hex digits) wherever it is seen.
+inline constexpr char kAgentCredentialPrefix[] = "cohort_agent_";
+
 class TrackingStore {
  public:
   virtual ~TrackingStore() = default;

@@ -106,6 +106,11 @@ def test_without_auth_the_queue_needs_its_generated_token(tmp_path):
             == (401, "UNAUTHENTICATED")
         assert s.request("GET", "/api/queue/jobs", headers={"X-Cohort-Queue-Token": token}) == (
             200, {"jobs": []})
+        # An agent's credential that the store does not know is refused, not ignored.
+        assert error(s.request("POST", "/api/queue/agents/a1/heartbeat", body={"slots": 1},
+                               headers={"X-Cohort-Queue-Token": token,
+                                        **bearer("cohort_agent_forged")})) == (
+            401, "UNAUTHENTICATED", "Invalid agent credential")
         assert s.request("GET", "/api/queue/jobs", headers=bearer(token)) == (200, {"jobs": []})
         # Local clients find the token without being told.
         rc, out, err = run("submit", "--", "true", env=client_env(s), cwd=tmp_path)
@@ -207,7 +212,8 @@ def test_under_auth_submitting_needs_a_grant_and_agents_their_credentials(tmp_pa
             401, "UNAUTHENTICATED", "This server requires an agent credential: send "
             "'Authorization: Bearer CREDENTIAL' (credentials come from `cohort agent-credential "
             "add NAME`)")
-        assert error(heartbeat(s, "a1", "cohort_agent_forged"))[:2] == (401, "UNAUTHENTICATED")
+        assert error(heartbeat(s, "a1", "cohort_agent_forged")) == (
+            401, "UNAUTHENTICATED", "Invalid agent credential")
         assert error(heartbeat(s, "a1", secrets["a2"])) == (
             403, "PERMISSION_DENIED", "Agent a2's credential cannot act as agent a1")
         # An agent's credential is for its endpoints only.
@@ -254,7 +260,7 @@ def test_under_auth_submitting_needs_a_grant_and_agents_their_credentials(tmp_pa
     s = TrackingServer(tmp_path, ["--auth", "--slots", "0"], store=store)
     try:
         assert error(heartbeat(s, "a2", secrets["a2"])) == (401, "UNAUTHENTICATED",
-                                                            "Invalid token")
+                                                            "Invalid agent credential")
     finally:
         s.stop()
 
