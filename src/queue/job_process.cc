@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <vector>
 
@@ -71,6 +72,27 @@ bool Dead(const std::vector<std::string>& fields) {
 
 void CloseFrom(int lowest) { ::close_range(static_cast<unsigned>(lowest), ~0U, 0); }
 
+// Async-signal-safe: closes every descriptor from 3 up but those in `keep`.
+// A forked child holds all of the server's until then, the lock of the
+// tracking store's file among them, which must go when the server does.
+void CloseAllBut(std::initializer_list<int> keep) {
+  int fds[8];
+  int n = 0;
+  for (int fd : keep) {
+    if (fd < 3 || n == 8) continue;
+    int i = n++;
+    for (; i > 0 && fds[i - 1] > fd; --i) fds[i] = fds[i - 1];
+    fds[i] = fd;
+  }
+  unsigned next = 3;
+  for (int i = 0; i < n; ++i) {
+    const unsigned fd = static_cast<unsigned>(fds[i]);
+    if (fd > next) ::close_range(next, fd - 1, 0);
+    if (fd + 1 > next) next = fd + 1;
+  }
+  CloseFrom(static_cast<int>(next));
+}
+
 void SetDisposition(int signal, void (*handler)(int)) {
   struct sigaction action = {};
   action.sa_handler = handler;
@@ -102,9 +124,9 @@ void DieWithParent(const ChildArgs& a, pid_t parent) {
 }
 
 [[noreturn]] void RunJob(const ChildArgs& a, pid_t wrapper) {
+  CloseAllBut({a.gate_read});
   DieWithParent(a, wrapper);
   ::setpgid(0, 0);
-  ::close(a.gate_write);
   char go = 0;
   ssize_t n = 0;
   while ((n = ::read(a.gate_read, &go, 1)) < 0 && errno == EINTR) {
@@ -131,7 +153,13 @@ void DieWithParent(const ChildArgs& a, pid_t parent) {
 
 // The wrapper: a session of its own, deaf to the signals meant for the job,
 // waits for the job and leaves its exit status in a file.
+// The descriptors a child of StartJob uses.
+void CloseAllButOurs(const ChildArgs& a) {
+  CloseAllBut({a.null_fd, a.log_fd, a.report_fd, a.run_fd, a.gate_read, a.gate_write});
+}
+
 [[noreturn]] void RunWrapper(const ChildArgs& a, pid_t starter) {
+  CloseAllButOurs(a);
   DieWithParent(a, starter);
   ::setsid();
   // Blocked, not yet ignored, across the fork: a SIGTERM sent to the job
@@ -141,6 +169,10 @@ void DieWithParent(const ChildArgs& a, pid_t parent) {
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, s);
   ::sigprocmask(SIG_BLOCK, &stops, nullptr);
   SetDisposition(SIGCHLD, SIG_DFL);
+  // Its report goes to a starter that may be dead (a server killed while
+  // starting jobs): the write fails then, and must not kill the wrapper
+  // (the job resets SIGPIPE for itself).
+  SetDisposition(SIGPIPE, SIG_IGN);
   ::dup2(a.null_fd, 0);
   ::dup2(a.log_fd, 1);
   ::dup2(a.log_fd, 2);
@@ -249,6 +281,7 @@ Result<JobProcess> StartJob(const JobLaunch& launch) {
   if (first < 0) return Status::IoError("fork: " + ErrnoText(errno));
   if (first == 0) {
     if (a.tied) RunWrapper(a, starter);
+    CloseAllButOurs(a);
     // Detached: the wrapper's parent exits at once, so init adopts it.
     pid_t wrapper = ::fork();
     if (wrapper == 0) RunWrapper(a, ::getpid());

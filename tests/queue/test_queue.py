@@ -343,7 +343,8 @@ def test_kill_9_during_a_burst_of_starts_runs_each_job_once(tmp_path):
             assert all(len(g) == 1 for g in groups.values()), groups  # one copy of each
             (home / "go").touch()
             for i in submitted:
-                assert wait_for(s, i, {"succeeded", "failed"})["state"] == "succeeded"
+                j = wait_for(s, i, {"succeeded", "failed"})
+                assert j["state"] == "succeeded", (attempt, j["reason"], j["exit_code"])
             assert sorted(int(x) for x in ids.read_text().split()) == submitted
             deadline = time.monotonic() + DEADLINE_S
             while marked_processes(mark):
