@@ -315,6 +315,10 @@ Status QueueService::Launch(JobRecord* job, double now) {
   job->stop_since = 0;
   job->slurm_id.clear();
   if (job->host == kSlurmHost) {
+    // The intent first: a restart finds a `starting` job's SLURM job by its
+    // name (FollowStarting) rather than submitting it again.
+    job->state = JobState::kStarting;
+    COHORT_RETURN_IF_ERROR(store_->Update(*job));
     auto id = slurm_->Submit(*job, JobEnv(*job), LogPath(job->id));
     if (!id.ok()) {
       job->state = JobState::kFailed;
@@ -322,6 +326,7 @@ Status QueueService::Launch(JobRecord* job, double now) {
       job->reason = "could not start: " + id.status().message();
       return store_->Update(*job);
     }
+    job->state = JobState::kRunning;
     job->slurm_id = *id;
     return store_->Update(*job);
   }
@@ -365,7 +370,10 @@ Status QueueService::StopJob(JobRecord* job, StopReason reason, const std::strin
   COHORT_RETURN_IF_ERROR(store_->Update(*job));  // before the signal: a restart knows why
   // An agent's job is signalled through the agent's heartbeat.
   if (job->host == kLocalHost) SignalJob(job->job_pgid, SIGTERM);
-  if (job->host == kSlurmHost) return slurm_->Signal(job->slurm_id, /*kill=*/false);
+  // A job still `starting` has no SLURM id yet: it is signalled once adopted.
+  if (job->host == kSlurmHost && !job->slurm_id.empty()) {
+    return slurm_->Signal(job->slurm_id, /*kill=*/false);
+  }
   return Status::OK();
 }
 
@@ -413,6 +421,21 @@ Status QueueService::FollowSlurm(JobRecord* job, double now) {
 }
 
 Status QueueService::FollowStarting(JobRecord* job, double now) {
+  if (job->host == kSlurmHost) {
+    if (slurm_ == nullptr) return FollowSlurm(job, now);  // fails it as lost
+    auto found = slurm_->Find(*job);
+    if (!found.ok()) return found.status();
+    if (found->has_value()) {  // submitted by a server that died before recording it
+      job->state = JobState::kRunning;
+      job->slurm_id = **found;
+      COHORT_RETURN_IF_ERROR(store_->Update(*job));
+      if (job->stop != StopReason::kNone) {  // stopped meanwhile
+        COHORT_RETURN_IF_ERROR(slurm_->Signal(job->slurm_id, /*kill=*/false));
+      }
+      return FollowSlurm(job, now);
+    }
+    return Requeue(job, now);
+  }
   if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
   RunFile run = ReadRunFile(RunPath(job->id));
   if (run.locked) {
@@ -436,6 +459,10 @@ Status QueueService::FollowStarting(JobRecord* job, double now) {
                   " ended without writing an exit status";
     return Finish(job, -1, now);
   }
+  return Requeue(job, now);
+}
+
+Status QueueService::Requeue(JobRecord* job, double now) {
   // Never started (the server died before the job could run): it waits
   // again, and the policy starts it.
   job->state = job->restarts > 0 ? JobState::kPreempted : JobState::kPending;

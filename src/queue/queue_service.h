@@ -138,10 +138,12 @@ class QueueService {
   void Loop();
   Status Pass(double now);
   Status Follow(JobRecord* job, double now);
-  // A `starting` job after a restart: adopted when its wrapper runs, failed
-  // (its leftovers killed) when it ran and the wrapper is gone, back in the
-  // queue when it never ran.
+  // A `starting` job after a restart: adopted when its wrapper runs (or
+  // SLURM has it), failed (its leftovers killed) when it ran and the wrapper
+  // is gone, back in the queue when it never ran.
   Status FollowStarting(JobRecord* job, double now);
+  // A `starting` job that never started waits in the queue again.
+  Status Requeue(JobRecord* job, double now);
   Status FollowLocal(JobRecord* job, double now);
   Status FollowSlurm(JobRecord* job, double now);
   Status Finish(JobRecord* job, int exit_code, double now);
