@@ -69,6 +69,11 @@ const std::vector<SettingSpec> kSettings = {
    nullptr, "s one dataset request may take"},
   {"COHORT_DATA_IN_FLIGHT", "--data-in-flight", T::kCount, "16", 1, 1024, false, nullptr,
    "dataset requests in flight per batch"},
+  // The job queue's clients (docs/queue.md, docs/security.md).
+  {"COHORT_QUEUE_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "the token of a job queue without --auth (found on the server's host)"},
+  {"COHORT_AGENT_CREDENTIAL", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "cohort agent: its credential under --auth (cohort agent-credential add)"},
 };
 // clang-format on
 

@@ -24,10 +24,12 @@ namespace cohort::server {
 
 // Another service's endpoints (the queue's, src/queue) under `prefix`,
 // behind the same authentication: `user` is the token's user with --auth,
-// else "".
+// else "". A hook with `own_auth` authenticates its requests itself (the
+// queue: its token, agents' credentials) and gets "".
 struct RouteHook {
   std::string prefix;
   std::function<HttpResponse(const HttpRequest& request, const std::string& user)> handle;
+  bool own_auth = false;
 };
 
 struct TrackingServerOptions {
@@ -53,6 +55,8 @@ class TrackingServer {
  public:
   static Result<std::unique_ptr<TrackingServer>> Start(const TrackingServerOptions& options);
   int port() const { return http_->port(); }
+  // The store it serves, for hooks that authenticate themselves.
+  track::TrackingStore* store() const { return store_.get(); }
   void Stop() { http_->Stop(); }
 
  private:
