@@ -93,9 +93,13 @@ def test_without_auth_the_queue_needs_its_generated_token(tmp_path):
         assert token.startswith("cohort_queue_") and len(token) == 13 + 64
         hint = ("cohort commands on the server's host find it themselves; elsewhere set "
                 f"COHORT_QUEUE_TOKEN to the content of {path} (on the server's host)")
-        # A page in a browser can send this request; without the token it runs nothing.
+        # A page in a browser can send this request; the server's guard refuses it
+        # before the queue sees it (docs/security.md, HTTP server).
         assert error(s.request("POST", "/api/queue/jobs", raw=b'{"command": ["touch", "x"]}',
-                               headers={"Content-Type": "text/plain"})) == (
+                               headers={"Content-Type": "text/plain"}))[0] == 415
+        # A client that can send JSON still needs the token: without it, nothing runs.
+        assert error(s.request("POST", "/api/queue/jobs", raw=b'{"command": ["touch", "x"]}',
+                               headers={"Content-Type": "application/json"})) == (
             401, "UNAUTHENTICATED",
             "This server's job queue needs its token in the X-Cohort-Queue-Token header: " + hint)
         assert error(s.request("GET", "/api/queue/jobs",
