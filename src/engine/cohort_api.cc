@@ -159,6 +159,9 @@ int MeshValue(int Mesh::*field) {
 
 Status Init() {
   std::lock_guard<std::mutex> lock(g_mu);
+  // A runtime whose engine stopped (a peer shut down, a failure, a
+  // deadlock) is over: its rank starts again as after Shutdown.
+  if (g_runtime != nullptr && g_runtime->EngineStopped()) g_runtime.reset();
   if (g_runtime != nullptr) return Status::InvalidArgument("cohort is already initialized");
   Result<std::unique_ptr<Runtime>> rt = Runtime::Start(ProcessEnv());
   if (!rt.ok()) return rt.status();
@@ -182,6 +185,11 @@ Status Abort(const std::string& reason) {
 }
 
 bool IsInitialized() { return g_runtime != nullptr; }
+
+bool IsRunning() {
+  Runtime* rt = g_runtime.get();
+  return rt != nullptr && !rt->EngineStopped();
+}
 
 Status ElasticRounds(int64_t* joined, int64_t* newest) {
   std::lock_guard<std::mutex> lock(g_mu);
