@@ -501,13 +501,14 @@ Status WaitInterruptible(Handle handle, double timeout_seconds,
                          const std::function<bool()>& interrupted) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
-  if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
+  const bool by_default = timeout_seconds < 0;
+  if (by_default) timeout_seconds = g_runtime->settings().timeout_seconds;
   Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds), interrupted);
   if (s.code() != Status::Code::kTimeout) return s;
   // The handle may have completed (with its own, better error) meanwhile.
   Result<bool> done = e->handles().Poll(handle);
   if (done.ok() && *done) return e->handles().Wait(handle, Deadline::AfterSeconds(0));
-  return e->ExplainTimeout(handle, timeout_seconds);
+  return e->ExplainTimeout(handle, timeout_seconds, by_default ? "COHORT_TIMEOUT" : "");
 }
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,

@@ -73,7 +73,8 @@ class Engine {
   // The error for a wait on `handle` that timed out after `timeout_seconds`:
   // names the tensor and the ranks that have not submitted it (asks the
   // engine thread, waiting at most a second for its answer).
-  Status ExplainTimeout(int64_t handle, double timeout_seconds);
+  // `setting`: the variable the timeout came from ("" when the caller gave it).
+  Status ExplainTimeout(int64_t handle, double timeout_seconds, const std::string& setting);
 
   // Leaves at once after a local failure, from any thread: breaks the job's
   // communicator for `reason` (the peers' operations fail with it instead of
