@@ -43,6 +43,8 @@ const std::vector<SettingSpec> kSettings = {
    "s before tensors missing on some ranks are reported"},
   {"COHORT_STALL_SHUTDOWN_TIME", "--stall-shutdown-time", T::kSeconds, "0", 0, kNone, false,
    nullptr, "s before they fail on every rank (0: never)"},
+  {"COHORT_DEADLOCK_TIME", "--deadlock-time", T::kSeconds, "10", 0, kNone, false, nullptr,
+   "s ranks may all wait for each other before the job stops (0: never)"},
   {"COHORT_ELASTIC_TIMEOUT", "--elastic-timeout", T::kSeconds, "600", 0, kNone, true, nullptr,
    "elastic jobs: s a worker may take to join a new round"},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
