@@ -35,11 +35,11 @@ std::string Mac(const std::string& secret, const std::string& data) {
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
+}  // namespace
+
 bool SameBytes(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
-
-}  // namespace
 
 std::string GenerateSecret() {
   static const char kHex[] = "0123456789abcdef";
