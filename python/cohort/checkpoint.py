@@ -9,7 +9,9 @@
 
 A checkpoint is complete or absent, also when the process is killed while it
 saves; the store keeps the newest `keep_last` and the best by `metric` (lower
-is better unless higher_is_better=True) and deletes the rest. `state` is
+is better unless higher_is_better=True) and deletes the rest. A corrupt
+checkpoint is skipped with a CheckpointWarning naming it: load() returns the
+newest one that loads. `state` is
 anything torch.save (when torch is loaded) or pickle can write: a dict of
 tensors and plain objects. Save from one rank (rank 0); load on every rank.
 
@@ -24,6 +26,7 @@ import io
 import os
 import pickle
 import sys
+import warnings
 
 from . import _checkpoint
 
@@ -50,11 +53,27 @@ def _decode(data, map_location):
     raise ValueError("not a cohort.checkpoint state (first bytes %r)" % data[:24])
 
 
+class CheckpointWarning(UserWarning):
+    """A checkpoint was skipped: its manifest cannot be read (it is left in
+    place for you to inspect and delete), or its state is missing or does not
+    match its manifest. The message names it and, on a load, which
+    checkpoint was loaded instead."""
+
+
 class Checkpointer:
     """Checkpoints at one location: a directory (created) or s3://bucket/prefix."""
 
     def __init__(self, location, keep_last=3, higher_is_better=False):
         self._store = _checkpoint.Store(os.fspath(location), keep_last, higher_is_better)
+
+    def _call(self, method, *args):
+        """self._store.method(*args), then each skipped checkpoint's report as
+        a CheckpointWarning (also when the call raised)."""
+        try:
+            return getattr(self._store, method)(*args)
+        finally:
+            for message in self._store.take_warnings():
+                warnings.warn(message, CheckpointWarning, stacklevel=4)
 
     @property
     def location(self):
@@ -65,30 +84,30 @@ class Checkpointer:
         keep_last and the best no longer need."""
         if isinstance(step, bool) or not isinstance(step, int):
             raise TypeError("step must be an int, not %s" % type(step).__name__)
-        self._store.save(step, _encode(state), None if metric is None else float(metric))
-        _record_on_tracking_run(self.location, step, self._store.list())
+        self._call("save", step, _encode(state), None if metric is None else float(metric))
+        _record_on_tracking_run(self.location, step, self._call("list"))
 
     def load(self, step=None, map_location="cpu"):
         """(state, step) of the newest checkpoint (or of `step`);
         (None, None) when there is none."""
         if step is None:
-            found = self._store.load_latest()
+            found = self._call("load_latest")
             if found is None:
                 return None, None
             step, data = found
         else:
-            data = self._store.load(step)
+            data = self._call("load", step)
             if data is None:
                 return None, None
         return _decode(data, map_location), step
 
     def list(self):
         """[{"step", "bytes", "metric", "sha256"}] of the complete checkpoints, oldest first."""
-        return self._store.list()
+        return self._call("list")
 
     def best(self):
         """The best checkpoint's {"step", "bytes", "metric", "sha256"}, or None."""
-        return self._store.best()
+        return self._call("best")
 
 
 def _record_on_tracking_run(location, step, saved):

@@ -1,11 +1,16 @@
 // CheckpointStore (include/cohort/checkpoint.h): state object first, manifest
-// last, then garbage collection of what the keep rules no longer need.
+// last, then garbage collection of what the keep rules no longer need;
+// checkpoints that cannot be used are skipped and reported, never fatal to a
+// job that has a usable one.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "checkpoint/manifest.h"
 #include "cohort/checkpoint.h"
+#include "common/logging.h"
 #include "data/hash.h"
 #include "data/storage.h"
 
@@ -13,17 +18,50 @@ namespace cohort {
 
 using checkpoint::Manifest;
 
+// What a location holds: the checkpoints whose manifests can be used, and
+// why the others cannot (by step).
+struct Scan {
+  std::map<int64_t, Manifest> valid;
+  std::map<int64_t, Status> unreadable;
+};
+
 struct CheckpointStore::Impl {
   std::unique_ptr<data::Storage> storage;
   CheckpointOptions options;
 
   std::string Where(const std::string& key) const { return storage->location() + "/" + key; }
 
-  // Every complete checkpoint's manifest, by step.
-  Result<std::map<int64_t, Manifest>> Manifests() {
+  void Warn(const std::string& message) const {
+    if (options.on_warning) {
+      options.on_warning(message);
+    } else {
+      COHORT_LOG(kWarning) << message;
+    }
+  }
+
+  // The report of a checkpoint a load or save skipped. One whose manifest
+  // cannot be read is never deleted: it may be a newer version's, or worth
+  // a look, so the user decides.
+  std::string Unusable(int64_t step, const Status& why, bool left_in_place) const {
+    std::string text = "checkpoint step " + std::to_string(step) +
+                       " is unusable and was skipped: " + why.message();
+    if (left_in_place) {
+      text += "; it is left in place (delete " + Where(checkpoint::StepFolder(step)) +
+              " once inspected)";
+    }
+    return text;
+  }
+
+  void ReportUnreadable(const Scan& scan) const {
+    for (const auto& [step, why] : scan.unreadable) Warn(Unusable(step, why, true));
+  }
+
+  // Every checkpoint's manifest, by step. A manifest that cannot be used is
+  // recorded, not an error; failing storage is.
+  Result<Scan> Manifests() {
     Result<std::vector<std::string>> keys = storage->List("");
     if (!keys.ok()) return keys.status();
-    std::map<int64_t, Manifest> manifests;
+    Scan scan;
     for (const std::string& key : *keys) {
       int64_t step = checkpoint::StepOfManifestKey(key);
       if (step < 0) continue;
@@ -31,31 +69,74 @@ struct CheckpointStore::Impl {
       if (!text.ok()) return text.status();
       if (!text->has_value()) continue;  // deleted since the listing
       Result<Manifest> m = checkpoint::ParseManifest(**text, Where(key));
-      if (!m.ok()) return m.status();
-      if (m->info.step != step) {
-        return Status::InvalidArgument(Where(key) + ": names step " + std::to_string(m->info.step) +
-                                       ", not " + std::to_string(step));
+      if (!m.ok()) {
+        scan.unreadable.emplace(step, m.status());
+      } else if (m->info.step != step) {
+        scan.unreadable.emplace(step, Status::InvalidArgument(Where(key) + ": names step " +
+                                                              std::to_string(m->info.step) +
+                                                              ", not " + std::to_string(step)));
+      } else {
+        scan.valid.emplace(step, std::move(*m));
       }
-      manifests.emplace(step, std::move(*m));
     }
-    return manifests;
+    return scan;
   }
 
-  Result<std::optional<Checkpoint>> Read(const Manifest& m) {
+  // The state `m` names. nullopt, with *problem set, when the state is
+  // missing or does not match its manifest; an error when the storage fails.
+  Result<std::optional<Checkpoint>> Read(const Manifest& m, Status* problem) {
     const std::string where = Where(m.state_object);
     Result<std::optional<std::string>> state = storage->Get(m.state_object);
     if (!state.ok()) return state.status();
     if (!state->has_value()) {
-      return Status::IoError("checkpoint step " + std::to_string(m.info.step) + ": state " + where +
-                             " named by its manifest is missing");
+      *problem = Status::IoError("checkpoint step " + std::to_string(m.info.step) + ": state " +
+                                 where + " named by its manifest is missing");
+      return std::optional<Checkpoint>();
     }
     if ((*state)->size() != m.info.bytes || data::Sha256Hex(**state) != m.info.sha256) {
-      return Status::IoError("checkpoint step " + std::to_string(m.info.step) + ": state " + where +
-                             " does not match its manifest (" + std::to_string((*state)->size()) +
-                             " bytes, manifest says " + std::to_string(m.info.bytes) +
-                             " bytes and SHA-256 " + m.info.sha256 + ")");
+      *problem =
+          Status::IoError("checkpoint step " + std::to_string(m.info.step) + ": state " + where +
+                          " does not match its manifest (" + std::to_string((*state)->size()) +
+                          " bytes, manifest says " + std::to_string(m.info.bytes) +
+                          " bytes and SHA-256 " + m.info.sha256 + ")");
+      return std::optional<Checkpoint>();
     }
     return std::optional<Checkpoint>(Checkpoint{m.info, std::move(**state)});
+  }
+
+  // The newest checkpoint that loads; every newer one that does not is
+  // reported. When none loads, the newest's problem is the error.
+  Result<std::optional<Checkpoint>> LoadNewestValid() {
+    Result<Scan> scan = Manifests();
+    if (!scan.ok()) return scan.status();
+    std::map<int64_t, std::pair<Status, bool>> skipped = {};  // why, left in place
+    for (const auto& [step, why] : scan->unreadable) skipped[step] = {why, true};
+    std::optional<Checkpoint> loaded;
+    for (auto it = scan->valid.rbegin(); it != scan->valid.rend() && !loaded; ++it) {
+      Status problem;
+      Result<std::optional<Checkpoint>> c = Read(it->second, &problem);
+      if (!c.ok()) return c.status();
+      if (c->has_value()) {
+        loaded = std::move(*c);
+      } else {
+        skipped[it->first] = {problem, false};
+      }
+    }
+    if (!loaded && !skipped.empty()) {
+      for (auto it = skipped.begin(); it != std::prev(skipped.end()); ++it) {
+        Warn(Unusable(it->first, it->second.first, it->second.second));
+      }
+      return skipped.rbegin()->second.first;
+    }
+    for (const auto& [step, why] : skipped) {
+      std::string text = Unusable(step, why.first, why.second);
+      if (step > loaded->info.step) {
+        text +=
+            "; loaded step " + std::to_string(loaded->info.step) + ", the newest valid checkpoint";
+      }
+      Warn(text);
+    }
+    return loaded;
   }
 
   bool Better(const CheckpointInfo& a, const CheckpointInfo& b) const {
@@ -74,15 +155,18 @@ struct CheckpointStore::Impl {
   }
 
   // Deletes checkpoints beyond the newest keep_last (except the best), then
-  // every object no remaining manifest names (a killed save's leftovers,
-  // replaced states). Manifests go first: a checkpoint disappears whole.
+  // every object no remaining manifest names (a replaced state, what a
+  // killed save left), and the temporary files of killed saves. Manifests go
+  // first: a checkpoint disappears whole. A checkpoint whose manifest cannot
+  // be read is reported and left alone.
   Status CollectGarbage() {
-    Result<std::map<int64_t, Manifest>> manifests = Manifests();
-    if (!manifests.ok()) return manifests.status();
-    std::optional<CheckpointInfo> best = BestOf(*manifests);
+    Result<Scan> scan = Manifests();
+    if (!scan.ok()) return scan.status();
+    ReportUnreadable(*scan);
+    std::optional<CheckpointInfo> best = BestOf(scan->valid);
     std::set<std::string> kept;
     int newer = 0;
-    for (auto it = manifests->rbegin(); it != manifests->rend(); ++it) {
+    for (auto it = scan->valid.rbegin(); it != scan->valid.rend(); ++it) {
       const Manifest& m = it->second;
       if (newer++ < options.keep_last || (best && best->step == m.info.step)) {
         kept.insert(checkpoint::ManifestKey(m.info.step));
@@ -94,11 +178,18 @@ struct CheckpointStore::Impl {
     Result<std::vector<std::string>> keys = storage->List("");
     if (!keys.ok()) return keys.status();
     for (const std::string& key : *keys) {
-      if (key.rfind("step-", 0) == 0 && kept.count(key) == 0) {
+      if (key.rfind("step-", 0) == 0 && kept.count(key) == 0 && !InUnreadable(*scan, key)) {
         COHORT_RETURN_IF_ERROR(storage->Delete(key));
       }
     }
-    return Status::OK();
+    return storage->CollectAbandonedWrites("").status();
+  }
+
+  static bool InUnreadable(const Scan& scan, const std::string& key) {
+    for (const auto& [step, why] : scan.unreadable) {
+      if (key.rfind(checkpoint::StepFolder(step) + "/", 0) == 0) return true;
+    }
+    return false;
   }
 };
 
@@ -147,19 +238,15 @@ Status CheckpointStore::Save(int64_t step, std::string_view state, std::optional
 }
 
 Result<std::vector<CheckpointInfo>> CheckpointStore::List() {
-  Result<std::map<int64_t, Manifest>> manifests = impl_->Manifests();
-  if (!manifests.ok()) return manifests.status();
+  Result<Scan> scan = impl_->Manifests();
+  if (!scan.ok()) return scan.status();
+  impl_->ReportUnreadable(*scan);
   std::vector<CheckpointInfo> infos;
-  for (const auto& [step, m] : *manifests) infos.push_back(m.info);
+  for (const auto& [step, m] : scan->valid) infos.push_back(m.info);
   return infos;
 }
 
-Result<std::optional<Checkpoint>> CheckpointStore::LoadLatest() {
-  Result<std::map<int64_t, Manifest>> manifests = impl_->Manifests();
-  if (!manifests.ok()) return manifests.status();
-  if (manifests->empty()) return std::optional<Checkpoint>();
-  return impl_->Read(manifests->rbegin()->second);
-}
+Result<std::optional<Checkpoint>> CheckpointStore::LoadLatest() { return impl_->LoadNewestValid(); }
 
 Result<std::optional<Checkpoint>> CheckpointStore::Load(int64_t step) {
   const std::string key = checkpoint::ManifestKey(step);
@@ -168,13 +255,17 @@ Result<std::optional<Checkpoint>> CheckpointStore::Load(int64_t step) {
   if (!text->has_value()) return std::optional<Checkpoint>();
   Result<Manifest> m = checkpoint::ParseManifest(**text, impl_->Where(key));
   if (!m.ok()) return m.status();
-  return impl_->Read(*m);
+  Status problem;
+  Result<std::optional<Checkpoint>> c = impl_->Read(*m, &problem);
+  if (c.ok() && !c->has_value()) return problem;
+  return c;
 }
 
 Result<std::optional<CheckpointInfo>> CheckpointStore::Best() {
-  Result<std::map<int64_t, Manifest>> manifests = impl_->Manifests();
-  if (!manifests.ok()) return manifests.status();
-  return impl_->BestOf(*manifests);
+  Result<Scan> scan = impl_->Manifests();
+  if (!scan.ok()) return scan.status();
+  impl_->ReportUnreadable(*scan);
+  return impl_->BestOf(scan->valid);
 }
 
 }  // namespace cohort

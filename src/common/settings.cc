@@ -61,6 +61,8 @@ const std::vector<SettingSpec> kSettings = {
    "debug,info,warning,error", "debug, info, warning or error"},
   {"COHORT_TEST_HOSTS", nullptr, T::kText, "", 0, 0, false, nullptr,
    "testing: emulated host of each rank, e.g. 0,0,1,1"},
+  {"COHORT_ALLOW_INSECURE", nullptr, T::kChoice, "0", 0, 0, false, "0,1",
+   "1: a job under srun/mpirun/torchrun without a secret may listen beyond loopback"},
   {"COHORT_DATA_CACHE_DIR", "--data-cache-dir", T::kText, "", 0, 0, false, nullptr,
    "local cache of remote dataset chunks"},
   {"COHORT_DATA_CACHE_SIZE", "--data-cache-size", T::kBytes, "10G", 1, kNone, false, nullptr,

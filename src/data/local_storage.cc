@@ -2,7 +2,9 @@
 // large objects); temp file, fsync, rename
 // and a directory fsync for writes, so a crash leaves whole files only; a
 // flock(2)'d KEY.lock for compare-and-swap (the kernel drops it when the
-// holder dies, so a killed writer never leaves the dataset locked).
+// holder dies, so a killed writer never leaves the dataset locked), and an
+// flock on each temp file while it is written, so a killed writer's temp
+// file can be told from a live one's and collected.
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -62,11 +64,24 @@ Status MakeDirs(const std::string& dir) {
   return Status::OK();
 }
 
+// Marks a new temporary file as being written: its writer holds an flock on
+// it until the rename, so CollectAbandonedWrites removes only the files of
+// writers that died (the kernel drops a dead process's locks). False when a
+// collector took the file in the moment between its creation and this lock
+// (it then has no name left). Where the filesystem has no flock the file is
+// written unlocked; collectors cannot lock it either and leave it alone.
+bool MarkBeingWritten(int fd) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return errno != EWOULDBLOCK;
+  struct stat st;
+  return ::fstat(fd, &st) != 0 || st.st_nlink > 0;
+}
+
 // Creates `full`.tmp.XXXXXX (a name no other writer, thread or process, can
-// share) and its folders; *tmp is its name, *fd its open descriptor. A
-// concurrent Delete removes a folder it leaves empty, which can happen
-// between making the folder and creating the file in it: then the folder is
-// made again (bounded: each retry means another writer's Delete made progress).
+// share) and its folders, marked as being written; *tmp is its name, *fd its
+// open descriptor. A concurrent Delete removes a folder it leaves empty,
+// which can happen between making the folder and creating the file in it:
+// then the folder is made again (bounded: each retry means another writer's
+// Delete, or a collector, made progress).
 Status CreateScratchFile(const std::string& full, const std::string& dir, std::string* tmp,
                          int* fd) {
   constexpr int kAttempts = 100;
@@ -74,7 +89,11 @@ Status CreateScratchFile(const std::string& full, const std::string& dir, std::s
     COHORT_RETURN_IF_ERROR(MakeDirs(dir));
     *tmp = full + ".tmp.XXXXXX";
     *fd = ::mkostemp(tmp->data(), O_CLOEXEC);
-    if (*fd >= 0) return Status::OK();
+    if (*fd >= 0 && MarkBeingWritten(*fd)) return Status::OK();
+    if (*fd >= 0) {
+      ::close(*fd);
+      errno = ENOENT;  // a collector removed it
+    }
     if (errno != ENOENT || attempt == kAttempts) return Errno("cannot create", *tmp);
   }
 }
@@ -196,18 +215,38 @@ class LocalStorage : public Storage {
     if (::unlink(full.c_str()) != 0) {
       return errno == ENOENT ? Status::OK() : Errno("cannot delete", full);
     }
-    std::string dir = full.substr(0, full.rfind('/'));
-    // A folder the object leaves empty goes too (rmdir fails on a non-empty
-    // one); ENOENT: a concurrent Delete removed it first.
-    if (dir != dir_ && (::rmdir(dir.c_str()) == 0 || errno == ENOENT)) {
-      dir = dir.substr(0, dir.rfind('/'));
+    return RemovedFromFolder(full);
+  }
+
+  Result<std::vector<std::string>> CollectAbandonedWrites(const std::string& prefix) override {
+    std::vector<std::string> scratch, removed;
+    COHORT_RETURN_IF_ERROR(Walk(prefix, Listing::kScratch, &scratch));
+    for (const std::string& key : scratch) {
+      if (key.find(".tmp.") == std::string::npos) continue;  // lock files stay
+      const std::string full = Full(key);
+      Fd fd(::open(full.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      // Held: a live writer. Not lockable: no flock here, nothing proven.
+      if (fd.get() < 0 || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+      // The name must still be the file locked (not renamed into place and
+      // replaced since), and it goes while the lock is held.
+      struct stat held, named;
+      if (::fstat(fd.get(), &held) != 0 || ::lstat(full.c_str(), &named) != 0 ||
+          held.st_dev != named.st_dev || held.st_ino != named.st_ino) {
+        continue;
+      }
+      if (::unlink(full.c_str()) != 0) {
+        if (errno == ENOENT) continue;
+        return Errno("cannot delete", full);
+      }
+      removed.push_back(key);
+      COHORT_RETURN_IF_ERROR(RemovedFromFolder(full));
     }
-    return FsyncDirOrAncestor(dir, dir_);
+    return removed;
   }
 
   Result<std::vector<std::string>> List(const std::string& prefix) override {
     std::vector<std::string> keys;
-    COHORT_RETURN_IF_ERROR(Walk(prefix, &keys));
+    COHORT_RETURN_IF_ERROR(Walk(prefix, Listing::kObjects, &keys));
     std::sort(keys.begin(), keys.end());
     return keys;
   }
@@ -230,7 +269,20 @@ class LocalStorage : public Storage {
   }
 
  private:
+  enum class Listing { kObjects, kScratch };  // what Walk collects
+
   std::string Full(const std::string& path) const { return dir_ + "/" + path; }
+
+  // After `full` was unlinked: a folder it leaves empty goes too (rmdir fails
+  // on a non-empty one; ENOENT: a concurrent Delete removed it first), and
+  // the removal is made durable.
+  Status RemovedFromFolder(const std::string& full) {
+    std::string dir = full.substr(0, full.rfind('/'));
+    if (dir != dir_ && (::rmdir(dir.c_str()) == 0 || errno == ENOENT)) {
+      dir = dir.substr(0, dir.rfind('/'));
+    }
+    return FsyncDirOrAncestor(dir, dir_);
+  }
 
   // Waits for the lock with a deadline; the holder only renames one file, so
   // the wait is short unless the disk is stuck.
@@ -280,21 +332,24 @@ class LocalStorage : public Storage {
     return out;
   }
 
-  Status Walk(const std::string& rel, std::vector<std::string>* keys) {
+  // The keys of the objects, or of the scratch files, under `rel`.
+  Status Walk(const std::string& rel, Listing what, std::vector<std::string>* keys) {
     std::string full = rel.empty() ? dir_ : Full(rel);
     DIR* d = ::opendir(full.c_str());
     if (d == nullptr) return errno == ENOENT ? Status::OK() : Errno("cannot list", full);
     std::vector<std::pair<std::string, bool>> entries;
     while (struct dirent* e = ::readdir(d)) {
       std::string name = e->d_name;
-      if (name == "." || name == ".." || IsScratchName(name)) continue;
-      entries.emplace_back(name, e->d_type == DT_DIR);
+      if (name == "." || name == "..") continue;
+      const bool is_dir = e->d_type == DT_DIR;
+      if (!is_dir && IsScratchName(name) != (what == Listing::kScratch)) continue;
+      entries.emplace_back(name, is_dir);
     }
     ::closedir(d);
     for (const auto& [name, is_dir] : entries) {
       std::string key = rel.empty() ? name : rel + "/" + name;
       if (is_dir) {
-        COHORT_RETURN_IF_ERROR(Walk(key, keys));
+        COHORT_RETURN_IF_ERROR(Walk(key, what, keys));
       } else {
         keys->push_back(key);
       }
@@ -310,6 +365,10 @@ class LocalStorage : public Storage {
 Result<std::vector<ListedObject>> Storage::ListModified(const std::string&) {
   return Status::InvalidArgument("dataset " + location() +
                                  ": this storage cannot list modification times");
+}
+
+Result<std::vector<std::string>> Storage::CollectAbandonedWrites(const std::string&) {
+  return std::vector<std::string>();
 }
 
 Status Storage::Delete(const std::string& path) {

@@ -79,6 +79,12 @@ class Storage {
   virtual Status Delete(const std::string& path);
   // Keys under `prefix` (recursively), sorted; temporary and lock files are not listed.
   virtual Result<std::vector<std::string>> List(const std::string& prefix) = 0;
+  // Deletes what writers killed in the middle of a Put left under `prefix`
+  // and returns the names deleted. Only what no live writer holds goes: a
+  // local directory's writer keeps an flock on its temporary file until the
+  // rename, and the kernel drops it when the writer dies. The default:
+  // nothing to collect (an S3 PUT leaves no partial object; HTTP is read-only).
+  virtual Result<std::vector<std::string>> CollectAbandonedWrites(const std::string& prefix);
   // List with each object's modification time (`cohort data gc`); the
   // default says the backend cannot (HTTP).
   virtual Result<std::vector<ListedObject>> ListModified(const std::string& prefix);

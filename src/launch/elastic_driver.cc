@@ -19,6 +19,7 @@
 #include "launch/job_supervisor.h"
 #include "launch/process_util.h"
 #include "rendezvous/elastic_round.h"
+#include "rendezvous/local_address.h"
 #include "rendezvous/store_client.h"
 #include "rendezvous/store_protocol.h"
 #include "rendezvous/store_server.h"
@@ -116,6 +117,7 @@ class ElasticDriver : public JobSupervisor {
   ElasticDriver(const LaunchOptions& options, const ElasticOptions& elastic)
       : options_(options), elastic_(elastic) {}
 
+  Result<std::string> StoreAddress(const LaunchOptions& options) override;
   Status Begin(JobControl& job, const StoreServer& store, const JobAddress& address,
                const std::string& local_path) override;
   bool OnExit(JobControl& job, int id, int status) override;
@@ -124,6 +126,7 @@ class ElasticDriver : public JobSupervisor {
 
  private:
   void Discover(JobControl& job);
+  bool Reachable(const std::string& host);
   Status StartWorker(JobControl& job, const std::string& host);
   int Alive() const;
   int AliveOn(const std::string& host) const;
@@ -143,6 +146,7 @@ class ElasticDriver : public JobSupervisor {
   std::string local_path_, ssh_path_;
   std::vector<HostSlots> hosts_;        // as last discovered
   std::map<std::string, int> failed_;   // slots retired per host
+  std::set<std::string> unreachable_;   // hosts the store's address does not reach
   std::vector<ElasticWorker> workers_;  // in start order
   std::optional<Deadline> next_discovery_;
   std::string change_;  // why the next round is needed; empty: none
@@ -162,6 +166,23 @@ Status ElasticDriver::SetKey(const std::string& key, const std::string& value) {
   return s.ok() ? s : s.WithContext("elastic driver setting " + key);
 }
 
+// The first discovery decides where the store listens, as a host list does
+// for a plain job (StoreListenAddress): --network-interface's address, else
+// this host's source address toward the first remote host listed, else
+// loopback. Without that, remote workers were told 127.0.0.1 and waited
+// there for a store that was not theirs.
+Result<std::string> ElasticDriver::StoreAddress(const LaunchOptions& options) {
+  Result<std::string> output = RunDiscoveryScript(elastic_.discovery_script);
+  if (!output.ok()) return output.status();
+  Result<std::vector<HostSlots>> hosts = ParseDiscoveredHosts(*output);
+  if (!hosts.ok()) return hosts.status().WithContext(elastic_.discovery_script);
+  hosts_ = std::move(hosts).value();
+  if (!options.network_interface.empty()) return InterfaceAddress(options.network_interface);
+  LaunchOptions discovered = options;
+  discovered.hosts = hosts_;
+  return StoreListenAddress(discovered);
+}
+
 Status ElasticDriver::Begin(JobControl& job, const StoreServer& store, const JobAddress& address,
                             const std::string& local_path) {
   store_ = &store;
@@ -171,11 +192,6 @@ Status ElasticDriver::Begin(JobControl& job, const StoreServer& store, const Job
       address.store_host, address.store_port, address.secret, Deadline::AfterSeconds(10));
   if (!client.ok()) return client.status().WithContext("elastic driver joining its own store");
   client_ = std::move(client).value();
-  Result<std::string> output = RunDiscoveryScript(elastic_.discovery_script);
-  if (!output.ok()) return output.status();
-  Result<std::vector<HostSlots>> hosts = ParseDiscoveredHosts(*output);
-  if (!hosts.ok()) return hosts.status().WithContext(elastic_.discovery_script);
-  hosts_ = std::move(hosts).value();
   next_discovery_ = Deadline::AfterSeconds(elastic_.discovery_interval_seconds);
   change_ = "start";
   Discover(job);
@@ -199,6 +215,22 @@ ElasticWorker* ElasticDriver::Find(int id) {
     if (w.id == id) return &w;
   }
   return nullptr;
+}
+
+// Whether workers on `host` can reach the store. A store on loopback (every
+// host listed at the start was this one) is not reachable from another host
+// found later: that is said once, and the host gets no workers.
+bool ElasticDriver::Reachable(const std::string& host) {
+  if (unreachable_.count(host) > 0) return false;
+  if (address_.store_host.rfind("127.", 0) != 0 || IsLocalHost(host.substr(host.find('@') + 1))) {
+    return true;
+  }
+  Say("host " + host + " is another host, but the job's store listens on " + address_.store_host +
+      " (every host the discovery script listed at the start was this one); starting no "
+      "workers there: give --network-interface for the store to listen where hosts found "
+      "later reach it");
+  unreachable_.insert(host);
+  return false;
 }
 
 Status ElasticDriver::StartWorker(JobControl& job, const std::string& host) {
@@ -238,6 +270,7 @@ void ElasticDriver::Discover(JobControl& job) {
     }
   }
   for (const HostSlots& h : hosts_) {
+    if (!Reachable(h.host)) continue;
     while (Alive() < elastic_.max_np && AliveOn(h.host) < h.slots - failed_[h.host]) {
       Status started = StartWorker(job, h.host);
       if (!started.ok()) {

@@ -30,6 +30,10 @@ class JobControl {
 class JobSupervisor {
  public:
   virtual ~JobSupervisor() = default;
+  // The address the job's store listens on, which every worker the
+  // supervisor starts dials. Called once, before the store starts and
+  // before Begin.
+  virtual Result<std::string> StoreAddress(const LaunchOptions& options) = 0;
   // Starts the first workers. `store` is the job's rendezvous store,
   // reachable at `address`; `local_path` is the command found in PATH here.
   virtual Status Begin(JobControl& job, const StoreServer& store, const JobAddress& address,

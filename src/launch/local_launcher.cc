@@ -704,11 +704,9 @@ Result<int> RunJob(const LaunchOptions& options, JobSupervisor* supervisor) {
     }
     ssh_path = *path;
   }
-  // A supervisor places workers on hosts only it knows: they reach the store
-  // through --network-interface, or run on this host.
-  Result<std::string> store_host = supervisor == nullptr || options.network_interface.empty()
-                                       ? StoreListenAddress(options)
-                                       : InterfaceAddress(options.network_interface);
+  // A supervisor places workers on hosts only it knows: it says where.
+  Result<std::string> store_host =
+      supervisor == nullptr ? StoreListenAddress(options) : supervisor->StoreAddress(options);
   if (!store_host.ok()) return store_host.status();
   COHORT_RETURN_IF_ERROR(EnsureStandardFds());
   SignalRouting signals;

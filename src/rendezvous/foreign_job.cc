@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "common/settings.h"
 #include "net/auth.h"
 #include "net/socket.h"
 #include "rendezvous/local_address.h"
@@ -113,7 +114,6 @@ Result<std::string> ReadOrCreateSecretFile(const std::string& path) {
 
 Status ProtectForeignJob(const EnvLookup& env, JobEnvironment* job) {
   if (!job->secret.empty()) return Status::OK();
-  const std::string where = job->store_host + ":" + std::to_string(job->store_port);
   const std::string path = SecretFilePath(env);
   Result<std::string> file_secret =
       path.empty()
@@ -121,24 +121,47 @@ Status ProtectForeignJob(const EnvLookup& env, JobEnvironment* job) {
           : ReadOrCreateSecretFile(path);
   if (file_secret.ok()) {
     // Distinct per job, so one job's ranks cannot be mistaken for another's.
-    job->secret = *file_secret + "/" + job->launcher + "/" + where;
+    job->secret = *file_secret + "/" + job->launcher + "/" + job->store_host + ":" +
+                  std::to_string(job->store_port);
     return Status::OK();
   }
-  const std::string why = file_secret.status().message();
-  if (MultiHost(*job) && EnvString(env, "COHORT_ALLOW_INSECURE").value_or("") != "1") {
-    return Status::InvalidArgument(
-        "this " + job->launcher +
-        " job spans several hosts but has no secret: COHORT_SECRET is "
-        "not set and the secret file cannot be used (" +
-        why +
-        "). Export the same "
-        "COHORT_SECRET to every rank (e.g. `export COHORT_SECRET=$(openssl rand -hex 32)`), "
-        "or set COHORT_ALLOW_INSECURE=1 to let anyone on the network join the job");
+  Result<SettingValue> insecure = ReadSetting(env, "COHORT_ALLOW_INSECURE");
+  if (!insecure.ok()) return insecure.status();
+  // No secret but a guessable one, so nothing may listen beyond loopback. On
+  // one host every rank is here: the store the launcher's variables place
+  // (MASTER_ADDR, the first node) moves to loopback, and so does the mesh,
+  // whose addresses follow the route toward the store. Every rank decides
+  // alike from the same variables.
+  const bool multi_host = MultiHost(*job);
+  const bool address_given = EnvString(env, "COHORT_STORE_ADDR").has_value();
+  if (!multi_host && !address_given) job->store_host = "127.0.0.1";
+  const std::string where = job->store_host + ":" + std::to_string(job->store_port);
+  const std::string interfaces = EnvString(env, "COHORT_NETWORK_INTERFACE").value_or("");
+  std::string beyond;  // why the job would listen beyond loopback; empty: it would not
+  if (multi_host) {
+    beyond = "it spans several hosts, so its store and ranks listen beyond loopback";
+  } else if (!interfaces.empty()) {
+    beyond = "its ranks listen on network interface " + interfaces +
+             " (COHORT_NETWORK_INTERFACE), beyond loopback";
+  } else if (!ResolvesToLoopback(job->store_host)) {
+    beyond = "its store's address, " + where + " (COHORT_STORE_ADDR), is beyond loopback";
   }
-  COHORT_LOG(kWarning) << "COHORT_SECRET is not set and the secret file cannot be used (" << why
-                       << "): connections of this " << job->launcher
-                       << " job are not protected; export COHORT_SECRET=<random hex> to all "
-                          "ranks (e.g. `export COHORT_SECRET=$(openssl rand -hex 32)`)";
+  const std::string why = "COHORT_SECRET is not set and the secret file cannot be used: " +
+                          file_secret.status().message();
+  if (!beyond.empty() && insecure->text != "1") {
+    return Status::InvalidArgument(
+        "this " + job->launcher + " job has no secret (" + why + "), and " + beyond +
+        ". Export the same random COHORT_SECRET to every rank (e.g. `export "
+        "COHORT_SECRET=$(openssl rand -hex 32)`), or set COHORT_ALLOW_INSECURE=1 to let anyone "
+        "who can reach its ports join the job");
+  }
+  COHORT_LOG(kWarning) << "this " << job->launcher << " job has no secret (" << why << "): "
+                       << (beyond.empty() ? "its store and ranks listen on loopback only, "
+                                            "where any local user can join it"
+                                          : "COHORT_ALLOW_INSECURE=1 lets anyone who can reach "
+                                            "its ports join it")
+                       << "; export COHORT_SECRET=<random hex> to every rank (e.g. `export "
+                          "COHORT_SECRET=$(openssl rand -hex 32)`)";
   job->secret = "cohort-unprotected-job@" + where;
   return Status::OK();
 }

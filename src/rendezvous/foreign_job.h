@@ -7,9 +7,13 @@
 // (XDG_CONFIG_HOME honoured; created on first use, mode 0600, missing
 // directories 0700; on a multi-host job the home directory must be
 // shared, as it is on SLURM clusters, or every host needs the same file),
-// combined with the job's store address. When no such file can be used, a
-// single-host job falls back to a guessable secret with a warning; a
-// multi-host job is refused unless COHORT_ALLOW_INSECURE=1.
+// combined with the job's store address. When no such file can be used,
+// the job gets a guessable secret, so nothing of it may listen beyond
+// loopback: a single-host job's store moves to 127.0.0.1 (unless
+// COHORT_STORE_ADDR placed it) and it runs with a warning; a job that would
+// listen elsewhere (several hosts, COHORT_NETWORK_INTERFACE, a routable
+// COHORT_STORE_ADDR) is refused, saying how to give it a secret, unless
+// COHORT_ALLOW_INSECURE=1.
 #ifndef COHORT_RENDEZVOUS_FOREIGN_JOB_H_
 #define COHORT_RENDEZVOUS_FOREIGN_JOB_H_
 
@@ -21,8 +25,9 @@
 
 namespace cohort {
 
-// Fills job->secret when it is empty (see above). Errors name the file or
-// the setting and how to fix it.
+// Fills job->secret when it is empty, and moves the store to loopback when
+// that secret is guessable (see above). Errors name the file or the setting
+// and how to fix it.
 Status ProtectForeignJob(const EnvLookup& env, JobEnvironment* job);
 
 // Reads the secret in `path`, creating it (and missing directories, mode

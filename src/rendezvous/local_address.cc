@@ -75,6 +75,11 @@ bool IsThisHost(const std::string& host) {
   return false;
 }
 
+bool ResolvesToLoopback(const std::string& host) {
+  Result<std::string> ip = ResolveHost(host);
+  return ip.ok() && IsLoopback(*ip);
+}
+
 Result<std::string> InterfaceAddress(const std::string& interfaces) {
   const std::vector<InterfaceV4> have = ListInterfaces();
   std::stringstream wanted(interfaces);

@@ -19,6 +19,10 @@ Result<std::string> LocalAddressToward(const std::string& remote_host);
 // False when it does not resolve.
 bool IsThisHost(const std::string& host);
 
+// Whether `host` resolves to a loopback address (127.x): only processes of
+// this host can reach what listens there. False when it does not resolve.
+bool ResolvesToLoopback(const std::string& host);
+
 // The IPv4 address of the first interface in `interfaces` (comma-separated,
 // e.g. "eth0,br0") that this host has and that is up. The error names the
 // interfaces and lists the ones this host has.

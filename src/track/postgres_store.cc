@@ -117,6 +117,8 @@ constexpr int64_t kStoreLockKey = 0x636f686f7274;
 
 int PostgresSchemaVersion() { return static_cast<int>(kMigrations.size()); }
 
+int64_t PostgresStoreLockKey() { return kStoreLockKey; }
+
 Result<std::unique_ptr<TrackingStore>> OpenPostgresStore(const std::string& uri) {
   auto db = PostgresDb::Open(uri);
   if (!db.ok()) return db.status();

@@ -6,6 +6,7 @@
 #ifndef COHORT_TRACK_POSTGRES_STORE_H_
 #define COHORT_TRACK_POSTGRES_STORE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,11 @@ Result<std::unique_ptr<TrackingStore>> OpenPostgresStore(const std::string& uri)
 
 // The schema version this build writes (table cohort_schema_version).
 int PostgresSchemaVersion();
+
+// The session advisory lock key a server holds on its database ("cohort"
+// in ASCII, 109330144653940); pg_locks shows it as classid 25455, objid
+// 1752134260 (the key's high and low 32 bits), objsubid 1.
+int64_t PostgresStoreLockKey();
 
 }  // namespace cohort::track
 

@@ -157,13 +157,22 @@ bool NumericEntity(const Grammar& g, Entity entity, const std::string& key) {
          (entity == Entity::kAttribute && g.numeric_attributes.count(key) > 0);
 }
 
+// A limit of the search limits (search_filter.h) passed: not quoting the
+// filter, which may be long.
+Status FilterLimit(const std::string& what) {
+  return Status::InvalidArgument("Invalid filter: " + what);
+}
+
 Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const Grammar& g) {
   std::vector<FilterClause> clauses;
   auto lexed = Lex(filter);
   if (!lexed.ok()) return lexed.status();
   const std::vector<Token>& t = *lexed;
-  size_t i = 0;
+  size_t i = 0, values = 0;
   while (i < t.size()) {
+    if (clauses.size() == kMaxFilterClauses) {
+      return FilterLimit("more than " + std::to_string(kMaxFilterClauses) + " clauses (the limit)");
+    }
     if (!clauses.empty()) {
       if (t[i].kind != TokenKind::kIdentifier || Upper(t[i].text) != "AND") {
         return FilterError(filter,
@@ -211,6 +220,10 @@ Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const G
         return FilterError(filter, c.comparator + " needs a parenthesised list of strings");
       }
       while (i < t.size() && t[i].kind == TokenKind::kString) {
+        if (++values > kMaxFilterValues) {
+          return FilterLimit("more than " + std::to_string(kMaxFilterValues) +
+                             " values in IN lists (the limit)");
+        }
         c.list.push_back(t[i++].text);
         if (i < t.size() && t[i].kind == TokenKind::kComma) ++i;
       }
@@ -231,6 +244,11 @@ Result<std::vector<FilterClause>> ParseFilter(const std::string& filter, const G
             "'" + identifier + "' is compared with a quoted string, found '" + t[i].text + "'");
       }
       c.text = t[i++].text;
+      if (is_like && c.text.size() > kMaxLikePatternBytes) {
+        return FilterLimit("a LIKE pattern of " + std::to_string(c.text.size()) +
+                           " bytes, more than the limit of " +
+                           std::to_string(kMaxLikePatternBytes));
+      }
     }
     clauses.push_back(std::move(c));
   }
@@ -279,6 +297,20 @@ Result<std::vector<FilterClause>> ParseExperimentFilter(const std::string& filte
 }
 Result<OrderClause> ParseExperimentOrderBy(const std::string& order_by) {
   return ParseOrder(order_by, kExperimentGrammar);
+}
+
+Status CheckOrderByCount(size_t clauses) {
+  if (clauses <= kMaxOrderByClauses) return Status::OK();
+  return Status::InvalidArgument("Invalid order_by: " + std::to_string(clauses) +
+                                 " clauses, more than the limit of " +
+                                 std::to_string(kMaxOrderByClauses));
+}
+
+Status CheckExperimentIdCount(size_t ids) {
+  if (ids <= kMaxSearchExperiments) return Status::OK();
+  return Status::InvalidArgument("Invalid experiment_ids: " + std::to_string(ids) +
+                                 " ids, more than the limit of " +
+                                 std::to_string(kMaxSearchExperiments));
 }
 
 bool IsNumericAttribute(const std::string& key) {

@@ -5,6 +5,7 @@
 #ifndef COHORT_TRACK_SEARCH_FILTER_H_
 #define COHORT_TRACK_SEARCH_FILTER_H_
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,30 @@ struct OrderClause {
   bool ascending = true;
 };
 
+// Limits of one search, checked before any SQL is built, so that a search
+// too big for the database is a bad request naming its limit, never a
+// database error or worse. SQLite joins at most 64 tables (a sort by a
+// metric, param or tag is one join); SQLite 3.40 (Debian 12) crashes with
+// SIGSEGV on a query with a join and 64 or more ORDER BY terms, and a run
+// search's sort key is two terms (runs without the value last, then the
+// value), so 16 keys stay far below both. SQLite nests expressions at most
+// 1000 deep (each AND of a filter is a level), binds at most 32766 values
+// per statement (all of these together stay below it) and matches LIKE
+// patterns of at most 50000 bytes. MLflow documents no limits of its own.
+inline constexpr size_t kMaxOrderByClauses = 16;
+inline constexpr size_t kMaxFilterClauses = 100;
+inline constexpr size_t kMaxFilterValues = 10000;  // of all IN lists of a filter
+inline constexpr size_t kMaxLikePatternBytes = 50000;
+inline constexpr size_t kMaxSearchExperiments = 10000;  // experiment_ids of a run search
+
+// "Invalid order_by: N clauses, more than the limit of 16" past the limit.
+Status CheckOrderByCount(size_t clauses);
+// The same for a run search's experiment_ids.
+Status CheckExperimentIdCount(size_t ids);
+
 // Run search: metrics/params/tags/attributes (run_id, run_name, status,
 // user_id, artifact_uri, start_time, end_time). Fails with a message that
-// quotes the offending part of `filter`.
+// quotes the offending part of `filter`, or names the limit passed.
 Result<std::vector<FilterClause>> ParseRunFilter(const std::string& filter);
 Result<OrderClause> ParseRunOrderBy(const std::string& order_by);
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 
+#include "common/logging.h"
 #include "data/hash.h"
 #include "net/auth.h"
 #include "track/errors.h"
@@ -38,6 +39,15 @@ const char* ExperimentColumn(const std::string& attribute) {
 
 std::string SqlComparator(const std::string& comparator) {
   return comparator == "ILIKE" ? "LIKE" : comparator;
+}
+
+// A search the database failed, for the client: the SQL and the database's
+// message go to the log, not into the answer.
+Status SearchFailed(const Status& s, const char* what) {
+  if (KindOf(s) != ErrorKind::kInternal) return s;
+  COHORT_LOG(kError) << what << ": " << s.ToString();
+  return Status::IoError(std::string(what) +
+                         " failed in the tracking store (the server's log has the details)");
 }
 
 // "<column> <op> ?" with the value bound; ILIKE compares lower-cased.
@@ -141,6 +151,7 @@ Result<Experiment> SqlStore::GetExperimentByName(const std::string& name) {
 }
 
 Result<Page<Experiment>> SqlStore::SearchExperiments(const ExperimentSearch& search) {
+  COHORT_RETURN_IF_ERROR(CheckOrderByCount(search.order_by.size()));
   auto clauses = ParseExperimentFilter(search.filter);
   if (!clauses.ok()) return clauses.status();
   auto offset = DecodePageToken(search.page_token);
@@ -175,11 +186,11 @@ Result<Page<Experiment>> SqlStore::SearchExperiments(const ExperimentSearch& sea
   auto ids = QueryIds("SELECT e.experiment_id FROM experiments e WHERE " + where + " ORDER BY " +
                           order + " LIMIT ? OFFSET ?",
                       values);
-  if (!ids.ok()) return ids.status();
+  if (!ids.ok()) return SearchFailed(ids.status(), "searching experiments");
   Page<Experiment> page;
   for (size_t i = 0; i < ids->size() && i < static_cast<size_t>(search.max_results); ++i) {
     auto e = LoadExperiment("e.experiment_id = ?", std::stoll((*ids)[i]), "experiment vanished");
-    if (!e.ok()) return e.status();
+    if (!e.ok()) return SearchFailed(e.status(), "searching experiments");
     page.items.push_back(std::move(*e));
   }
   if (ids->size() > static_cast<size_t>(search.max_results)) {
@@ -312,6 +323,8 @@ Status SqlStore::SetRunLifecycle(const std::string& run_id, const std::string& s
 }
 
 Result<Page<Run>> SqlStore::SearchRuns(const RunSearch& search) {
+  COHORT_RETURN_IF_ERROR(CheckOrderByCount(search.order_by.size()));
+  COHORT_RETURN_IF_ERROR(CheckExperimentIdCount(search.experiment_ids.size()));
   auto clauses = ParseRunFilter(search.filter);
   if (!clauses.ok()) return clauses.status();
   auto offset = DecodePageToken(search.page_token);
@@ -356,14 +369,14 @@ Result<Page<Run>> SqlStore::SearchRuns(const RunSearch& search) {
   auto ids = QueryIds("SELECT r.run_uuid FROM runs r" + joins + " WHERE " + where + " ORDER BY " +
                           order + " LIMIT ? OFFSET ?",
                       all);
-  if (!ids.ok()) return ids.status();
+  if (!ids.ok()) return SearchFailed(ids.status(), "searching runs");
   Page<Run> page;
   if (ids->size() > static_cast<size_t>(search.max_results)) {
     ids->resize(static_cast<size_t>(search.max_results));
     page.next_page_token = EncodePageToken(*offset + search.max_results);
   }
   auto runs = LoadRuns(*ids);
-  if (!runs.ok()) return runs.status();
+  if (!runs.ok()) return SearchFailed(runs.status(), "searching runs");
   page.items = std::move(*runs);
   return page;
 }

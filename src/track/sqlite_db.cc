@@ -1,13 +1,22 @@
 // The SQLite connection and its statements.
 #include "track/sqlite_db.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "track/errors.h"
 
@@ -16,6 +25,99 @@ namespace {
 
 Status SqlError(sqlite3* db, const std::string& what) {
   return Status::IoError("sqlite: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// The first line of /proc/PID/cmdline, arguments separated by spaces.
+std::string CommandLineOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// The name under which process `pid` has the file `st` describes open
+// (its /proc/PID/fd entry); empty when it has not, or it cannot be read.
+std::string OpenedNameOf(pid_t pid, const struct stat& st) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* dir = opendir(fds.c_str());
+  if (dir == nullptr) return "";
+  std::string name;
+  while (struct dirent* e = readdir(dir)) {
+    const std::string entry = fds + "/" + e->d_name;
+    struct stat target;
+    if (e->d_name[0] == '.' || stat(entry.c_str(), &target) != 0 || target.st_dev != st.st_dev ||
+        target.st_ino != st.st_ino) {
+      continue;
+    }
+    char link[PATH_MAX];
+    const ssize_t n = readlink(entry.c_str(), link, sizeof(link) - 1);
+    if (n > 0) name.assign(link, static_cast<size_t>(n));
+    break;
+  }
+  closedir(dir);
+  return name;
+}
+
+// The process holding a flock on the file `st` describes, and the name it
+// opened it by, from /proc/locks ("1: FLOCK  ADVISORY  WRITE 4711
+// 08:01:1234 0 EOF"; "->" marks waiters). The device there is the
+// superblock's, which stat() does not always give (btrfs subvolumes,
+// overlayfs), so a line is matched by inode and confirmed by the holder
+// having the file open. pid 0 when none is found (another PID namespace).
+pid_t FlockHolder(const struct stat& st, std::string* opened_as) {
+  std::ifstream locks("/proc/locks");
+  const std::string inode = ":" + std::to_string(static_cast<uintmax_t>(st.st_ino));
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream fields(line);
+    std::string number, kind, mode, access, pid_text, file;
+    fields >> number >> kind;
+    if (kind != "FLOCK") continue;  // also skips "->" waiters
+    fields >> mode >> access >> pid_text >> file;
+    if (file.size() <= inode.size() ||
+        file.compare(file.size() - inode.size(), inode.size(), inode) != 0) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::atol(pid_text.c_str()));
+    *opened_as = OpenedNameOf(pid, st);
+    if (!opened_as->empty()) return pid;
+  }
+  return 0;
+}
+
+// Who holds the store file `st` describes, for the refusal's message.
+std::string DescribeHolder(const struct stat& st) {
+  std::string name;
+  const pid_t pid = FlockHolder(st, &name);
+  if (pid == 0) return " (another process holds its lock)";
+  std::string text = ": pid " + std::to_string(pid);
+  const std::string command = CommandLineOf(pid);
+  if (!command.empty()) text += " (" + command + ")";
+  return text + " holds it as " + name;
+}
+
+// One process owns a store file: an exclusive flock on the file itself (not
+// on a name beside it), held while the connection is open. flock locks the
+// inode through the open file, so every name of the file, a symlink or a hard
+// link, meets the same lock; a lock file named after the path would not, and
+// two writers on one database through two names write two WALs and lose
+// commits. Independent of SQLite's own fcntl locks on the file.
+Result<int> ClaimStoreFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::IoError("cannot open tracking store " + path + ": " + std::strerror(errno));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  const int error = errno;
+  struct stat st;
+  const bool known = fstat(fd, &st) == 0;
+  close(fd);  // before looking for the holder's descriptors: not one of them
+  if (error != EWOULDBLOCK) {
+    return Status::IoError("cannot lock tracking store " + path + ": " + std::strerror(error));
+  }
+  return AlreadyExistsError("tracking store " + path + " is open in another process" +
+                            (known ? DescribeHolder(st) : std::string()) +
+                            "; use that server, or another --store");
 }
 
 }  // namespace
@@ -73,28 +175,18 @@ std::string SqliteStatement::Text(int column) const {
 }
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
-  // One process owns a store file: an exclusive lock on PATH.lock, held
-  // while the connection is open.
-  std::string lock_path = path + ".lock";
-  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return Status::IoError("cannot create lock file " + lock_path + ": " + std::strerror(errno));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
-    return AlreadyExistsError("tracking store " + path + " is open in another process (lock " +
-                              lock_path + " is held); use that server, or another --store");
-  }
+  Result<int> fd = ClaimStoreFile(path);
+  if (!fd.ok()) return fd.status();
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    close(fd);
+    close(*fd);
     return Status::IoError("cannot open tracking store " + path + ": " + message);
   }
-  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path, fd));
+  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path, *fd));
   sqlite3_busy_timeout(db, 5000);
   // WAL: readers never block the writer; synchronous=FULL: a commit is on
   // disk before it returns, so an acknowledged batch survives kill -9 and
@@ -108,6 +200,8 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
 
 SqliteDb::~SqliteDb() {
   sqlite3_close(db_);
+  // Only now: closing any descriptor of the file drops the POSIX locks this
+  // process holds on it, SQLite's included.
   close(lock_fd_);  // releases the flock
 }
 

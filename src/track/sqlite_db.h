@@ -42,7 +42,8 @@ class SqliteStatement : public SqlStatement {
 class SqliteDb : public SqlConnection {
  public:
   // Opens (creating) the file with WAL journaling and full fsync on commit.
-  // A file another process has open is refused, naming it.
+  // A file another connection has open, under this name or any other (a
+  // symlink, a hard link), is refused, naming the process that holds it.
   static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path);
   ~SqliteDb() override;
   SqliteDb(const SqliteDb&) = delete;
@@ -61,7 +62,7 @@ class SqliteDb : public SqlConnection {
       : db_(db), path_(std::move(path)), lock_fd_(lock_fd) {}
   sqlite3* db_;
   std::string path_;
-  int lock_fd_;  // flock'd PATH.lock
+  int lock_fd_;  // the store file, flock'd while the connection is open
 };
 
 }  // namespace cohort::track

@@ -1,6 +1,7 @@
 // The SQLite tracking store (the embedded default). One process owns a store
-// file at a time: it holds an exclusive lock on PATH.lock, and a second
-// server or client opening the same file is refused with a message naming it.
+// file at a time: it holds an exclusive flock on the file itself, and a
+// second server or client opening the same file, by any name (a symlink, a
+// hard link), is refused with a message naming the holder.
 #ifndef COHORT_TRACK_SQLITE_STORE_H_
 #define COHORT_TRACK_SQLITE_STORE_H_
 

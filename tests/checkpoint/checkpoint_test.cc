@@ -3,11 +3,15 @@
 // point leaving the previous checkpoint loadable, and the same on S3.
 #include "cohort/checkpoint.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +49,24 @@ std::vector<std::string> Keys(const std::string& location) {
   auto storage = data::OpenStorage(location, false);
   EXPECT_TRUE(storage.ok());
   return *(*storage)->List("");
+}
+
+// Every file under `dir` on disk, scratch files included (Keys hides them).
+std::vector<std::string> FilesOnDisk(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(e.path().string().substr(dir.size() + 1));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Options whose warnings go to `warnings`.
+CheckpointOptions Collecting(std::vector<std::string>* warnings, int keep_last = 3) {
+  CheckpointOptions options;
+  options.keep_last = keep_last;
+  options.on_warning = [warnings](const std::string& w) { warnings->push_back(w); };
+  return options;
 }
 
 TEST(Checkpoint, RoundTripAndLatest) {
@@ -129,6 +151,111 @@ TEST(Checkpoint, CorruptStateIsAnErrorNamingIt) {
                 ": not a cohort checkpoint manifest (first line 'garbage')");
 }
 
+// A corrupt old manifest does not stop a job that has newer checkpoints: a
+// load finds the newest valid one, a save goes on, and the bad checkpoint is
+// reported each time and left in place, never deleted without a word.
+TEST(Checkpoint, CorruptOldManifestIsSkippedReportedAndKept) {
+  TempDir dir;
+  const std::string location = dir.Sub("ckpt");
+  std::vector<std::string> warnings;
+  auto store = OpenStore(location, Collecting(&warnings, 2));
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(store->Save(step, "state " + std::to_string(step)).ok());
+  }
+  ASSERT_EQ(Steps(*store), (std::vector<int64_t>{2, 3}));
+  const std::string manifest = location + "/step-000000000002/MANIFEST";
+  std::ofstream(manifest, std::ios::trunc) << "cohort-checkpoint 1\nstep 2\nbytes x\n";
+  const std::string report = "checkpoint step 2 is unusable and was skipped: " + manifest +
+                             ":3: bad bytes 'x'; it is left in place (delete " + location +
+                             "/step-000000000002 once inspected)";
+  warnings.clear();
+  auto latest = store->LoadLatest();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ((*latest)->info.step, 3);
+  EXPECT_EQ((*latest)->state, "state 3");
+  EXPECT_EQ(warnings, (std::vector<std::string>{report}));
+
+  warnings.clear();
+  ASSERT_TRUE(store->Save(4, "state 4").ok());
+  ASSERT_TRUE(store->Save(5, "state 5").ok());
+  EXPECT_EQ(warnings, (std::vector<std::string>{report, report}));
+  EXPECT_EQ(Steps(*store), (std::vector<int64_t>{4, 5}));
+  // Keep-last counts valid checkpoints; the bad one is untouched.
+  EXPECT_EQ(FilesOnDisk(location + "/step-000000000002").size(), 2u);
+  EXPECT_EQ(std::filesystem::exists(location + "/step-000000000003"), false);
+  EXPECT_EQ((*store->LoadLatest())->state, "state 5");
+}
+
+// The newest checkpoint is corrupt (its state, or its manifest): the newest
+// valid older one is loaded, and the warning says so.
+TEST(Checkpoint, CorruptNewestFallsBackToTheNewestValidOne) {
+  TempDir dir;
+  const std::string location = dir.Sub("ckpt");
+  std::vector<std::string> warnings;
+  auto store = OpenStore(location, Collecting(&warnings));
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(store->Save(step, "state " + std::to_string(step)).ok());
+  }
+  std::string state3;
+  for (const std::string& key : Keys(location)) {
+    if (key.rfind("step-000000000003/state-", 0) == 0) state3 = location + "/" + key;
+  }
+  ASSERT_FALSE(state3.empty());
+  std::ofstream(state3, std::ios::binary | std::ios::trunc) << "bad";
+  auto latest = store->LoadLatest();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ((*latest)->info.step, 2);
+  EXPECT_EQ((*latest)->state, "state 2");
+  EXPECT_EQ(warnings,
+            (std::vector<std::string>{
+                "checkpoint step 3 is unusable and was skipped: checkpoint step 3: "
+                "state " +
+                state3 +
+                " does not match its manifest (3 bytes, manifest says 7 bytes "
+                "and SHA-256 " +
+                (*store->List())[2].sha256 + "); loaded step 2, the newest valid checkpoint"}));
+  // Asked for by step, a corrupt checkpoint is an error, as before.
+  EXPECT_FALSE(store->Load(3).ok());
+
+  warnings.clear();
+  const std::string manifest2 = location + "/step-000000000002/MANIFEST";
+  std::ofstream(manifest2, std::ios::trunc) << "garbage\n";
+  latest = store->LoadLatest();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ((*latest)->info.step, 1);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0], "checkpoint step 2 is unusable and was skipped: " + manifest2 +
+                             ": not a cohort checkpoint manifest (first line 'garbage'); it is "
+                             "left in place (delete " +
+                             location +
+                             "/step-000000000002 once inspected); loaded step 1, the newest "
+                             "valid checkpoint");
+  EXPECT_EQ(warnings[1].rfind("checkpoint step 3 is unusable and was skipped: ", 0), 0u);
+  EXPECT_NE(warnings[1].find("; loaded step 1, the newest valid checkpoint"), std::string::npos);
+}
+
+// A live writer's temporary file is not collected; once its writer is gone
+// (here: the lock the writer holds is released) the next save collects it.
+TEST(Checkpoint, TemporaryFileOfALiveWriterIsLeftAlone) {
+  TempDir dir;
+  const std::string location = dir.Sub("ckpt");
+  auto store = OpenStore(location);
+  ASSERT_TRUE(store->Save(1, "one").ok());
+  std::filesystem::create_directories(location + "/step-000000000002");
+  const std::string tmp = location + "/step-000000000002/state-0123456789abcdef.tmp.Ab12Cd";
+  {
+    const int writer = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(writer, 0);
+    ASSERT_EQ(::flock(writer, LOCK_EX), 0);  // as LocalStorage::Put holds it while it writes
+    ASSERT_TRUE(store->Save(3, "three").ok());
+    EXPECT_TRUE(std::filesystem::exists(tmp));
+    ::close(writer);
+  }
+  ASSERT_TRUE(store->Save(4, "four").ok());
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+  EXPECT_FALSE(std::filesystem::exists(location + "/step-000000000002"));
+}
+
 TEST(Checkpoint, BadInputIsRefused) {
   TempDir dir;
   CheckpointOptions options;
@@ -150,10 +277,10 @@ void ExpectPreviousCheckpoint(const std::string& location) {
   ASSERT_TRUE(latest->has_value());
   EXPECT_EQ((*latest)->info.step, 1);
   EXPECT_EQ((*latest)->state, "one");
-  // The next save collects what the killed one left.
+  // The next save collects what the killed one left, its temporary file too.
   ASSERT_TRUE(store->Save(3, "three").ok());
-  for (const std::string& key : Keys(location)) {
-    EXPECT_EQ(key.find("step-000000000002"), std::string::npos) << key;
+  for (const std::string& file : FilesOnDisk(location)) {
+    EXPECT_EQ(file.find("step-000000000002"), std::string::npos) << file;
   }
 }
 
@@ -205,6 +332,12 @@ TEST(CheckpointCrash, KilledWhileTheStateIsWritten) {
     EXPECT_EQ((*store->LoadLatest())->state, std::string(64 << 20, 'x'));
     GTEST_SKIP() << "the save completed before the kill";
   }
+  // The killed writer left its temporary file (Keys does not show it).
+  bool temporary_left = false;
+  for (const std::string& file : FilesOnDisk(location)) {
+    temporary_left |= file.find(".tmp.") != std::string::npos;
+  }
+  EXPECT_TRUE(temporary_left);
   ExpectPreviousCheckpoint(location);
 }
 
@@ -243,6 +376,21 @@ TEST(CheckpointS3, KeepsTheLastKAndCollectsGarbage) {
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ((*latest)->state, "state 4");
   EXPECT_EQ(Keys(location).size(), 4u);  // two manifests, two states
+  // A corrupt old manifest there is skipped, reported and kept too.
+  auto storage = data::OpenStorage(location, false);
+  ASSERT_TRUE(storage.ok());
+  ASSERT_TRUE((*storage)->Put("step-000000000003/MANIFEST", "garbage\n").ok());
+  std::vector<std::string> warnings;
+  auto reopened = OpenStore(location, Collecting(&warnings, 2));
+  ASSERT_TRUE(reopened->Save(5, "state 5").ok());
+  EXPECT_EQ(Steps(*reopened), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ((*reopened->LoadLatest())->state, "state 5");
+  ASSERT_EQ(warnings.size(), 3u);  // the save, the listing, the load
+  EXPECT_EQ(warnings[0], "checkpoint step 3 is unusable and was skipped: " + location +
+                             "/step-000000000003/MANIFEST: not a cohort checkpoint manifest "
+                             "(first line 'garbage'); it is left in place (delete " +
+                             location + "/step-000000000003 once inspected)");
+  EXPECT_EQ(Keys(location).size(), 6u);  // the bad checkpoint's two objects are still there
   for (const auto& [name, value] : server.Env()) ::unsetenv(name.c_str());
 }
 

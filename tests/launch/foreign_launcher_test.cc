@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/local_address.h"
 #include "support/child_process.h"
 
 namespace cohort::testing {
@@ -87,6 +88,31 @@ TEST(ForeignLauncher, MpirunWithoutSecretUsesThePrivateSecretFile) {
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(std::system(("rm -rf " + std::string(dir)).c_str()), 0);
+}
+
+// torchrun on one host in a bare container: no HOME, XDG_CONFIG_HOME or
+// COHORT_SECRET, MASTER_ADDR a routable address of this host. The job has
+// only a guessable secret, so its store and mesh stay on loopback, and it
+// runs (rendezvous/foreign_job.h).
+TEST(ForeignLauncher, TorchrunWithoutSecretRunsOnLoopback) {
+  Result<std::string> routable = FirstNonLoopbackAddress();
+  const std::string port = std::to_string(FreePort());
+  std::vector<std::map<std::string, std::string>> envs;
+  for (int r = 0; r < 2; ++r) {
+    envs.push_back({{"RANK", std::to_string(r)},
+                    {"WORLD_SIZE", "2"},
+                    {"LOCAL_RANK", std::to_string(r)},
+                    {"LOCAL_WORLD_SIZE", "2"},
+                    {"MASTER_ADDR", routable.ok() ? *routable : "localhost"},
+                    {"MASTER_PORT", port},
+                    {"TORCHELASTIC_RUN_ID", "bare"},
+                    {"HOME", ""},
+                    {"XDG_CONFIG_HOME", ""},
+                    {"COHORT_SECRET", ""},
+                    {"COHORT_SECRET_FILE", ""},
+                    {"COHORT_TIMEOUT", "30"}});
+  }
+  ExpectAllExact(envs);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -265,6 +266,98 @@ TEST_F(MultiHost, InterruptStopsRemoteWorkers) {
   EXPECT_EQ(f.exit_code, 128 + SIGINT) << f.out << f.err;
   EXPECT_TRUE(Contains(f.out, "[0] got INT")) << f.out;
   EXPECT_TRUE(Contains(f.out, "[1] got INT")) << f.out;
+  ExpectNothingLeft();
+}
+
+// A scratch directory for one test's files (a discovery script), removed at
+// the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char pattern[] = "/tmp/cohort-multihost-XXXXXX";
+    path_ = ::mkdtemp(pattern);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  // Writes an executable shell script `name` with `body`; its path.
+  std::string Script(const std::string& name, const std::string& body) const {
+    const std::string path = path_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// `cohort run` of an elastic job over `discovery`, the workers marked.
+Finished RunElastic(const TestCluster& cluster, const std::string& discovery, int np,
+                    const std::string& mark, const std::vector<std::string>& command) {
+  std::vector<std::string> args = {"run",
+                                   "-np",
+                                   std::to_string(np),
+                                   "--min-np",
+                                   "2",
+                                   "--timeout",
+                                   "20",
+                                   "--elastic-timeout",
+                                   "30",
+                                   "--timeout-secs",
+                                   "60",
+                                   "--host-discovery-script",
+                                   discovery};
+  for (const std::string& f : cluster.SshFlags()) args.push_back(f);
+  args.insert(args.end(), {"--", "/usr/bin/env", mark});
+  args.insert(args.end(), command.begin(), command.end());
+  return RunCohort(args, kJobSeconds);
+}
+
+// An elastic job whose discovery script lists other hosts, with no
+// --network-interface: the store listens where they reach it (this host's
+// address toward the first, as for -H) and the job runs. It used to tell
+// every worker 127.0.0.1, where the remote ones waited for a store that was
+// not there until the job was killed.
+TEST_F(MultiHost, ElasticJobOnOtherHostsReachesItsStore) {
+  if (!Up(2)) return;
+  ScratchDir dir;
+  const std::string discovery = dir.Script(
+      "discover", "echo " + cluster_->address(0) + ":2\necho " + cluster_->address(1) + ":1\n");
+  Finished f = RunElastic(*cluster_, discovery, 3, mark_, {Worker(), "all", "quick"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_TRUE(Contains(f.err, "cohort run: elastic round 1 (start): 3 workers")) << f.err;
+  EXPECT_EQ(ExactRanks(f.out), 3) << f.out << f.err;
+  EXPECT_LT(f.seconds, 20) << f.err;
+  ExpectNothingLeft();
+}
+
+// Every host listed at the start is this one, so the store listens on
+// loopback; another host listed later cannot reach it: the launcher says so
+// once, naming it and --network-interface, starts nothing there, and the
+// job goes on with the workers it has.
+TEST_F(MultiHost, ElasticHostFoundLaterBeyondALoopbackStoreIsNamed) {
+  if (!Up(1)) return;
+  ScratchDir dir;
+  const std::string remote = cluster_->address(0);
+  // The second run of the script adds the remote host and lets the
+  // workers, which wait for that, go on.
+  const std::string discovery = dir.Script(
+      "discover", "n=$(cat " + dir.path() + "/runs 2>/dev/null || echo 0)\necho $((n + 1)) > " +
+                      dir.path() + "/runs\necho localhost:2\nif [ \"$n\" -ge 1 ]; then echo " +
+                      remote + ":1; touch " + dir.path() + "/go; fi\n");
+  Finished f = RunElastic(*cluster_, discovery, 3, mark_,
+                          {"sh", "-c",
+                           "while [ ! -e " + dir.path() + "/go ]; do sleep 0.05; done; exec " +
+                               Worker() + " all quick"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  const std::string said = "cohort run: host " + remote +
+                           " is another host, but the job's store listens on 127.0.0.1 (every "
+                           "host the discovery script listed at the start was this one); starting "
+                           "no workers there: give --network-interface for the store to listen "
+                           "where hosts found later reach it\n";
+  EXPECT_TRUE(Contains(f.err, said)) << f.err;
+  EXPECT_EQ(f.err.find(said), f.err.rfind(said)) << "said once: " << f.err;
+  EXPECT_EQ(ExactRanks(f.out), 2) << f.out << f.err;
   ExpectNothingLeft();
 }
 

@@ -63,6 +63,33 @@ def test_bad_input(tmp_path):
         ckpt.Checkpointer(tmp_path / "d", keep_last=0)
 
 
+def test_corrupt_checkpoints_are_skipped_with_a_warning(tmp_path):
+    store = ckpt.Checkpointer(tmp_path / "c", keep_last=2)
+    for step in (1, 2, 3):
+        store.save({"step": step}, step)
+    old = tmp_path / "c" / "step-000000000002" / "MANIFEST"
+    old.write_text("garbage\n")
+    report = ("checkpoint step 2 is unusable and was skipped: %s: not a cohort checkpoint "
+              "manifest (first line 'garbage'); it is left in place (delete %s once inspected)"
+              % (old, old.parent))
+    with pytest.warns(ckpt.CheckpointWarning) as caught:
+        assert store.load() == ({"step": 3}, 3)
+        store.save({"step": 4}, 4)
+    assert [str(w.message) for w in caught] == [report] * 3  # load, save, the save's listing
+    with pytest.warns(ckpt.CheckpointWarning):
+        assert [c["step"] for c in store.list()] == [3, 4]
+    assert old.exists()
+    # The newest is corrupt: the newest valid one loads, and the warning says so.
+    newest = tmp_path / "c" / "step-000000000004" / "MANIFEST"
+    newest.write_text("cohort-checkpoint 1\nstep 4\n")
+    with pytest.warns(ckpt.CheckpointWarning) as caught:
+        assert store.load() == ({"step": 3}, 3)
+    assert str(caught[-1].message) == (
+        "checkpoint step 4 is unusable and was skipped: %s: missing 'state'; it is left in "
+        "place (delete %s once inspected); loaded step 3, the newest valid checkpoint"
+        % (newest, newest.parent))
+
+
 SAVER = """
 import sys
 import cohort.checkpoint as ckpt
@@ -90,6 +117,10 @@ def test_killed_mid_save_leaves_a_loadable_checkpoint(tmp_path):
         assert saver.wait(timeout=60) == -signal.SIGKILL
         state, step = ckpt.Checkpointer(location).load()
         assert state["step"] == step >= 1
+    # The next save collects what the killed ones left, temporary files too.
+    ckpt.Checkpointer(location).save({"step": 100}, 100)
+    left = [os.path.join(d, f) for d, _, files in os.walk(location) for f in files]
+    assert not [f for f in left if ".tmp." in f], left
 
 
 def run_digits(checkpoint_dir, epochs, stop_after=None):

@@ -3,6 +3,7 @@
 // exit files and liveness.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -109,6 +110,29 @@ TEST(QueueStoreTest, OneConnectionOwnsTheFile) {
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find(path + " is open in another process"), std::string::npos)
       << second.status().message();
+  ASSERT_TRUE((*queue)->Insert(Sample()).ok());
+  EXPECT_EQ((*queue)->List()->size(), 1u);
+}
+
+// The queue's file is claimed like the tracking store's (track/sqlite_db.h):
+// by the file, so a hard link or a symlink to it is refused as well.
+TEST(QueueStoreTest, LinksToTheFileAreRefused) {
+  TempDir dir;
+  const std::string path = dir.Sub("queue.db");
+  auto queue = QueueStore::Open(path);
+  ASSERT_TRUE(queue.ok()) << queue.status().ToString();
+  ASSERT_EQ(::link(path.c_str(), dir.Sub("hard.db").c_str()), 0);
+  ASSERT_EQ(::symlink(path.c_str(), dir.Sub("sym.db").c_str()), 0);
+  for (const char* name : {"hard.db", "sym.db"}) {
+    auto second = QueueStore::Open(dir.Sub(name));
+    ASSERT_FALSE(second.ok()) << name;
+    EXPECT_NE(second.status().message().find(" is open in another process: pid " +
+                                             std::to_string(::getpid())),
+              std::string::npos)
+        << second.status().message();
+    EXPECT_NE(second.status().message().find(" holds it as " + path + ";"), std::string::npos)
+        << second.status().message();
+  }
   ASSERT_TRUE((*queue)->Insert(Sample()).ok());
   EXPECT_EQ((*queue)->List()->size(), 1u);
 }

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "rendezvous/local_address.h"
+
 namespace cohort {
 namespace {
 
@@ -110,9 +112,9 @@ TEST_F(ForeignJob, MultiHostWithoutSecretNeedsAnOptIn) {
   JobEnvironment job = Job(2);
   Status refused = ProtectForeignJob(Env({}), &job);
   EXPECT_EQ(refused.code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(refused.message().find("this mpirun job spans several hosts but has no secret: "
-                                   "COHORT_SECRET is not set and the secret file cannot be used "
-                                   "(none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set)"),
+  EXPECT_NE(refused.message().find("this mpirun job has no secret (COHORT_SECRET is not set and "
+                                   "the secret file cannot be used: none of COHORT_SECRET_FILE, "
+                                   "XDG_CONFIG_HOME and HOME is set), and it spans several hosts"),
             std::string::npos)
       << refused.message();
   EXPECT_NE(refused.message().find("COHORT_ALLOW_INSECURE=1"), std::string::npos);
@@ -122,6 +124,75 @@ TEST_F(ForeignJob, MultiHostWithoutSecretNeedsAnOptIn) {
   JobEnvironment single = Job(1);
   ASSERT_TRUE(ProtectForeignJob(Env({}), &single).ok());
   EXPECT_EQ(single.secret, "cohort-unprotected-job@127.0.0.1:29500");
+}
+
+// torchrun's variables on one host, no HOME, XDG_CONFIG_HOME or COHORT_SECRET
+// (a container): the store is reachable only where the job's ranks are, on
+// loopback, since its secret is guessable; MASTER_ADDR (a routable address)
+// would have let anyone on the network join with that secret.
+TEST_F(ForeignJob, OneHostWithoutSecretKeepsItsStoreOnLoopback) {
+  Result<std::string> routable = FirstNonLoopbackAddress();
+  const std::string master = routable.ok() ? *routable : "192.0.2.1";
+  const EnvLookup env = Env({{"RANK", "0"},
+                             {"WORLD_SIZE", "2"},
+                             {"LOCAL_RANK", "0"},
+                             {"LOCAL_WORLD_SIZE", "2"},
+                             {"MASTER_ADDR", master},
+                             {"MASTER_PORT", "29500"},
+                             {"TORCHELASTIC_RUN_ID", "x"}});
+  Result<JobEnvironment> job = ParseJobEnvironment(env);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_TRUE(ProtectForeignJob(env, &*job).ok());
+  EXPECT_EQ(job->store_host, "127.0.0.1");
+  EXPECT_EQ(job->store_port, 29501);
+  EXPECT_EQ(StoreBindAddress(*job), "127.0.0.1");
+  EXPECT_EQ(job->secret, "cohort-unprotected-job@127.0.0.1:29501");
+}
+
+// Where the store must listen beyond loopback (an address given with
+// COHORT_STORE_ADDR, an interface for the mesh, or several hosts) a job
+// without a secret is refused, saying how to give it one, unless the user
+// opts in with COHORT_ALLOW_INSECURE=1.
+TEST_F(ForeignJob, BeyondLoopbackWithoutSecretNeedsAnOptIn) {
+  const std::string how =
+      "Export the same random COHORT_SECRET to every rank (e.g. `export "
+      "COHORT_SECRET=$(openssl rand -hex 32)`), or set COHORT_ALLOW_INSECURE=1 to let anyone "
+      "who can reach its ports join the job";
+  JobEnvironment job = Job(1);
+  job.launcher = "torchrun";
+  job.store_host = "192.0.2.1";  // as COHORT_STORE_ADDR gave it
+  Status refused = ProtectForeignJob(Env({{"COHORT_STORE_ADDR", "192.0.2.1:29500"}}), &job);
+  EXPECT_EQ(refused.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "this torchrun job has no secret (COHORT_SECRET is not set and the secret file "
+            "cannot be used: none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set), and "
+            "its store's address, 192.0.2.1:29500 (COHORT_STORE_ADDR), is beyond loopback. " +
+                how);
+  ASSERT_TRUE(
+      ProtectForeignJob(
+          Env({{"COHORT_STORE_ADDR", "192.0.2.1:29500"}, {"COHORT_ALLOW_INSECURE", "1"}}), &job)
+          .ok());
+  EXPECT_EQ(job.store_host, "192.0.2.1");
+  EXPECT_EQ(job.secret, "cohort-unprotected-job@192.0.2.1:29500");
+
+  JobEnvironment meshed = Job(1);
+  refused = ProtectForeignJob(Env({{"COHORT_NETWORK_INTERFACE", "eth0"}}), &meshed);
+  EXPECT_EQ(refused.message(),
+            "this mpirun job has no secret (COHORT_SECRET is not set and the secret file cannot "
+            "be used: none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set), and its "
+            "ranks listen on network interface eth0 (COHORT_NETWORK_INTERFACE), beyond "
+            "loopback. " +
+                how);
+
+  JobEnvironment several = Job(2);
+  refused = ProtectForeignJob(Env({}), &several);
+  EXPECT_EQ(refused.message(),
+            "this mpirun job has no secret (COHORT_SECRET is not set and the secret file cannot "
+            "be used: none of COHORT_SECRET_FILE, XDG_CONFIG_HOME and HOME is set), and it spans "
+            "several hosts, so its store and ranks listen beyond loopback. " +
+                how);
+  EXPECT_EQ(ProtectForeignJob(Env({{"COHORT_ALLOW_INSECURE", "yes"}}), &several).message(),
+            "COHORT_ALLOW_INSECURE='yes' is not 0 or 1");
 }
 
 TEST_F(ForeignJob, StoreListensOnlyWhereTheJobReachesIt) {

@@ -5,6 +5,7 @@ faults. The real MLflow client cannot be installed here. Every test taking
 the `server` fixture runs against both stores: SQLite and a throw-away
 PostgreSQL 15 cluster (postgres_cluster.py), one cluster for the module."""
 import http.client
+import os
 import socket
 import time
 
@@ -371,9 +372,11 @@ def test_second_server_on_one_store_is_refused(server, tmp_path):
     assert proc.returncode == 1
     if server.store.startswith("sqlite:"):
         db = server.store[len("sqlite:"):]
-        assert proc.stderr == (f"cohort server: tracking store {db} "
-                               f"is open in another process (lock {db}.lock is held); use that "
-                               "server, or another --store\n")
+        with open(f"/proc/{server.proc.pid}/cmdline", "rb") as f:
+            holder = f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
+        assert proc.stderr == (f"cohort server: tracking store {db} is open in another process: "
+                               f"pid {server.proc.pid} ({holder}) holds it as "
+                               f"{os.path.realpath(db)}; use that server, or another --store\n")
     else:
         shown = server.store.replace(":" + postgres_cluster.PASSWORD + "@", "@")
         assert proc.stderr == (f"cohort server: tracking store {shown} is open in another cohort "

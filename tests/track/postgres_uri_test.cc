@@ -1,8 +1,16 @@
 // What the PostgreSQL store does to text before the server sees it: '?'
-// placeholders rewritten to $N, and URIs shown without their password.
+// placeholders rewritten to $N, and URIs shown without their password; the
+// advisory lock key docs/tracking.md gives is the one the store takes.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "track/postgres_db.h"
+#include "track/postgres_store.h"
 #include "track/store.h"
 
 namespace cohort::track {
@@ -25,6 +33,30 @@ TEST(StoreUri, PasswordIsLeftOut) {
   EXPECT_EQ(RedactStoreUri("postgres://a:p@w@[::1]:5/x"), "postgres://a@[::1]:5/x");
   EXPECT_EQ(RedactStoreUri("postgresql://h"), "postgresql://h");
   EXPECT_EQ(RedactStoreUri("sqlite:/tmp/a:b@c.db"), "sqlite:/tmp/a:b@c.db");
+}
+
+// Operators look the key up in pg_locks; every number the page gives for it
+// is the store's.
+TEST(PostgresStoreLock, DocsGiveTheKeyTheStoreTakes) {
+  EXPECT_EQ(PostgresStoreLockKey(), 0x636f686f7274);  // "cohort" in ASCII
+  std::ifstream in(std::string(COHORT_SOURCE_DIR) + "/docs/tracking.md");
+  ASSERT_TRUE(in) << "docs/tracking.md not found";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const int64_t key = PostgresStoreLockKey();
+  const std::map<std::string, int64_t> expected = {{"advisory lock", key},
+                                                   {"key", key},
+                                                   {"classid =", key >> 32},
+                                                   {"objid =", key & 0xffffffff}};
+  static const std::regex number(R"((advisory lock|key|classid =|objid =) `?(\d{5,}))");
+  std::set<std::string> seen;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), number); it != std::sregex_iterator();
+       ++it) {
+    EXPECT_EQ((*it)[2].str(), std::to_string(expected.at((*it)[1].str()))) << (*it)[0].str();
+    seen.insert((*it)[1].str());
+  }
+  EXPECT_EQ(seen.size(), expected.size());  // the page gives each form
 }
 
 }  // namespace

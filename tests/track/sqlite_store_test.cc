@@ -3,11 +3,19 @@
 // lock and schema migrations across reopen.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include <sqlite3.h>
 
 #include "data/data_test_util.h"
 #include "track/errors.h"
+#include "track/search_filter.h"
 #include "track/sqlite_store.h"
 #include "track/store.h"
 
@@ -219,6 +227,100 @@ TEST(SqliteStore, SearchFiltersOrdersAndPages) {
   EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()), "Invalid page token 'garbage!'");
 }
 
+// Searches bigger than the store's query limits (SQLite joins at most 64
+// tables, nests expressions 1000 deep, binds 32766 values) are refused as
+// bad requests naming the limit, before any SQL is built; at the limit they
+// run.
+TEST(SqliteStore, SearchLimitsAreRefusedNamingThem) {
+  TempDir dir;
+  auto store = Open(dir.Sub("t.db"));
+  std::string run = NewRun(*store, "0", "r");
+  Batch b;
+  b.metrics = {{"m0", 1, 1, 1}};
+  ASSERT_TRUE(store->LogBatch(run, b).ok());
+
+  RunSearch search;
+  for (size_t i = 0; i < kMaxOrderByClauses; ++i) {
+    search.order_by.push_back("metrics.m" + std::to_string(i) + " DESC");
+  }
+  auto page = store->SearchRuns(search);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->items.size(), 1u);
+  search.order_by.push_back("params.p");
+  Status s = store->SearchRuns(search).status();
+  EXPECT_EQ(KindOf(s), ErrorKind::kInvalidParameter);
+  EXPECT_EQ(ErrorMessage(s), "Invalid order_by: " + std::to_string(kMaxOrderByClauses + 1) +
+                                 " clauses, more than the limit of " +
+                                 std::to_string(kMaxOrderByClauses));
+  ExperimentSearch experiments;
+  experiments.order_by = search.order_by;
+  EXPECT_EQ(ErrorMessage(store->SearchExperiments(experiments).status()), ErrorMessage(s));
+
+  search = RunSearch{};
+  std::string filter = "metrics.m0 > 0";
+  for (size_t i = 1; i < kMaxFilterClauses; ++i)
+    filter += " AND params.p" + std::to_string(i) + " != 'x'";
+  search.filter = filter;
+  page = store->SearchRuns(search);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->items.size(), 0u);  // params.p1 != 'x' needs the param
+  search.filter = filter + " AND attributes.run_name = 'r'";
+  s = store->SearchRuns(search).status();
+  EXPECT_EQ(KindOf(s), ErrorKind::kInvalidParameter);
+  EXPECT_EQ(ErrorMessage(s), "Invalid filter: more than " + std::to_string(kMaxFilterClauses) +
+                                 " clauses (the limit)");
+  experiments.order_by.clear();
+  experiments.filter = "tags.t = 'x'";
+  for (size_t i = 0; i < kMaxFilterClauses; ++i) experiments.filter += " AND name != 'x'";
+  EXPECT_EQ(ErrorMessage(store->SearchExperiments(experiments).status()), ErrorMessage(s));
+
+  std::string ids = "'" + run + "'";
+  for (size_t i = 1; i < kMaxFilterValues; ++i) ids += ", 'x" + std::to_string(i) + "'";
+  search.filter = "attributes.run_id IN (" + ids + ")";
+  page = store->SearchRuns(search);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->items.size(), 1u);
+  search.filter = "attributes.run_id IN (" + ids + ", 'y')";
+  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+            "Invalid filter: more than " + std::to_string(kMaxFilterValues) +
+                " values in IN lists (the limit)");
+  search.filter = "params.p LIKE '" + std::string(kMaxLikePatternBytes + 1, '%') + "'";
+  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+            "Invalid filter: a LIKE pattern of " + std::to_string(kMaxLikePatternBytes + 1) +
+                " bytes, more than the limit of " + std::to_string(kMaxLikePatternBytes));
+
+  search = RunSearch{};
+  for (size_t i = 0; i < kMaxSearchExperiments; ++i)
+    search.experiment_ids.push_back(std::to_string(i));
+  page = store->SearchRuns(search);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->items.size(), 1u);
+  search.experiment_ids.push_back("x");
+  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+            "Invalid experiment_ids: " + std::to_string(kMaxSearchExperiments + 1) +
+                " ids, more than the limit of " + std::to_string(kMaxSearchExperiments));
+}
+
+// A search the database fails is an internal error that says so without the
+// SQL or the database's own message (those go to the log).
+TEST(SqliteStore, FailedSearchShowsNoSql) {
+  TempDir dir;
+  const std::string path = dir.Sub("t.db");
+  auto store = Open(path);
+  NewRun(*store, "0", "r");
+  sqlite3* raw = nullptr;  // behind the store's back: the table a sort needs goes away
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP TABLE latest_metrics", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  RunSearch search;
+  search.order_by = {"metrics.loss"};
+  Status s = store->SearchRuns(search).status();
+  EXPECT_EQ(KindOf(s), ErrorKind::kInternal);
+  EXPECT_EQ(s.message(),
+            "searching runs failed in the tracking store (the server's log has "
+            "the details)");
+}
+
 TEST(SqliteStore, BulkIntervalKeepsSpikesAndEnds) {
   TempDir dir;
   auto store = Open(dir.Sub("t.db"));
@@ -288,6 +390,18 @@ TEST(SqliteStore, LongHistoryDownsamplesFromBucketSummaries) {
   check(1000, 140500, 1000, 140500);
 }
 
+// What the refusal of a second opener says about the holder (this test
+// process, which holds the store as `held_as`).
+std::string HeldByThisProcess(const std::string& opened, const std::string& held_as) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return "tracking store " + opened + " is open in another process: pid " +
+         std::to_string(::getpid()) + " (" + cmdline + ") holds it as " + held_as +
+         "; use that server, or another --store";
+}
+
 TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   TempDir dir;
   std::string path = dir.Sub("sub/t.db");
@@ -300,9 +414,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
     ASSERT_TRUE(store->LogBatch(run, b).ok());
     auto second = OpenStore("sqlite:" + path);
     ASSERT_FALSE(second.ok());
-    EXPECT_EQ(ErrorMessage(second.status()),
-              "tracking store " + path + " is open in another process (lock " + path +
-                  ".lock is held); use that server, or another --store");
+    EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(path, path));
   }
   auto store = Open(path);
   ASSERT_TRUE(store != nullptr);
@@ -313,6 +425,43 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
             " postgresql://USER@HOST:PORT/DB");
+}
+
+// The lock is on the file, not on its name: a symlink or a hard link to a
+// store that is open is refused too, naming the holder and the name it
+// opened, and what the holder acknowledged is all there afterwards (a second
+// writer through a hard link would have written its own WAL beside the
+// holder's and lost experiments).
+TEST(SqliteStore, LinksToAnOpenStoreAreRefused) {
+  TempDir dir;
+  const std::string path = dir.Sub("t.db");
+  const std::string symlink = dir.Sub("sym.db"), hardlink = dir.Sub("other/hard.db");
+  std::vector<std::string> ids;
+  {
+    auto store = Open(path);
+    ASSERT_EQ(::symlink(path.c_str(), symlink.c_str()), 0);
+    std::filesystem::create_directories(dir.Sub("other"));
+    ASSERT_EQ(::link(path.c_str(), hardlink.c_str()), 0);
+    for (int i = 0; i < 3; ++i) {
+      auto id = store->CreateExperiment("before-" + std::to_string(i), "", {});
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      ids.push_back(*id);
+    }
+    for (const std::string& name : {symlink, hardlink}) {
+      auto second = OpenStore("sqlite:" + name);
+      ASSERT_FALSE(second.ok()) << name;
+      EXPECT_EQ(KindOf(second.status()), ErrorKind::kAlreadyExists);
+      EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(name, path));
+    }
+    auto id = store->CreateExperiment("after", "", {});
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  // Once the holder is gone, any name opens the one store, with everything.
+  auto reopened = Open(hardlink);
+  ASSERT_NE(reopened, nullptr);
+  for (const std::string& id : ids) EXPECT_TRUE(reopened->GetExperiment(id).ok()) << id;
+  EXPECT_EQ(reopened->GetExperimentByName("after")->experiment_id, ids.back());
 }
 
 TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {

@@ -184,7 +184,7 @@ def test_rerun_prints_and_runs_the_recorded_command(tmp_path):
     shown = subprocess.run([COHORT, "rerun", run_id, "--uri", db], capture_output=True,
                            text=True, timeout=60, env=env)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == f"cd '{tmp_path}' && {sys.executable} {job} 'it'\"'\"'s'\n"
+    assert shown.stdout == f"cd {tmp_path} && {sys.executable} {job} 'it'\\''s'\n"
     again = subprocess.run([COHORT, "rerun", run_id, "--uri", db, "--exec"], capture_output=True,
                            text=True, timeout=60, env=env)
     assert again.returncode == 0, again.stderr
@@ -193,6 +193,105 @@ def test_rerun_prints_and_runs_the_recorded_command(tmp_path):
                              text=True, timeout=60, env=env)
     assert (missing.returncode, missing.stderr) == \
         (1, "cohort rerun: GET runs/get: RESOURCE_DOES_NOT_EXIST: Run with id=nope not found\n")
+
+
+REWRITTEN_JOB = (
+    "import sys, cohort.track\n"
+    "run = cohort.track.init(project='rerun', uri=sys.argv[1], spool_dir=sys.argv[2])\n"
+    "open('marker', 'a').write(' '.join(sys.argv[3:]) + '\\n')\n"
+    "for key, value in zip(sys.argv[3::2], sys.argv[4::2]):\n"
+    "    run.set_tag(key, value)\n"
+    "run.finish()\n"
+    "print(run.id)\n")
+
+
+def test_rerun_passes_no_recorded_value_to_a_shell(tmp_path):
+    """Recorded values are data: a git commit, command, directory or world
+    size a shell would run something with is refused or passed as a plain
+    argument, and nothing it names runs."""
+    import subprocess
+    from tracking_server_fixture import COHORT
+    db = f"sqlite:{tmp_path}/t.db"
+    spool = str(tmp_path / "spool")
+    (tmp_path / "job.py").write_text(REWRITTEN_JOB)
+    here = tmp_path / "d $(touch PWNED0)"  # the recorded directory
+    here.mkdir()
+
+    def record(*tags):
+        out = subprocess.run([sys.executable, str(tmp_path / "job.py"), db, spool, *tags],
+                             cwd=here, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def rerun(run_id, *flags):
+        return subprocess.run([COHORT, "rerun", run_id, "--uri", db, *flags], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+
+    bad = [
+        ("mlflow.source.git.commit", "abc; touch PWNED1",
+         "the recorded git commit 'abc; touch PWNED1' (tag mlflow.source.git.commit) is not a "
+         "commit hash"),
+        ("cohort.command", f"{sys.executable} x.py; touch PWNED2",
+         "the recorded command (tag cohort.command) is not a plain command line: unquoted ';' "
+         f"at position {len(sys.executable) + 5} (cohort rerun runs it without a shell)"),
+        ("cohort.world_size", "2; touch PWNED3",
+         "the recorded world size '2; touch PWNED3' (tag cohort.world_size) is not a positive "
+         "integer"),
+        # Printed, a value must not drive the terminal either.
+        ("mlflow.source.git.commit", "\x1b[2Jabc",
+         "the recorded git commit '\\x1b[2Jabc' (tag mlflow.source.git.commit) is not a commit "
+         "hash"),
+        ("cohort.cwd", "/tmp/\x1b]0;owned\x07",
+         "the recorded directory (tag cohort.cwd) holds a control character (\\x1b) at "
+         "position 5"),
+    ]
+    for tag, value, why in bad:
+        run_id = record(tag, value)
+        for flags in ([], ["--exec"]):
+            out = rerun(run_id, *flags)
+            assert (out.returncode, out.stdout, out.stderr) == (
+                1, "", f"cohort rerun: run {run_id}: {why}\n"), (tag, flags)
+    # Quoted, a value is one argument however it reads to a shell: the
+    # directory above, and an argument that is a command.
+    run_id = record("x", "; touch PWNED4 $(touch PWNED5)")
+    out = rerun(run_id)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("cd '%s' && %s %s %s %s x '; touch PWNED4 $(touch PWNED5)'\n"
+                          % (here, sys.executable, tmp_path / "job.py", db, spool))
+    out = rerun(run_id, "--exec")
+    assert out.returncode == 0, out.stderr
+    assert (here / "marker").read_text().splitlines()[-1] == "x ; touch PWNED4 $(touch PWNED5)"
+    for place in (tmp_path, here):
+        assert not [p.name for p in place.iterdir() if p.name.startswith("PWNED")], place
+
+
+def test_rerun_checks_out_the_recorded_commit(tmp_path):
+    import subprocess
+    from tracking_server_fixture import COHORT
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "job.py").write_text(REWRITTEN_JOB)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "job.py"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(git + args, cwd=repo, check=True, capture_output=True, timeout=30)
+    first = subprocess.run(git + ["rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                           text=True, timeout=30).stdout.strip()
+    db = f"sqlite:{tmp_path}/t.db"
+    run_id = subprocess.run([sys.executable, "job.py", db, str(tmp_path / "spool")], cwd=repo,
+                            capture_output=True, text=True, timeout=60).stdout.strip()
+    (repo / "job.py").write_text(REWRITTEN_JOB.replace("marker", "marker2"))
+    subprocess.run(git + ["commit", "-q", "-am", "two"], cwd=repo, check=True, timeout=30)
+    out = subprocess.run([COHORT, "rerun", run_id, "--uri", db], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.startswith(f"cd {repo} && git checkout --detach {first} && "), out.stdout
+    out = subprocess.run([COHORT, "rerun", run_id, "--uri", db, "--exec"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert (repo / "marker").read_text() == "\n\n"  # the first commit's job, twice
+    assert not (repo / "marker2").exists()
+    head = subprocess.run(git + ["rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+    assert head == first
 
 
 def test_system_metrics_from_proc(tmp_path):

@@ -4,8 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../data/convert.h"
 #include "cohort/checkpoint.h"
@@ -39,7 +42,18 @@ class PyStore {
     CheckpointOptions options;
     options.keep_last = keep_last;
     options.higher_is_better = higher_is_better;
+    // Kept for cohort/checkpoint.py to raise as Python warnings, with the GIL.
+    options.on_warning = [this](const std::string& message) {
+      std::lock_guard<std::mutex> lock(warnings_mu_);
+      warnings_.push_back(message);
+    };
     store_ = Check(CheckpointStore::Open(location, options));
+  }
+
+  // The reports of skipped checkpoints since the last call, oldest first.
+  std::vector<std::string> TakeWarnings() {
+    std::lock_guard<std::mutex> lock(warnings_mu_);
+    return std::exchange(warnings_, {});
   }
 
   void Save(int64_t step, const py::bytes& state, std::optional<double> metric) {
@@ -77,6 +91,8 @@ class PyStore {
 
  private:
   std::unique_ptr<CheckpointStore> store_;
+  std::mutex warnings_mu_;  // calls release the GIL: two threads may save at once
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
@@ -94,5 +110,6 @@ PYBIND11_MODULE(_checkpoint, m) {
       .def("load", &PyStore::Load, py::arg("step"))
       .def("list", &PyStore::List)
       .def("best", &PyStore::Best)
+      .def("take_warnings", &PyStore::TakeWarnings)
       .def_property_readonly("location", &PyStore::location);
 }
