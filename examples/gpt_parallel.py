@@ -44,6 +44,11 @@ def parse_args(argv=None):
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--optimizer", default="adamw", choices=("adamw", "sgd"),
+                        help="sgd: momentum 0.9 (Adam turns the rounding noise of gradients "
+                        "that are zero in exact arithmetic, like attention's key bias, into "
+                        "steps of size lr, so its weights differ between layouts by more "
+                        "than the loss does)")
     parser.add_argument("--zero", type=int, default=0, choices=(0, 1, 2),
                         help="ZeRO stage over the data-parallel ranks")
     parser.add_argument("--sequence-parallel", action="store_true")
@@ -228,12 +233,18 @@ def state_bytes(params, optimizer):
 
 # ---- training ----
 
+def make_optimizer(args, params):
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=args.lr, momentum=0.9)
+    return torch.optim.AdamW(params, lr=args.lr)
+
+
 def train_unsharded(args):
     """The reference: the whole model in one process, plain torch."""
     parts = Parts(args)
     model = nn.Sequential(*[b() for b in layer_builders(args, parts)])
     model[-1].weight = model[0].token.weight  # tied
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    optimizer = make_optimizer(args, model.parameters())
     stream = corpus(args)
     started = None
     for step in range(args.steps):
@@ -283,7 +294,7 @@ def train_parallel(args):
                              virtual_stages=args.virtual_stages, tied=TIED(args),
                              recompute=args.recompute)
     optimizer = parallel.data_parallel_optimizer(
-        torch.optim.AdamW(pipe.parameters(), lr=args.lr), mesh,
+        make_optimizer(args, pipe.parameters()), mesh,
         named_parameters=pipe.named_parameters(), zero=args.zero)
     first = 0
     if args.checkpoint_dir:

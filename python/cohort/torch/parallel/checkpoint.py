@@ -46,7 +46,7 @@ def save_checkpoint(location, step, pipeline, optimizer=None, keep_last=3, extra
     optimizer_state = None
     if optimizer is not None:
         if hasattr(optimizer, "consolidate_state_dict"):  # ZeRO: collective over the dp set
-            optimizer.consolidate_state_dict(to=0)
+            _consolidate_zero(optimizer, mesh)
             if mesh.dp.rank == 0:
                 optimizer_state = optimizer.state_dict()
         else:
@@ -58,6 +58,17 @@ def save_checkpoint(location, step, pipeline, optimizer=None, keep_last=3, extra
                                             mesh.coordinate("tp")), keep_last=keep_last)
         store.save(state, step)
     _ops.barrier_async(0).wait()
+
+
+def _consolidate_zero(optimizer, mesh):
+    """ZeroRedundancyOptimizer.consolidate_state_dict(to=0) over mesh.dp.
+    Not that method itself: it passes set positions to broadcast_object as
+    root ranks, which are global ranks, so it fails on a process set that is
+    not the whole job (every dp set here but one)."""
+    optimizer._sync_param_groups(optimizer.param_groups, optimizer.optim.param_groups)
+    states = allgather_object(optimizer.optim.state_dict(), name="parallel.checkpoint.zero",
+                              process_set=mesh.dp.process_set)
+    optimizer._all_state_dicts = states if mesh.dp.rank == 0 else []
 
 
 def _common_step(location, mesh, step):

@@ -195,7 +195,9 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, target, group, vocab_start):
-        logits = logits.float()
+        ctx.dtype = logits.dtype
+        if logits.dtype in (torch.float16, torch.bfloat16):
+            logits = logits.float()  # exponentials and sums in float32
         local_max = logits.max(dim=-1).values
         top = local_max if group is None else mappings.allreduce(local_max, group, op=_ops.Max)
         shifted = logits - top.unsqueeze(-1)
@@ -221,7 +223,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         hit = (~outside).to(grad.dtype)
         grad.scatter_add_(-1, local_target.unsqueeze(-1), -hit.unsqueeze(-1))
         grad.mul_(grad_loss.unsqueeze(-1))
-        return grad, None, None, None
+        return grad.to(ctx.dtype), None, None, None
 
 
 def vocab_parallel_cross_entropy(logits, target, group=None):

@@ -51,7 +51,8 @@ def _tag(kind, stage, micro_batch):
 
 def uniform_partition(layers, stages):
     """Layers per stage, as even as possible, the extra ones on the middle
-    stages (the first holds the input embedding, the last the loss head)."""
+    stages (the first holds the input embedding, the last the loss head),
+    off-centre toward the first (the loss head is the heavier end)."""
     base, extra = divmod(layers, stages)
     counts = [base] * stages
     start = (stages - extra) // 2
@@ -193,27 +194,23 @@ class Pipeline(nn.Module):
 
     def _tie(self, tied):
         """Shares each group's parameter within this rank and registers the
-        groups that span ranks: [(parameter here, Group)]."""
+        groups that span ranks: [(parameter here, Group)]. A bad name is
+        refused on every rank (only its owner can see it is bad, and the
+        others must not go on into the collectives)."""
+        tied = [list(names) for names in tied]
+        if not tied:
+            return []
+        problem = None
+        try:
+            plans = [self._plan_tie(names) for names in tied]
+        except ValueError as e:
+            problem = "%s (on rank %d)" % (e, _cohort.rank())
+        from ..functions import allgather_object
+        problems = [p for p in allgather_object(problem, name="parallel.pipeline.tied") if p]
+        if problems:
+            raise ValueError(problems[0])
         spans = []
-        for names in tied:
-            names = list(names)
-            if len(names) < 2:
-                raise ValueError("Pipeline: a tied group needs two names or more, got %s" % names)
-            owners = []
-            for name in names:
-                layer = name.split(".", 1)[0]
-                if not layer.isdigit():
-                    raise ValueError("Pipeline: tied name %r does not start with a layer index" %
-                                     name)
-                owners.append(self.stage_of_layer(int(layer)) % self.stages)
-            here = [n for n, r in zip(names, owners) if r == self.rank_in_pipeline]
-            shared = None
-            for name in here:
-                module, attr = self._local_parameter(name)
-                if shared is None:
-                    shared = module._parameters[attr]
-                else:
-                    module._parameters[attr] = shared
+        for shared, owners in plans:
             positions = sorted(set(owners))
             if len(positions) == 1:
                 continue
@@ -224,6 +221,29 @@ class Pipeline(nn.Module):
             _broadcast(shared.data, root, group)
             spans.append((shared, group))
         return spans
+
+    def _plan_tie(self, names):
+        """Makes the group's parameters on this rank one; (it or None, the
+        pipeline position of each name's owner)."""
+        if len(names) < 2:
+            raise ValueError("Pipeline: a tied group needs two names or more, got %s" % names)
+        owners = []
+        for name in names:
+            layer = name.split(".", 1)[0]
+            if not layer.isdigit():
+                raise ValueError("Pipeline: tied name %r does not start with a layer index" %
+                                 name)
+            owners.append(self.stage_of_layer(int(layer)) % self.stages)
+        shared = None
+        for name, owner in zip(names, owners):
+            if owner != self.rank_in_pipeline:
+                continue
+            module, attr = self._local_parameter(name)
+            if shared is None:
+                shared = module._parameters[attr]
+            else:
+                module._parameters[attr] = shared
+        return shared, owners
 
     # ---- training ----
 
@@ -455,10 +475,12 @@ class _Step:
                 out = self.stage_output(chunk, x, action.micro_batch)
         if self.train:
             slot.input = x
-            slot.output = out
+            if not self.pipe.recompute:  # recomputation rebuilds it in the backward
+                slot.output = out
             if self.meter is not None:
                 self.meter.hold(slot, x)
-                self.meter.hold(slot, out)
+                if slot.output is not None:
+                    self.meter.hold(slot, out)
             self.slots[(action.chunk, action.micro_batch)] = slot
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
