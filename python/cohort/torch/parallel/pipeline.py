@@ -352,12 +352,11 @@ class _Step:
         return float(sum(self.losses) / self.pipe.micro_batches)
 
     def fail(self, error, action):
-        stage = "stage %d of %d" % (self.pipe._chunks[action.chunk].stage if action else
-                                    self.pipe.rank_in_pipeline, self.last_stage + 1)
+        stage = self.pipe._chunks[action.chunk].stage if action else self.pipe.rank_in_pipeline
         where = "%s of micro-batch %d" % ("forward" if action.kind == "F" else "backward",
                                          action.micro_batch) if action else "the step's end"
-        message = "pipeline %s (rank %d) failed in %s: %s: %s" % (
-            stage, _cohort.rank(), where, type(error).__name__, error)
+        message = "pipeline stage %d (rank %d) of %d stages failed in %s: %s: %s" % (
+            stage, _cohort.rank(), self.last_stage + 1, where, type(error).__name__, error)
         if _cohort.is_initialized():
             _cohort.abort(message)  # every rank's waits fail now, with this message
         raise PipelineError(message) from error
