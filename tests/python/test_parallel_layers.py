@@ -219,6 +219,13 @@ def test_tied_weights_across_stages_stay_one_parameter(hvd, par):
         pipe.train_step(ids, tgt)
         opt.step()
         close(pipe.state_dict()[mine], ref[0].weight.detach())
+    # Two batches accumulated: each step's tied gradient summed over the stages once.
+    opt_ref.zero_grad()
+    opt.zero_grad()
+    for _ in range(2):
+        loss_fn(ref(ids), tgt).backward()
+        pipe.train_step(ids, tgt)
+    close(dict(pipe.named_parameters())[mine].grad, ref[0].weight.grad)
     with pytest.raises(ValueError, match=r"tied name .2.weight. is not a parameter of layer 2 \(on rank 1\)"):
         par.Pipeline(layers(), mesh, loss_fn, micro_batches=2, tied=[["0.weight", "2.weight"]])
 

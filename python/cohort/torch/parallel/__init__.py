@@ -14,13 +14,20 @@
   state_dict (also `python -m cohort.torch.parallel.merge`).
 
 See docs/model-parallel.md."""
-from .mesh import Mesh, Group  # noqa: F401
-from .mappings import (copy_to, reduce_from, gather_from, scatter_to,  # noqa: F401
+from .mesh import Mesh, Group
+from .mappings import (copy_to, reduce_from, gather_from, scatter_to,
                        gather_from_sequence, reduce_scatter_to_sequence, scatter_to_sequence)
-from .layers import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,  # noqa: F401
+from .layers import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
                      vocab_parallel_cross_entropy, mark_sequence_parallel,
                      sync_sequence_parallel_grads)
-from .pipeline import Pipeline, PipelineError  # noqa: F401
-from .schedules import SCHEDULES  # noqa: F401
-from .optim import data_parallel_optimizer  # noqa: F401
-from .checkpoint import save_checkpoint, load_checkpoint, merge_checkpoint  # noqa: F401
+from .pipeline import Pipeline, PipelineError
+from .schedules import SCHEDULES
+from .optim import data_parallel_optimizer
+from .checkpoint import save_checkpoint, load_checkpoint, merge_checkpoint
+
+__all__ = ["Mesh", "Group", "copy_to", "reduce_from", "gather_from", "scatter_to",
+           "gather_from_sequence", "reduce_scatter_to_sequence", "scatter_to_sequence",
+           "ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding",
+           "vocab_parallel_cross_entropy", "mark_sequence_parallel",
+           "sync_sequence_parallel_grads", "Pipeline", "PipelineError", "SCHEDULES",
+           "data_parallel_optimizer", "save_checkpoint", "load_checkpoint", "merge_checkpoint"]

@@ -27,10 +27,11 @@ import zlib
 import torch
 from torch import nn
 
-from ... import _cohort
+from ... import _cohort, _ops
 from ...process_sets import set_id
+from .._kind import KIND
 from . import p2p, schedules
-from .layers import sync_sequence_parallel_grads
+from .mappings import allreduce_
 from .mesh import Mesh
 
 # Message kinds, in the top bits of a tag: a tag is unique within a step per
@@ -143,7 +144,7 @@ class Pipeline(nn.Module):
                                           self.rank_in_pipeline, virtual_stages)
         signature = repr((mesh.pp.ranks, self.partition, virtual_stages)).encode()
         self.channel = channel if channel is not None else (1 << 61) | zlib.crc32(signature)
-        self._tied = self._tie(tied)
+        self._summed = self._summed_gradients(self._tie(tied))
         p2p.open_messages()
         self.stats = {}
 
@@ -273,14 +274,18 @@ class Pipeline(nn.Module):
         with torch.no_grad():
             return _Step(self, actions, inputs, targets, train=False).run()
 
-    def finish_gradients(self):
-        """Sums the gradients of tied and sequence-parallel parameters over
-        their ranks (train_step calls it at its end)."""
-        for p, group in self._tied:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            _allreduce_into(p.grad, group)
-        sync_sequence_parallel_grads(self.parameters(), self.mesh.tp)
+    def _summed_gradients(self, tied_spans):
+        """{parameter: [groups]}: parameters whose gradient of a step is summed
+        over other ranks before it joins .grad: tied ones over the stages
+        holding them, sequence-parallel ones over tp."""
+        summed = {}
+        for p, group in tied_spans:
+            summed.setdefault(p, []).append(group)
+        if self.mesh.tp.size > 1:
+            for p in self.parameters():
+                if getattr(p, "sequence_parallel", False):
+                    summed.setdefault(p, []).append(self.mesh.tp)
+        return summed
 
     @property
     def is_first_stage(self):
@@ -313,6 +318,7 @@ class _Step:
         self.headers = {}  # chunk -> header Message in flight
         self.sends = []
         self.losses = []
+        self.partial = {}  # parameter in pipe._summed -> its gradient of this step so far
         self.params = {c: [p for p in _unique_parameters(chunk.layers) if p.requires_grad]
                        for c, chunk in enumerate(pipe._chunks)}
         self.meter = _ActivationMeter(pipe) if pipe.measure_activations else None
@@ -339,7 +345,7 @@ class _Step:
             for m in self.sends:
                 m.wait()
             if self.train:
-                self.pipe.finish_gradients()
+                self.sum_gradients()
         except Exception as e:
             self.fail(e, None)
         self.pipe.stats = {
@@ -350,6 +356,20 @@ class _Step:
         if not self.pipe.is_last_stage:
             return None
         return float(sum(self.losses) / self.pipe.micro_batches)
+
+    def sum_gradients(self):
+        """Adds the step's gradients of tied and sequence-parallel parameters,
+        summed over their ranks, to .grad (this step's only, so gradients
+        accumulated over several steps are not summed twice)."""
+        for p, groups in self.pipe._summed.items():
+            g = self.partial.pop(p, None)
+            g = torch.zeros_like(p) if g is None else g.contiguous()
+            for group in groups:
+                allreduce_(g, group)
+            if p.grad is None:
+                p.grad = g
+            else:
+                p.grad.add_(g)
 
     def fail(self, error, action):
         stage = self.pipe._chunks[action.chunk].stage if action else self.pipe.rank_in_pipeline
@@ -470,7 +490,7 @@ class _Step:
             with torch.no_grad():
                 out = self.stage_output(chunk, x, action.micro_batch)
         else:
-            with _saving(self.meter, slot):
+            with _saving(self.meter):
                 out = self.stage_output(chunk, x, action.micro_batch)
         if self.train:
             slot.input = x
@@ -508,7 +528,7 @@ class _Step:
         if self.pipe.recompute:
             rng = torch.get_rng_state()
             torch.set_rng_state(slot.rng)
-            with _saving(self.meter, slot):
+            with _saving(self.meter):
                 with torch.enable_grad():
                     out = self.recomputed(chunk, x, action.micro_batch)
             torch.set_rng_state(rng)
@@ -521,7 +541,9 @@ class _Step:
         for p, g in zip(params, grads):
             if g is None:
                 continue
-            if p.grad is None:
+            if p in self.pipe._summed:  # summed over its ranks at the step's end
+                self.partial[p] = g if p not in self.partial else self.partial[p] + g
+            elif p.grad is None:
                 p.grad = g
             else:
                 p.grad.add_(g)
@@ -551,14 +573,7 @@ def _unique_parameters(modules):
 
 
 def _broadcast(tensor, root, group):
-    from ... import _ops
-    from .._kind import KIND
     _ops.broadcast_async(KIND, tensor, root, None, set_id(group.process_set)).wait()
-
-
-def _allreduce_into(tensor, group):
-    from .mappings import allreduce_
-    allreduce_(tensor, group)
 
 
 class _ActivationMeter:
@@ -609,7 +624,7 @@ class _Reference:
 class _saving:
     """Counts what autograd saves inside the block (when a meter is on)."""
 
-    def __init__(self, meter, slot):
+    def __init__(self, meter):
         self.meter = meter
         self.hooks = None
 

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Pipeline bubble, measured: the idle fraction of each rank during a
+training step under GPipe, 1F1B and interleaved 1F1B, against the textbook
+(p-1)/(m+p-1) (interleaved: (p-1)/v over m+(p-1)/v) and against the same
+formula with the measured cost of a message added on every hop.
+
+Stage compute is a sleep (forward F ms, backward 2F ms per stage, split
+over the virtual stages): a rank computing on an accelerator leaves its CPU
+idle the same way, and sleeping is what makes p=4 meaningful on a 2-core
+machine (4 ranks busy-computing would share 2 cores and the timings would
+measure the scheduler). Messages are real: each activation is a float32
+[micro-batch rows, width] tensor through cohort's point-to-point messages.
+
+Busy time of a rank = the sum of its actions' compute intervals (the
+pipeline's own timeline); a step's span = first action start to last
+action end over all ranks (one clock: one machine); bubble = mean over
+ranks of 1 - busy/span. Medians over --steps steps after one warm-up.
+
+    build/cohort run -np 4 -- /usr/bin/python3 bench/parallel/bubble.py \\
+        [--forward-ms 20] [--micro-batches 4,8,16,32] [--steps 3]
+
+Prints one markdown table (rank 0)."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "python"))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import cohort.torch as hvd  # noqa: E402
+from cohort.torch import parallel  # noqa: E402
+from cohort.torch.parallel import p2p, schedules  # noqa: E402
+
+
+class _Sleep(torch.autograd.Function):
+    """y = x * w after sleeping `forward` seconds; the backward sleeps `backward`."""
+
+    @staticmethod
+    def forward(ctx, x, w, forward, backward):
+        time.sleep(forward)
+        ctx.save_for_backward(x, w)
+        ctx.backward_seconds = backward
+        return x * w
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(ctx.backward_seconds)
+        x, w = ctx.saved_tensors
+        return grad * w, (grad * x).sum().reshape(1), None, None
+
+
+class SleepStage(nn.Module):
+    def __init__(self, forward, backward):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(1))
+        self.forward_s, self.backward_s = forward, backward
+
+    def forward(self, x):
+        return _Sleep.apply(x, self.w, self.forward_s, self.backward_s)
+
+
+def one_way_latency(nbytes, reps=50):
+    """Median one-way time of a message of `nbytes` between ranks 0 and 1
+    (half a round trip), measured on ranks 0 and 1; others return None."""
+    rank = hvd.rank()
+    if rank > 1:
+        return None
+    peer, channel = 1 - rank, (1 << 60) | 7
+    buf = torch.zeros(nbytes // 4)
+    times = []
+    for i in range(reps):
+        start = time.perf_counter()
+        if rank == 0:
+            p2p.send(buf, peer, channel, i).wait()
+            p2p.recv(buf.shape, buf.dtype, peer, channel, i).wait()
+        else:
+            p2p.recv(buf.shape, buf.dtype, peer, channel, i).wait()
+            p2p.send(buf, peer, channel, i).wait()
+        times.append((time.perf_counter() - start) / 2)
+    return statistics.median(times[5:])
+
+
+def measure(mesh, schedule, m, v, args):
+    p = mesh.pp.size
+    f = args.forward_ms / 1000 / v
+    stages = [lambda: SleepStage(f, 2 * f) for _ in range(p * v)]
+    pipe = parallel.Pipeline.from_stages(stages, mesh, lambda out, t: out.mean(),
+                                         micro_batches=m, schedule=schedule, virtual_stages=v)
+    x = torch.randn(m * args.rows, args.width)
+    bubbles, spans = [], []
+    for step in range(args.steps + 1):
+        hvd.barrier()
+        pipe.train_step(x, x)
+        timeline = pipe.stats["timeline"]
+        mine = (timeline[0][3], timeline[-1][4], sum(end - start for *_, start, end in timeline))
+        everyone = hvd.allgather_object(mine, name="bubble.%s.%d.%d.%d" % (schedule, m, v, step))
+        span = max(e for _, e, _ in everyone) - min(s for s, _, _ in everyone)
+        if step:  # the first step warms up
+            bubbles.append(statistics.mean(1 - busy / span for _, _, busy in everyone))
+            spans.append(span)
+    return statistics.median(bubbles), statistics.median(spans)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--forward-ms", type=float, default=20.0,
+                        help="a stage's forward per micro-batch (backward: twice)")
+    parser.add_argument("--micro-batches", default="4,8,16,32")
+    parser.add_argument("--schedules", default="gpipe,1f1b,interleaved")
+    parser.add_argument("--virtual-stages", type=int, default=2, help="for interleaved")
+    parser.add_argument("--rows", type=int, default=8, help="activation rows per micro-batch")
+    parser.add_argument("--width", type=int, default=1024, help="activation columns")
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args()
+    hvd.init()
+    torch.set_num_threads(1)
+    mesh = parallel.Mesh(pp=hvd.size())
+    p = mesh.pp.size
+    p2p.open_messages()
+    latency = one_way_latency(args.rows * args.width * 4)
+    latency = hvd.broadcast_object(latency, root_rank=0, name="bubble.latency")
+    if hvd.rank() == 0:
+        print("p=%d, forward %.1f ms + backward %.1f ms per stage and micro-batch, activation "
+              "%d x %d float32 (%d KiB), one-way message %.3f ms (median of 45)\n" % (
+                  p, args.forward_ms, 2 * args.forward_ms, args.rows, args.width,
+                  args.rows * args.width * 4 // 1024, latency * 1000))
+        print("| schedule | p | v | m | textbook | + messages | measured | measured / "
+              "(+ messages) | step (s) |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    for schedule in args.schedules.split(","):
+        v = args.virtual_stages if schedule == "interleaved" else 1
+        for m in (int(n) for n in args.micro_batches.split(",")):
+            try:
+                schedules.check_shape(schedule, p, m, v)
+            except ValueError:
+                continue
+            bubble, span = measure(mesh, schedule, m, v, args)
+            f = args.forward_ms / 1000 / v
+            with_messages = schedules.simulate(schedule, p, m, v, forward_time=f,
+                                               backward_time=2 * f,
+                                               message_time=latency)["bubble"]
+            if hvd.rank() == 0:
+                print("| %s | %d | %d | %d | %.4f | %.4f | %.4f | %.3f | %.3f |" % (
+                    schedule, p, v, m, schedules.textbook_bubble(p, m, v), with_messages,
+                    bubble, bubble / with_messages, span), flush=True)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
