@@ -64,25 +64,27 @@ class SleepStage(nn.Module):
         return _Sleep.apply(x, self.w, self.forward_s, self.backward_s)
 
 
-def one_way_latency(nbytes, reps=50):
-    """Median one-way time of a message of `nbytes` between ranks 0 and 1
-    (half a round trip), measured on ranks 0 and 1; others return None."""
+def one_way_latency(nbytes, reps=40, idle=0.005):
+    """Median time from rank 0 starting to send a message of `nbytes` to
+    rank 1 having it, rank 1 waiting for it after being idle for `idle`
+    seconds (as a stage waits for its next input: its progress thread has
+    gone to sleep). The send time travels in the message (one clock: one
+    machine). Rank 1's figure; None on the others."""
     rank = hvd.rank()
     if rank > 1:
         return None
-    peer, channel = 1 - rank, (1 << 60) | 7
-    buf = torch.zeros(nbytes // 4)
+    channel = (1 << 60) | 7
+    buf = torch.zeros(nbytes // 8, dtype=torch.float64)
     times = []
     for i in range(reps):
-        start = time.perf_counter()
         if rank == 0:
-            p2p.send(buf, peer, channel, i).wait()
-            p2p.recv(buf.shape, buf.dtype, peer, channel, i).wait()
+            time.sleep(idle)
+            buf[0] = time.perf_counter()
+            p2p.send(buf, 1, channel, i).wait()
         else:
-            p2p.recv(buf.shape, buf.dtype, peer, channel, i).wait()
-            p2p.send(buf, peer, channel, i).wait()
-        times.append((time.perf_counter() - start) / 2)
-    return statistics.median(times[5:])
+            got = p2p.recv(buf.shape, buf.dtype, 0, channel, i).wait()
+            times.append(time.perf_counter() - float(got[0]))
+    return statistics.median(times[5:]) if rank == 1 else None
 
 
 def measure(mesh, schedule, m, v, args):
@@ -123,10 +125,11 @@ def main():
     p = mesh.pp.size
     p2p.open_messages()
     latency = one_way_latency(args.rows * args.width * 4)
-    latency = hvd.broadcast_object(latency, root_rank=0, name="bubble.latency")
+    latency = hvd.broadcast_object(latency, root_rank=1, name="bubble.latency")
     if hvd.rank() == 0:
         print("p=%d, forward %.1f ms + backward %.1f ms per stage and micro-batch, activation "
-              "%d x %d float32 (%d KiB), one-way message %.3f ms (median of 45)\n" % (
+              "%d x %d float32 (%d KiB), one-way message to an idle receiver %.3f ms "
+              "(median of 35)\n" % (
                   p, args.forward_ms, 2 * args.forward_ms, args.rows, args.width,
                   args.rows * args.width * 4 // 1024, latency * 1000))
         print("| schedule | p | v | m | textbook | + messages | measured | measured / "

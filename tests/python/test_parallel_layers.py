@@ -169,7 +169,8 @@ def batch_of(n=8):
 
 
 @pytest.mark.parametrize("schedule,v,recompute", [("gpipe", 1, False), ("1f1b", 1, False),
-                                                  ("interleaved", 2, False), ("1f1b", 1, True)])
+                                                  ("interleaved", 2, False), ("1f1b", 1, True),
+                                                  ("interleaved", 2, [0, 3])])
 def test_pipeline_gradients_equal_one_process(hvd, par, schedule, v, recompute):
     x, y = batch_of()
     ref = nn.Sequential(*mlp_layers(extra=v - 1))
@@ -266,6 +267,9 @@ def test_stages_that_do_not_match_the_ranks_are_refused(hvd, par):
                                          r"\(pp=2 ranks x virtual_stages=1\)"):
         par.Pipeline([nn.Identity()] * 3, mesh, F.mse_loss, micro_batches=2,
                      partition=[1, 1, 1])
+    with pytest.raises(ValueError, match=r"recompute names stages \[1, 2\], but the stages are "
+                                         r"0\.\.1"):
+        par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=2, recompute=[1, 2])
     pipe = par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=3)
     with pytest.raises(ValueError, match="the batch's 8 (inputs|targets) do not split into 3 "
                                          "equal micro-batches"):

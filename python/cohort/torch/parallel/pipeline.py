@@ -21,6 +21,7 @@ A layer is a Module, or a function returning one: functions are called only
 on the rank that holds the layer, so no rank builds the whole model. Layer i
 is registered under the name str(i), so a stage's state_dict() keys are
 those of the whole torch.nn.Sequential."""
+import itertools
 import time
 import zlib
 
@@ -97,7 +98,8 @@ class Pipeline(nn.Module):
     stages (the first name's value broadcast at construction, gradients
     summed after backward) and the same Parameter within a rank.
     recompute: keep only each stage's input between forward and backward
-    and run the forward again in the backward (activation recomputation).
+    and run the forward again in the backward (activation recomputation):
+    True for every stage, or the indices of the stages that do it.
     measure_activations: record the peak bytes of activations held (tensors
     autograd saved, deduplicated by storage, plus the stage inputs kept) in
     `stats`, at some cost per operation."""
@@ -120,7 +122,13 @@ class Pipeline(nn.Module):
         total = self.stages * virtual_stages
         self.partition = self._check_partition(partition, len(layers), total)
         self.loss_fn = loss_fn
-        self.recompute = recompute
+        if isinstance(recompute, bool):
+            self.recompute = set(range(total)) if recompute else set()
+        else:
+            self.recompute = {int(s) for s in recompute}
+            if any(not 0 <= s < total for s in self.recompute):
+                raise ValueError("Pipeline: recompute names stages %s, but the stages are "
+                                 "0..%d" % (sorted(self.recompute), total - 1))
         self.measure_activations = measure_activations
         bounds = [0]
         for n in self.partition:
@@ -332,15 +340,15 @@ class _Step:
     def run(self):
         start = time.perf_counter()
         for i, action in enumerate(self.actions):
-            self.prefetch(i)
             try:
+                self.prefetch(i)
                 if action.kind == "F":
                     self.forward(action)
                 else:
                     self.backward(action)
+                self.reap()
             except Exception as e:
                 self.fail(e, action)
-            self.reap()
         try:
             for m in self.sends:
                 m.wait()
@@ -416,8 +424,9 @@ class _Step:
                                     _tag(kind, stage, action.micro_batch))
 
     def prefetch(self, i):
+        """Posts the receives of the next few actions that need one."""
         ahead = 0
-        for action in self.actions[i:]:
+        for action in itertools.islice(self.actions, i, None):
             if self.need(action) is None:
                 continue
             self.post(action)
@@ -485,7 +494,8 @@ class _Step:
             if self.train and x.is_floating_point():
                 x.requires_grad_()
         started = time.perf_counter()
-        if self.train and self.pipe.recompute:
+        recompute = self.train and chunk.stage in self.pipe.recompute
+        if recompute:
             slot.rng = torch.get_rng_state()
             with torch.no_grad():
                 out = self.stage_output(chunk, x, action.micro_batch)
@@ -494,7 +504,7 @@ class _Step:
                 out = self.stage_output(chunk, x, action.micro_batch)
         if self.train:
             slot.input = x
-            if not self.pipe.recompute:  # recomputation rebuilds it in the backward
+            if not recompute:  # recomputation rebuilds it in the backward
                 slot.output = out
             if self.meter is not None:
                 self.meter.hold(slot, x)
@@ -525,7 +535,7 @@ class _Step:
         grad = None if chunk.stage == self.last_stage else self.receive(action)
         started = time.perf_counter()
         x, out = slot.input, slot.output
-        if self.pipe.recompute:
+        if chunk.stage in self.pipe.recompute:
             rng = torch.get_rng_state()
             torch.set_rng_state(slot.rng)
             with _saving(self.meter):
