@@ -58,21 +58,25 @@ def _allgather_rows(x, group):
                                 set_id(group.process_set)).wait()
 
 
+def _share(n, group, what):
+    """Rows per rank of `n`, or a ValueError naming the dimension."""
+    if n % group.size:
+        raise ValueError("%s (%d) is not divisible by the %d tensor-parallel ranks" % (
+            what, n, group.size))
+    return n // group.size
+
+
+_SEQUENCE = "sequence parallelism: dimension 0"
+
+
 def _reduce_scatter_rows(x, group):
-    rows = x.shape[0]
-    if rows % group.size:
-        raise ValueError("sequence parallelism: dimension 0 (%d) is not divisible by the %d "
-                         "tensor-parallel ranks" % (rows, group.size))
+    _share(x.shape[0], group, _SEQUENCE)
     return _ops.reducescatter_async(KIND, x.detach().contiguous(), None, _ops.Sum, (),
                                     set_id(group.process_set)).wait()
 
 
 def _own_rows(x, group):
-    rows = x.shape[0]
-    if rows % group.size:
-        raise ValueError("sequence parallelism: dimension 0 (%d) is not divisible by the %d "
-                         "tensor-parallel ranks" % (rows, group.size))
-    n = rows // group.size
+    n = _share(x.shape[0], group, _SEQUENCE)
     return x[group.rank * n:(group.rank + 1) * n].contiguous()
 
 
@@ -82,16 +86,18 @@ def _allgather_last(x, group):
 
 
 def _own_last(x, group):
-    cols = x.shape[-1]
-    if cols % group.size:
-        raise ValueError("tensor parallelism: the last dimension (%d) is not divisible by the "
-                         "%d tensor-parallel ranks" % (cols, group.size))
-    n = cols // group.size
+    n = _share(x.shape[-1], group, "tensor parallelism: the last dimension")
     return x[..., group.rank * n:(group.rank + 1) * n].contiguous()
 
 
-def _function(name, forward, backward):
-    """An autograd Function applying forward(x, group) and backward(g, group)."""
+def _identity(x, group):
+    return x.view_as(x)
+
+
+def _mapping(name, forward, backward, doc):
+    """The public function `name`: an autograd Function applying
+    forward(x, group) and backward(grad, group), the identity for a group of
+    one rank (or None)."""
     def fwd(ctx, x, group):
         ctx.group = group
         return forward(x, group)
@@ -99,52 +105,31 @@ def _function(name, forward, backward):
     def bwd(ctx, grad):
         return backward(grad, ctx.group), None
 
-    return type(name, (torch.autograd.Function,), {"forward": staticmethod(fwd),
-                                                   "backward": staticmethod(bwd)})
+    function = type(name, (torch.autograd.Function,), {"forward": staticmethod(fwd),
+                                                       "backward": staticmethod(bwd)})
+
+    def apply(x, group):
+        group = group_of(group)
+        return x if group is None else function.apply(x, group)
+
+    apply.__name__, apply.__qualname__, apply.__doc__ = name, name, doc
+    return apply
 
 
-def _identity(x, group):
-    return x.view_as(x)
-
-
-_Copy = _function("CopyToTensorParallel", _identity, allreduce)
-_Reduce = _function("ReduceFromTensorParallel", allreduce, _identity)
-_Gather = _function("GatherFromTensorParallel", _allgather_last, _own_last)
-_Scatter = _function("ScatterToTensorParallel", _own_last, _allgather_last)
-_GatherSequence = _function("GatherFromSequenceParallel", _allgather_rows, _reduce_scatter_rows)
-_ReduceScatterSequence = _function("ReduceScatterToSequenceParallel", _reduce_scatter_rows,
-                                   _allgather_rows)
-_ScatterSequence = _function("ScatterToSequenceParallel", _own_rows, _allgather_rows)
-
-
-def _apply(function, x, group):
-    group = group_of(group)
-    return x if group is None else function.apply(x, group)
-
-
-def copy_to(x, group):
-    return _apply(_Copy, x, group)
-
-
-def reduce_from(x, group):
-    return _apply(_Reduce, x, group)
-
-
-def gather_from(x, group):
-    return _apply(_Gather, x, group)
-
-
-def scatter_to(x, group):
-    return _apply(_Scatter, x, group)
-
-
-def gather_from_sequence(x, group):
-    return _apply(_GatherSequence, x, group)
-
-
-def reduce_scatter_to_sequence(x, group):
-    return _apply(_ReduceScatterSequence, x, group)
-
-
-def scatter_to_sequence(x, group):
-    return _apply(_ScatterSequence, x, group)
+copy_to = _mapping("copy_to", _identity, allreduce,
+                   "f: x unchanged; its gradient summed over the group.")
+reduce_from = _mapping("reduce_from", allreduce, _identity,
+                       "g: x summed over the group; its gradient unchanged.")
+gather_from = _mapping("gather_from", _allgather_last, _own_last,
+                       "The ranks' x joined along the last dimension; the gradient's slice.")
+scatter_to = _mapping("scatter_to", _own_last, _allgather_last,
+                      "This rank's slice of x's last dimension; the gradients joined.")
+gather_from_sequence = _mapping("gather_from_sequence", _allgather_rows, _reduce_scatter_rows,
+                                "The ranks' x joined along dim 0 (the sequence); the gradient "
+                                "reduce-scattered.")
+reduce_scatter_to_sequence = _mapping("reduce_scatter_to_sequence", _reduce_scatter_rows,
+                                      _allgather_rows,
+                                      "x summed over the group, this rank keeping its rows of "
+                                      "dim 0; the gradients joined.")
+scatter_to_sequence = _mapping("scatter_to_sequence", _own_rows, _allgather_rows,
+                               "This rank's rows of x's dim 0; the gradients joined.")
