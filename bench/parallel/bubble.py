@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Pipeline bubble, measured: the idle fraction of each rank during a
 training step under GPipe, 1F1B and interleaved 1F1B, against the textbook
-(p-1)/(m+p-1) (interleaved: (p-1)/v over m+(p-1)/v) and against the same
-formula with the measured cost of a message added on every hop.
+(p-1)/(m+p-1) (interleaved: (p-1)/v over m+(p-1)/v), and against the same
+schedule with the costs measured in the step added: each message on the
+critical path, and the runtime's own time between two actions.
 
 Stage compute is a sleep (forward F ms, backward 2F ms per stage, split
 over the virtual stages): a rank computing on an accelerator leaves its CPU
@@ -11,12 +12,17 @@ machine (4 ranks busy-computing would share 2 cores and the timings would
 measure the scheduler). Messages are real: each activation is a float32
 [micro-batch rows, width] tensor through cohort's point-to-point messages.
 
-Busy time of a rank = the sum of its actions' compute intervals (the
-pipeline's own timeline); a step's span = first action start to last
-action end over all ranks (one clock: one machine); bubble = mean over
-ranks of 1 - busy/span. Medians over --steps steps after one warm-up.
+From the pipeline's own timeline of every rank (one clock: one machine):
+busy time of a rank = the sum of its actions' compute intervals; a step's
+span = first action start to last action end over all ranks; bubble = mean
+over ranks of 1 - busy/span. A message's cost = the time from the end of an
+action on one rank to the start of the action on the next rank that was
+waiting for it; the runtime's cost = the time between a rank's consecutive
+actions when the second one waited for nothing. "textbook + both" is
+schedules.simulate with those two medians and the measured compute times.
+Medians over --steps steps after one warm-up.
 
-    build/cohort run -np 4 -- /usr/bin/python3 bench/parallel/bubble.py \\
+    nice -n -10 build/cohort run -np 4 -- /usr/bin/python3 bench/parallel/bubble.py \
         [--forward-ms 20] [--micro-batches 4,8,16,32] [--steps 3]
 
 Prints one markdown table (rank 0)."""
@@ -87,25 +93,59 @@ def one_way_latency(nbytes, reps=40, idle=0.005):
     return statistics.median(times[5:]) if rank == 1 else None
 
 
+def costs(timelines, p, last_stage):
+    """From every rank's timeline of a step: (median time from the end of
+    the action a rank waited for on another rank to the start of its own,
+    i.e. a message's cost on the critical path; median time from a rank's
+    previous action to its next when nothing was awaited, the runtime's own
+    cost per action; mean forward and backward compute)."""
+    ends = {}
+    for r, timeline in enumerate(timelines):
+        for kind, chunk, mb, start, end in timeline:
+            ends[(kind, chunk * p + r, mb)] = end
+    hops, gaps = [], []
+    for r, timeline in enumerate(timelines):
+        for prev, (kind, chunk, mb, start, end) in zip(timeline, timeline[1:]):
+            stage = chunk * p + r
+            if kind == "F":
+                need = None if stage == 0 else ("F", stage - 1, mb)
+            else:
+                need = None if stage == last_stage else ("B", stage + 1, mb)
+            if need is not None and ends[need] > prev[4]:
+                hops.append(start - ends[need])
+            else:
+                gaps.append(start - prev[4])
+    compute = {k: [e - s for t in timelines for kk, _, _, s, e in t if kk == k] for k in "FB"}
+    return (statistics.median(hops) if hops else 0.0, statistics.median(gaps) if gaps else 0.0,
+            statistics.mean(compute["F"]), statistics.mean(compute["B"]))
+
+
 def measure(mesh, schedule, m, v, args):
+    """Median over steps of (measured bubble, bubble predicted by the
+    schedule with the step's measured message and per-action costs, those
+    costs, the step's span)."""
     p = mesh.pp.size
     f = args.forward_ms / 1000 / v
     stages = [lambda: SleepStage(f, 2 * f) for _ in range(p * v)]
     pipe = parallel.Pipeline.from_stages(stages, mesh, lambda out, t: out.mean(),
                                          micro_batches=m, schedule=schedule, virtual_stages=v)
     x = torch.randn(m * args.rows, args.width)
-    bubbles, spans = [], []
+    rows = []
     for step in range(args.steps + 1):
         hvd.barrier()
         pipe.train_step(x, x)
-        timeline = pipe.stats["timeline"]
-        mine = (timeline[0][3], timeline[-1][4], sum(end - start for *_, start, end in timeline))
-        everyone = hvd.allgather_object(mine, name="bubble.%s.%d.%d.%d" % (schedule, m, v, step))
-        span = max(e for _, e, _ in everyone) - min(s for s, _, _ in everyone)
-        if step:  # the first step warms up
-            bubbles.append(statistics.mean(1 - busy / span for _, _, busy in everyone))
-            spans.append(span)
-    return statistics.median(bubbles), statistics.median(spans)
+        timelines = hvd.allgather_object(pipe.stats["timeline"],
+                                         name="bubble.%s.%d.%d.%d" % (schedule, m, v, step))
+        if not step:
+            continue  # the first step warms up
+        span = max(t[-1][4] for t in timelines) - min(t[0][3] for t in timelines)
+        busy = [sum(e - s for *_, s, e in t) for t in timelines]
+        bubble = statistics.mean(1 - b / span for b in busy)
+        hop, gap, tf, tb = costs(timelines, p, p * v - 1)
+        predicted = schedules.simulate(schedule, p, m, v, forward_time=tf, backward_time=tb,
+                                       message_time=hop, action_overhead=gap)["bubble"]
+        rows.append((bubble, predicted, hop, gap, span))
+    return [statistics.median(column) for column in zip(*rows)]
 
 
 def main():
@@ -128,13 +168,14 @@ def main():
     latency = hvd.broadcast_object(latency, root_rank=1, name="bubble.latency")
     if hvd.rank() == 0:
         print("p=%d, forward %.1f ms + backward %.1f ms per stage and micro-batch, activation "
-              "%d x %d float32 (%d KiB), one-way message to an idle receiver %.3f ms "
-              "(median of 35)\n" % (
-                  p, args.forward_ms, 2 * args.forward_ms, args.rows, args.width,
-                  args.rows * args.width * 4 // 1024, latency * 1000))
-        print("| schedule | p | v | m | textbook | + messages | measured | measured / "
-              "(+ messages) | step (s) |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "%d x %d float32 (%d KiB); alone, a message to an idle receiver takes %.3f ms "
+              "(median of 35)\n" % (p, args.forward_ms, 2 * args.forward_ms, args.rows,
+                                     args.width, args.rows * args.width * 4 // 1024,
+                                     latency * 1000))
+        print("| schedule | p | v | m | textbook | measured | message on the critical path (ms) "
+              "| runtime per action (ms) | textbook + both | measured / (textbook + both) | "
+              "step (s) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
     for schedule in args.schedules.split(","):
         v = args.virtual_stages if schedule == "interleaved" else 1
         for m in (int(n) for n in args.micro_batches.split(",")):
@@ -142,15 +183,11 @@ def main():
                 schedules.check_shape(schedule, p, m, v)
             except ValueError:
                 continue
-            bubble, span = measure(mesh, schedule, m, v, args)
-            f = args.forward_ms / 1000 / v
-            with_messages = schedules.simulate(schedule, p, m, v, forward_time=f,
-                                               backward_time=2 * f,
-                                               message_time=latency)["bubble"]
+            bubble, predicted, hop, gap, span = measure(mesh, schedule, m, v, args)
             if hvd.rank() == 0:
-                print("| %s | %d | %d | %d | %.4f | %.4f | %.4f | %.3f | %.3f |" % (
-                    schedule, p, v, m, schedules.textbook_bubble(p, m, v), with_messages,
-                    bubble, bubble / with_messages, span), flush=True)
+                print("| %s | %d | %d | %d | %.4f | %.4f | %.3f | %.3f | %.4f | %.3f | %.3f |" % (
+                    schedule, p, v, m, schedules.textbook_bubble(p, m, v), bubble, hop * 1000,
+                    gap * 1000, predicted, bubble / predicted, span), flush=True)
     hvd.shutdown()
 
 

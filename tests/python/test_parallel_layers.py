@@ -270,6 +270,10 @@ def test_stages_that_do_not_match_the_ranks_are_refused(hvd, par):
     with pytest.raises(ValueError, match=r"recompute names stages \[1, 2\], but the stages are "
                                          r"0\.\.1"):
         par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=2, recompute=[1, 2])
+    with pytest.raises(ValueError, match=r"virtual_stages=2 needs 2 pipeline ranks or more "
+                                         r"\(pp=1\)"):
+        par.Pipeline(mlp_layers(), par.Mesh(tp=2), F.mse_loss, micro_batches=2,
+                     schedule="interleaved", virtual_stages=2)
     pipe = par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=3)
     with pytest.raises(ValueError, match="the batch's 8 (inputs|targets) do not split into 3 "
                                          "equal micro-batches"):

@@ -119,6 +119,9 @@ class Pipeline(nn.Module):
         self.micro_batches = micro_batches
         self.schedule = schedule
         schedules.check_shape(schedule, self.stages, micro_batches, virtual_stages)
+        if virtual_stages > 1 and self.stages == 1:
+            raise ValueError("Pipeline: virtual_stages=%d needs 2 pipeline ranks or more (pp=1)" %
+                             virtual_stages)
         total = self.stages * virtual_stages
         self.partition = self._check_partition(partition, len(layers), total)
         self.loss_fn = loss_fn

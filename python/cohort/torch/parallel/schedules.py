@@ -90,13 +90,15 @@ def actions(schedule, stages, micro_batches, rank, virtual_stages=1):
 
 
 def simulate(schedule, stages, micro_batches, virtual_stages=1, forward_time=1.0,
-             backward_time=2.0, message_time=0.0):
+             backward_time=2.0, message_time=0.0, action_overhead=0.0):
     """Runs every rank's actions against each other's with fixed costs and
     returns {"time": makespan, "busy": [per rank], "bubble": idle fraction
     averaged over ranks, "peak_in_flight": [per rank]}. Raises RuntimeError on
     a deadlock (a schedule whose ranks wait for each other). Sends never
-    block (the runtime's are asynchronous); a receive waits for its
-    message, which arrives message_time after the send."""
+    block (the runtime's are asynchronous); an action can start
+    message_time after the action it needs from another rank ended, and
+    action_overhead after its rank's previous action ended (neither counts
+    as busy)."""
     p, v = stages, virtual_stages
     lists = [actions(schedule, p, micro_batches, r, v) for r in range(p)]
     done = {}  # (kind, stage, mb) -> time its output is available at the next rank
@@ -116,7 +118,8 @@ def simulate(schedule, stages, micro_batches, virtual_stages=1, forward_time=1.0
                     need = None if stage == last else ("B", stage + 1, a.micro_batch)
                 if need is not None and need not in done:
                     break
-                start = max(clock[r], done[need] if need is not None else 0.0)
+                start = max(clock[r] + (action_overhead if position[r] else 0.0),
+                            done[need] if need is not None else 0.0)
                 cost = forward_time if a.kind == "F" else backward_time
                 clock[r] = start + cost
                 busy[r] += cost
