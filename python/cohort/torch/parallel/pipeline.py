@@ -266,7 +266,9 @@ class Pipeline(nn.Module):
         if n % self.micro_batches:
             raise ValueError("Pipeline: the batch's %d %s do not split into %d equal "
                              "micro-batches" % (n, what, self.micro_batches))
-        return list(batch.chunk(self.micro_batches))
+        # Copies, not views: a micro-batch held until its backward then keeps
+        # only its own rows alive (and is counted so by measure_activations).
+        return [part.clone() for part in batch.chunk(self.micro_batches)]
 
     def train_step(self, inputs, targets):
         """Forward and backward of one batch: `inputs` are used by the first
