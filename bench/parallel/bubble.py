@@ -19,7 +19,10 @@ over ranks of 1 - busy/span. A message's cost = the time from the end of an
 action on one rank to the start of the action on the next rank that was
 waiting for it; the runtime's cost = the time between a rank's consecutive
 actions when the second one waited for nothing. "textbook + both" is
-schedules.simulate with those two medians and the measured compute times.
+schedules.simulate with the means of those two and of the compute times;
+"replay" the same with each action's own measured compute time (on a
+loaded machine a sleep overshoots now and then, and the stages wait for
+the slow one: idle time the uniform formula cannot know of).
 Medians over --steps steps after one warm-up.
 
     nice -n -10 build/cohort run -np 4 -- /usr/bin/python3 bench/parallel/bubble.py \
@@ -94,11 +97,12 @@ def one_way_latency(nbytes, reps=40, idle=0.005):
 
 
 def costs(timelines, p, last_stage):
-    """From every rank's timeline of a step: (median time from the end of
-    the action a rank waited for on another rank to the start of its own,
-    i.e. a message's cost on the critical path; median time from a rank's
-    previous action to its next when nothing was awaited, the runtime's own
-    cost per action; mean forward and backward compute)."""
+    """From every rank's timeline of a step: (mean time from the end of the
+    action a rank waited for on another rank to the start of its own, i.e.
+    a message's cost on the critical path; mean time from a rank's previous
+    action to its next when nothing was awaited, the runtime's own cost per
+    action; mean forward and backward compute). Means, not medians: the
+    step's length is their sum, hiccups included."""
     ends = {}
     for r, timeline in enumerate(timelines):
         for kind, chunk, mb, start, end in timeline:
@@ -116,14 +120,15 @@ def costs(timelines, p, last_stage):
             else:
                 gaps.append(start - prev[4])
     compute = {k: [e - s for t in timelines for kk, _, _, s, e in t if kk == k] for k in "FB"}
-    return (statistics.median(hops) if hops else 0.0, statistics.median(gaps) if gaps else 0.0,
+    return (statistics.mean(hops) if hops else 0.0, statistics.mean(gaps) if gaps else 0.0,
             statistics.mean(compute["F"]), statistics.mean(compute["B"]))
 
 
 def measure(mesh, schedule, m, v, args):
     """Median over steps of (measured bubble, bubble predicted by the
-    schedule with the step's measured message and per-action costs, those
-    costs, the step's span)."""
+    schedule with the step's measured message and per-action costs, the
+    same replaying each action's measured compute time, those costs, the
+    step's span)."""
     p = mesh.pp.size
     f = args.forward_ms / 1000 / v
     stages = [lambda: SleepStage(f, 2 * f) for _ in range(p * v)]
@@ -144,7 +149,10 @@ def measure(mesh, schedule, m, v, args):
         hop, gap, tf, tb = costs(timelines, p, p * v - 1)
         predicted = schedules.simulate(schedule, p, m, v, forward_time=tf, backward_time=tb,
                                        message_time=hop, action_overhead=gap)["bubble"]
-        rows.append((bubble, predicted, hop, gap, span))
+        replayed = schedules.simulate(schedule, p, m, v, message_time=hop, action_overhead=gap,
+                                      compute_times=[[e - s for *_, s, e in t]
+                                                     for t in timelines])["bubble"]
+        rows.append((bubble, predicted, replayed, hop, gap, span))
     return [statistics.median(column) for column in zip(*rows)]
 
 
@@ -174,8 +182,8 @@ def main():
                                      latency * 1000))
         print("| schedule | p | v | m | textbook | measured | message on the critical path (ms) "
               "| runtime per action (ms) | textbook + both | measured / (textbook + both) | "
-              "step (s) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "replay | measured / replay | step (s) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for schedule in args.schedules.split(","):
         v = args.virtual_stages if schedule == "interleaved" else 1
         for m in (int(n) for n in args.micro_batches.split(",")):
@@ -183,11 +191,13 @@ def main():
                 schedules.check_shape(schedule, p, m, v)
             except ValueError:
                 continue
-            bubble, predicted, hop, gap, span = measure(mesh, schedule, m, v, args)
+            bubble, predicted, replayed, hop, gap, span = measure(mesh, schedule, m, v, args)
             if hvd.rank() == 0:
-                print("| %s | %d | %d | %d | %.4f | %.4f | %.3f | %.3f | %.4f | %.3f | %.3f |" % (
-                    schedule, p, v, m, schedules.textbook_bubble(p, m, v), bubble, hop * 1000,
-                    gap * 1000, predicted, bubble / predicted, span), flush=True)
+                print("| %s | %d | %d | %d | %.4f | %.4f | %.3f | %.3f | %.4f | %.3f | %.4f | "
+                      "%.3f | %.3f |" % (
+                          schedule, p, v, m, schedules.textbook_bubble(p, m, v), bubble,
+                          hop * 1000, gap * 1000, predicted, bubble / predicted, replayed,
+                          bubble / replayed, span), flush=True)
     hvd.shutdown()
 
 

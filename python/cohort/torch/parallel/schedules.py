@@ -90,7 +90,7 @@ def actions(schedule, stages, micro_batches, rank, virtual_stages=1):
 
 
 def simulate(schedule, stages, micro_batches, virtual_stages=1, forward_time=1.0,
-             backward_time=2.0, message_time=0.0, action_overhead=0.0):
+             backward_time=2.0, message_time=0.0, action_overhead=0.0, compute_times=None):
     """Runs every rank's actions against each other's with fixed costs and
     returns {"time": makespan, "busy": [per rank], "bubble": idle fraction
     averaged over ranks, "peak_in_flight": [per rank]}. Raises RuntimeError on
@@ -98,7 +98,9 @@ def simulate(schedule, stages, micro_batches, virtual_stages=1, forward_time=1.0
     block (the runtime's are asynchronous); an action can start
     message_time after the action it needs from another rank ended, and
     action_overhead after its rank's previous action ended (neither counts
-    as busy)."""
+    as busy). compute_times[r][i], when given, is the cost of rank r's i-th
+    action instead of forward_time/backward_time (a replay of measured
+    durations)."""
     p, v = stages, virtual_stages
     lists = [actions(schedule, p, micro_batches, r, v) for r in range(p)]
     done = {}  # (kind, stage, mb) -> time its output is available at the next rank
@@ -120,7 +122,10 @@ def simulate(schedule, stages, micro_batches, virtual_stages=1, forward_time=1.0
                     break
                 start = max(clock[r] + (action_overhead if position[r] else 0.0),
                             done[need] if need is not None else 0.0)
-                cost = forward_time if a.kind == "F" else backward_time
+                if compute_times is not None:
+                    cost = compute_times[r][position[r]]
+                else:
+                    cost = forward_time if a.kind == "F" else backward_time
                 clock[r] = start + cost
                 busy[r] += cost
                 done[(a.kind, stage, a.micro_batch)] = clock[r] + message_time
