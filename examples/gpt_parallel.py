@@ -35,6 +35,9 @@ def parse_args(argv=None):
     parser.add_argument("--virtual-stages", type=int, default=1,
                         help="model chunks per pipeline rank (the interleaved schedule)")
     parser.add_argument("--micro-batches", type=int, default=4)
+    parser.add_argument("--partition", default="balanced",
+                        help="layers per stage: 'balanced' (by parameter count), 'uniform', "
+                        "or counts such as 3,2,2,3")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per step, all ranks")
@@ -199,6 +202,24 @@ def layer_builders(args, parts):
 TIED = lambda args: [["0.token.weight", "%d.weight" % (args.layers + 1)]]  # noqa: E731
 
 
+def layer_sizes(args):
+    """Parameters of each layer of the unsharded model (the embedding, the
+    blocks, the head with its copy of the tied weight), counted without
+    building it."""
+    w, v = args.width, args.vocab
+    block = 12 * w * w + 13 * w  # qkv, proj, fc, out with biases; two norms
+    return [v * w + args.seq_len * w] + [block] * args.layers + [2 * w + v * w]
+
+
+def partition(args, stages):
+    if args.partition == "uniform":
+        return None
+    if args.partition == "balanced":
+        from cohort.torch.parallel import balanced_partition
+        return balanced_partition(layer_sizes(args), stages)
+    return [int(n) for n in args.partition.split(",")]
+
+
 # ---- data ----
 
 def corpus(args, length=8192):
@@ -292,7 +313,8 @@ def train_parallel(args):
     pipe = parallel.Pipeline(layer_builders(args, parts), mesh, loss_fn,
                              micro_batches=args.micro_batches, schedule=args.schedule,
                              virtual_stages=args.virtual_stages, tied=TIED(args),
-                             recompute=args.recompute)
+                             recompute=args.recompute,
+                             partition=partition(args, args.pp * args.virtual_stages))
     optimizer = parallel.data_parallel_optimizer(
         make_optimizer(args, pipe.parameters()), mesh,
         named_parameters=pipe.named_parameters(), zero=args.zero)

@@ -19,8 +19,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("COHORT_BUILD_DIR", os.path.join(ROOT, "build"))
-MODEL = ["--width", "128", "--layers", "8", "--heads", "8", "--seq-len", "64", "--vocab", "256",
-         "--batch-size", "16", "--micro-batches", "4"]
+MODEL = ["--width", "128", "--layers", "16", "--heads", "8", "--seq-len", "64", "--vocab", "256",
+         "--batch-size", "8", "--micro-batches", "4"]
 LAYOUTS = [  # (ranks, flags)
     (1, []),
     (2, ["--dp", "2"]),
@@ -59,8 +59,9 @@ def main():
     parser.add_argument("--steps", type=int, default=6)
     args = parser.parse_args()
     whole = None
-    print("GPT width 128, 8 blocks, 8 heads, vocabulary 256, sequence 64, batch 16 (4 "
-          "micro-batches), AdamW; medians of %d runs of %d steps\n" % (args.runs, args.steps))
+    print("GPT width 128, 16 blocks, 8 heads, vocabulary 256, sequence 64, batch 8 (4 "
+          "micro-batches), AdamW, stages balanced by parameters; tokens/s: medians of %d runs "
+          "of %d steps\n" % (args.runs, args.steps))
     print("| layout | ranks | tokens/s | params per rank (KiB) | ideal (KiB) | worst / ideal | "
           "optimizer per rank (KiB) | ideal (KiB) | worst / ideal |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -73,7 +74,7 @@ def main():
         pp, tp = flag(flags, "--pp"), flag(flags, "--tp")
         dp = ranks // (pp * tp)
         zero = flag(flags, "--zero", 0)
-        tied = 256 * 128 * 4 // tp if pp > 1 else 0  # the head's copy of the embedding
+        tied = 256 * 128 * 4 // tp if pp > 1 else 0  # the head's copy of the embedding (bytes)
         ideal_params = whole["param_bytes"][0] / (pp * tp)
         ideal_opt = whole["optimizer_bytes"][0] / (pp * tp) / (dp if zero else 1)
         # Ranks are placed tp fastest, then dp, then pp: the last stage is the last dp*tp ranks.

@@ -274,6 +274,12 @@ def test_stages_that_do_not_match_the_ranks_are_refused(hvd, par):
                                          r"\(pp=1\)"):
         par.Pipeline(mlp_layers(), par.Mesh(tp=2), F.mse_loss, micro_batches=2,
                      schedule="interleaved", virtual_stages=2)
+    with pytest.raises(ValueError, match="partition='parameters' needs every layer built"):
+        par.Pipeline([lambda: nn.Identity()] * 2, mesh, F.mse_loss, micro_batches=2,
+                     partition="parameters")
+    # Layer sizes 112, 0, 272, 0, 272, 0, 51: 384 and 323 is the most even split.
+    assert par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=2,
+                        partition="parameters").partition == [3, 4]
     pipe = par.Pipeline(mlp_layers(), mesh, F.mse_loss, micro_batches=3)
     with pytest.raises(ValueError, match="the batch's 8 (inputs|targets) do not split into 3 "
                                          "equal micro-batches"):

@@ -13,7 +13,7 @@ from cohort.torch.parallel import schedules
 from cohort.torch.parallel import (ColumnParallelLinear, RowParallelLinear,
                                    VocabParallelEmbedding, vocab_parallel_cross_entropy)
 from cohort.torch.parallel.mesh import layout, resolve_dims
-from cohort.torch.parallel.pipeline import uniform_partition
+from cohort.torch.parallel.pipeline import balanced_partition, uniform_partition
 
 SHAPES = [("gpipe", p, m, 1) for p in (1, 2, 3, 4) for m in (1, 2, 4, 7)] + \
          [("1f1b", p, m, 1) for p in (1, 2, 3, 4) for m in (1, 2, 4, 7, 16)] + \
@@ -91,6 +91,23 @@ def test_uniform_partition_spreads_the_extra_layers_over_the_middle():
     assert uniform_partition(6, 4) == [1, 2, 2, 1]
     assert uniform_partition(7, 4) == [2, 2, 2, 1]  # off-centre: away from the loss
     assert sum(uniform_partition(13, 5)) == 13
+
+
+def test_balanced_partition_minimizes_the_largest_stage():
+    gpt = [40960] + [198272] * 8 + [33024]  # embedding, 8 blocks, head
+    assert balanced_partition(gpt, 4) == [3, 2, 2, 3]
+    assert balanced_partition(gpt, 2) == [5, 5]
+    assert balanced_partition([1] * 7, 4) == [1, 2, 2, 2]
+    assert balanced_partition([9, 1, 1, 1, 1, 1], 2) == [1, 5]
+    for costs, k in (([3, 1, 4, 1, 5, 9, 2, 6], 3), ([1] * 5, 5), ([7, 7, 1], 2)):
+        counts = balanced_partition(costs, k)
+        assert len(counts) == k and sum(counts) == len(costs) and min(counts) >= 1
+        best = min(max(sum(costs[a:b]) for a, b in zip((0,) + cuts, cuts + (len(costs),)))
+                   for cuts in itertools.combinations(range(1, len(costs)), k - 1))
+        bounds = list(itertools.accumulate(counts, initial=0))
+        assert max(sum(costs[a:b]) for a, b in zip(bounds, bounds[1:])) == best
+    with pytest.raises(ValueError, match="3 layers cannot fill 4 stages"):
+        balanced_partition([1, 2, 3], 4)
 
 
 def test_layers_of_one_rank_are_the_torch_layers_for_a_seed():

@@ -20,7 +20,7 @@ from .mappings import (copy_to, reduce_from, gather_from, scatter_to,
 from .layers import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
                      vocab_parallel_cross_entropy, mark_sequence_parallel,
                      sync_sequence_parallel_grads)
-from .pipeline import Pipeline, PipelineError
+from .pipeline import Pipeline, PipelineError, balanced_partition, uniform_partition
 from .schedules import SCHEDULES
 from .optim import data_parallel_optimizer
 from .checkpoint import save_checkpoint, load_checkpoint, merge_checkpoint
@@ -29,5 +29,6 @@ __all__ = ["Mesh", "Group", "copy_to", "reduce_from", "gather_from", "scatter_to
            "gather_from_sequence", "reduce_scatter_to_sequence", "scatter_to_sequence",
            "ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding",
            "vocab_parallel_cross_entropy", "mark_sequence_parallel",
-           "sync_sequence_parallel_grads", "Pipeline", "PipelineError", "SCHEDULES",
+           "sync_sequence_parallel_grads", "Pipeline", "PipelineError", "balanced_partition",
+           "uniform_partition", "SCHEDULES",
            "data_parallel_optimizer", "save_checkpoint", "load_checkpoint", "merge_checkpoint"]

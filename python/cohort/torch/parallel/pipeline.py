@@ -63,6 +63,34 @@ def uniform_partition(layers, stages):
     return counts
 
 
+def balanced_partition(costs, stages):
+    """Layers per stage for layers of the given costs (e.g. parameter
+    counts), each stage a run of consecutive layers, minimizing the largest
+    stage's total (ties: the earliest stages smaller). Dynamic programming
+    over (layers, stages): fine for the tens to hundreds of layers of a
+    model."""
+    n = len(costs)
+    if not 1 <= stages <= n:
+        raise ValueError("balanced_partition: %d layers cannot fill %d stages" % (n, stages))
+    prefix = list(itertools.accumulate(costs, initial=0))
+    inf = float("inf")
+    # best[k][i]: the smallest largest-stage total of the first i layers in k stages.
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0
+    for k in range(1, stages + 1):
+        for i in range(k, n - (stages - k) + 1):
+            for j in range(k - 1, i):
+                worst = max(best[k - 1][j], prefix[i] - prefix[j])
+                if worst < best[k][i]:
+                    best[k][i], cut[k][i] = worst, j
+    counts, i = [], n
+    for k in range(stages, 0, -1):
+        counts.append(i - cut[k][i])
+        i = cut[k][i]
+    return counts[::-1]
+
+
 class _Chunk:
     """One virtual stage on this rank: its global stage index and layers."""
 
@@ -92,8 +120,10 @@ class Pipeline(nn.Module):
 
     loss_fn(output, target) -> scalar mean over the micro-batch, run on the
     last stage. partition: layers per stage (a list of pp*virtual_stages
-    counts; default even); a list of stage modules is the partition [1, 1,
-    ...]. tied: groups of parameter names ("<layer>.<path>", as in the
+    counts; default: as many layers on each; "parameters": balanced by the
+    layers' parameter counts, for layers given as modules; see
+    balanced_partition for layers built on their rank); a list of stage
+    modules is the partition [1, 1, ...]. tied: groups of parameter names ("<layer>.<path>", as in the
     whole model's state_dict) that are one parameter: kept equal across
     stages (the first name's value broadcast at construction, gradients
     summed after backward) and the same Parameter within a rank.
@@ -102,7 +132,15 @@ class Pipeline(nn.Module):
     True for every stage, or the indices of the stages that do it.
     measure_activations: record the peak bytes of activations held (tensors
     autograd saved, deduplicated by storage, plus the stage inputs kept) in
-    `stats`, at some cost per operation."""
+    `stats`, at some cost per operation. channel: the messages' channel
+    (default: one derived from the pipeline's ranks and partition; pipelines
+    over the same ranks that run at the same time need distinct ones).
+
+    After each step, `stats` holds step_time, timeline (kind, chunk,
+    micro_batch, start, end of each action's compute, perf_counter clock),
+    recv_wait (seconds spent waiting for messages), peak_in_flight
+    (micro-batches between forward and backward) and peak_activation_bytes
+    (None unless measured)."""
 
     def __init__(self, layers, mesh, loss_fn, micro_batches, schedule="1f1b",
                  virtual_stages=1, partition=None, tied=(), recompute=False,
@@ -123,7 +161,7 @@ class Pipeline(nn.Module):
             raise ValueError("Pipeline: virtual_stages=%d needs 2 pipeline ranks or more (pp=1)" %
                              virtual_stages)
         total = self.stages * virtual_stages
-        self.partition = self._check_partition(partition, len(layers), total)
+        self.partition = self._check_partition(partition, layers, total)
         self.loss_fn = loss_fn
         if isinstance(recompute, bool):
             self.recompute = set(range(total)) if recompute else set()
@@ -161,13 +199,21 @@ class Pipeline(nn.Module):
 
     # ---- construction ----
 
-    def _check_partition(self, partition, n_layers, total):
-        pp, v = self.stages, self.virtual_stages
-        if partition is None:
+    def _check_partition(self, partition, layers, total):
+        pp, v, n_layers = self.stages, self.virtual_stages, len(layers)
+        if partition is None or partition == "parameters":
             if n_layers < total:
                 raise ValueError("Pipeline: %d layers cannot fill %d stages (pp=%d x "
                                  "virtual_stages=%d)" % (n_layers, total, pp, v))
-            return uniform_partition(n_layers, total)
+            if partition is None:
+                return uniform_partition(n_layers, total)
+            built = [layer for layer in layers if isinstance(layer, nn.Module)]
+            if len(built) != n_layers:
+                raise ValueError("Pipeline: partition='parameters' needs every layer built (a "
+                                 "Module); for layers built on their rank, pass the counts "
+                                 "(balanced_partition of their sizes)")
+            return balanced_partition([sum(p.numel() for p in layer.parameters())
+                                       for layer in built], total)
         partition = [int(n) for n in partition]
         if len(partition) != total:
             raise ValueError("Pipeline: the partition has %d stages but the pipeline has %d "
