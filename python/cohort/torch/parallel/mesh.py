@@ -103,9 +103,7 @@ class Mesh:
         self._coords = self._layout[self.rank]
         self._warn_if_tp_crosses_hosts()
         self._sets = {}  # tuple of ranks -> process set (a group of one: None)
-        self.dp = self._line("dp")
-        self.pp = self._line("pp")
-        self.tp = self._line("tp")
+        self.dp, self.pp, self.tp = self.group("dp"), self.group("pp"), self.group("tp")
 
     def _warn_if_tp_crosses_hosts(self):
         tp = self.dims["tp"]
@@ -159,9 +157,6 @@ class Mesh:
             self._register(ranks)
         ranks = sorted(lines[mine], key=lambda r: self._layout[r][dim])
         return Group(dim, ranks, self._sets[tuple(sorted(ranks))])
-
-    def _line(self, dim):
-        return self.group(dim)
 
     def _register(self, ranks):
         """The process set of `ranks` (all of the job: the global set; one
