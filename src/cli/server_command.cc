@@ -18,6 +18,7 @@
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
 #include "server/mlflow_api.h"
+#include "server/request_guard.h"
 #include "server/tracking_server.h"
 #include "track/errors.h"
 #include "track/sqlite_store.h"
@@ -32,6 +33,7 @@ void PrintUsage() {
   std::fprintf(stdout,
                "usage: %s\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
+               "                     [--allowed-hosts NAME,...]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
                "                     [--agent-timeout S] [--slurm-pool NAME]\n"
                "                     [--slurm-partition P] [--quota P=N,...]\n"
@@ -45,6 +47,9 @@ void PrintUsage() {
                "                       the cohort binary, when it exists)\n"
                "  --auth               API requests need 'Authorization: Bearer TOKEN' of a\n"
                "                       user of the store (cohort user add / token create)\n"
+               "  --allowed-hosts N,.. host names requests may use besides IP addresses,\n"
+               "                       localhost and --host ('.example.org': the domain and\n"
+               "                       its subdomains; '*': any); others get 403\n"
                "  --slots N            slots of this host in the job queue's pool 'default'\n"
                "                       (default: its core count; 0: run no jobs here)\n"
                "  --queue-db PATH      SQLite file of the job queue (default: queue.db\n"
@@ -135,6 +140,10 @@ int ServerCommand(int argc, char** argv) {
       }
     } else if (flag == "--artifacts") {
       options.artifacts = value;
+    } else if (flag == "--allowed-hosts") {
+      auto hosts = server::ParseAllowedHosts(value);
+      if (!hosts.ok()) return BadValue(hosts.status());
+      options.allowed_hosts = std::move(*hosts);
     } else if (flag == "--web-dir") {
       options.web_dir = value;
     } else if (flag == "--queue-db") {
