@@ -24,7 +24,7 @@ int RunAbort() {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     (void)Abort("stage exploded");
     std::this_thread::sleep_for(std::chrono::seconds(15));  // alive: only the abort can tell
-    return 0;
+    _exit(0);                                               // no runtime left to shut down
   }
   float x = 0;
   Result<Handle> h = RecvAsync(last, 1, 1, &x, sizeof(x), nullptr);
@@ -49,5 +49,8 @@ int main(int argc, char** argv) {
   }
   int rc = 2;
   if (mode == "abort") rc = RunAbort();
-  _exit(rc);  // the aborting rank has no runtime to shut down, the others a failed one
+  // Rank 0 hosts the store (torchrun's variables): its shutdown waits until
+  // the others read the abort's reason there, instead of taking it away.
+  (void)Shutdown();
+  return rc;
 }
