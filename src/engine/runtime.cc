@@ -185,6 +185,9 @@ Result<PointToPoint*> Runtime::OpenPointToPoint() {
 
 void Runtime::Abort(const Status& reason) {
   aborted_ = true;
+  // Messages first: a peer waiting for one from this rank learns the reason
+  // now, not when this process exits or its wait times out.
+  if (PointToPoint* p2p = point_to_point()) p2p->Abort(reason);
   if (Engine* e = engine()) {
     e->Abort(reason);
   } else {

@@ -99,6 +99,7 @@ Result<int64_t> PointToPoint::Recv(int src, int64_t channel, int64_t tag, void* 
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (src != kAnySource) COHORT_RETURN_IF_ERROR(CheckPeer(src, "recv"));
+    COHORT_RETURN_IF_ERROR(aborted_);
     if (stopping_) return Status::InvalidArgument("recv: cohort is shutting down");
     op->handle = handles_.Create(nullptr);
     auto early = std::find_if(early_.begin(), early_.end(), [&](const auto& e) {
@@ -115,6 +116,20 @@ Result<int64_t> PointToPoint::Recv(int src, int64_t channel, int64_t tag, void* 
   }
   Wake();
   return op->handle;
+}
+
+void PointToPoint::Abort(const Status& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the progress thread uses the store under it too
+    if (!aborted_.ok()) return;
+    aborted_ = comm_->Fail(reason);  // publishes the reason, closes the links
+    for (int p = 0; p < comm_->size(); ++p) {
+      if (p != comm_->rank() && dead_[p].ok()) DropPeer(p, aborted_);
+    }
+    for (const auto& op : receives_) Finish(op, aborted_);  // those from any source
+    receives_.clear();
+  }
+  Wake();
 }
 
 void PointToPoint::Wake() {

@@ -53,6 +53,11 @@ class PointToPoint {
   // within `timeout_seconds` fails it, naming the source.
   Result<int64_t> Recv(int src, int64_t channel, int64_t tag, void* data, size_t bytes, int* source,
                        double timeout_seconds);
+  // Gives up on every message, from any thread (the runtime's Abort): the
+  // pending and later operations fail with `reason`, which is published for
+  // the peers before the links close, so their operations with this rank
+  // fail at once with it too instead of at their timeout.
+  void Abort(const Status& reason);
 
  private:
   struct Envelope {  // sent before every message's bytes
@@ -112,6 +117,7 @@ class PointToPoint {
   std::mutex mu_;
   std::condition_variable cv_;  // the thread waits here while nothing is pending
   bool stopping_ = false;
+  Status aborted_;                   // OK until Abort, then why every operation fails
   std::atomic<bool> posted_{false};  // set by Send/Recv; read by a sleeping thread
   int wake_fd_ = -1;                 // eventfd written by Send/Recv for a thread in poll(2)
   std::vector<std::deque<std::shared_ptr<Op>>> sends_;  // per destination, in order

@@ -32,3 +32,5 @@ from ..capabilities import (mpi_built, mpi_enabled, mpi_threads_supported,  # no
 from .zero import ZeroRedundancyOptimizer  # noqa: F401,E402
 from .fsdp import FullyShardedDataParallel  # noqa: F401,E402
 from . import elastic  # noqa: F401,E402  (hvd.elastic, as horovod.torch.elastic)
+from . import parallel  # noqa: F401,E402  (model parallelism: docs/model-parallel.md)
+from .parallel import Mesh  # noqa: F401,E402

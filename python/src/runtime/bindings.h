@@ -8,9 +8,10 @@
 
 namespace cohort_python {
 
-void BindJob(pybind11::module_& m);         // init, shutdown, topology, process sets, timeline
-void BindOperations(pybind11::module_& m);  // asynchronous collectives
-void BindHandles(pybind11::module_& m);     // poll, wait, results, release
+void BindJob(pybind11::module_& m);           // init, shutdown, topology, process sets, timeline
+void BindOperations(pybind11::module_& m);    // asynchronous collectives
+void BindHandles(pybind11::module_& m);       // poll, wait, results, release
+void BindPointToPoint(pybind11::module_& m);  // tagged messages between two ranks
 
 }  // namespace cohort_python
 
