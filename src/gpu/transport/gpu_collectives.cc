@@ -18,9 +18,9 @@ struct RankRecord {
   int32_t device;
   int32_t nccl_ok;
   int32_t ipc_ok;
-  char error[180];  // why NCCL (first exchange) or IPC (second) is missing
+  char error[468];  // why NCCL (first exchange) or IPC (second) is missing
 };
-static_assert(sizeof(RankRecord) == 224);
+static_assert(sizeof(RankRecord) == 512);
 
 Result<std::vector<RankRecord>> GatherRecords(Communicator& comm, const RankRecord& mine) {
   std::vector<RankRecord> all(comm.size());

@@ -15,9 +15,9 @@ struct SetupRecord {
   char handle[64];
   uint64_t bytes;
   int32_t ok;
-  char error[180];
+  char error[436];
 };
-static_assert(sizeof(SetupRecord) == 256);
+static_assert(sizeof(SetupRecord) == 512);
 
 SetupRecord Record(const Status& status) {
   SetupRecord r;

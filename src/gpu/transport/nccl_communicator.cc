@@ -2,6 +2,7 @@
 #include "gpu/transport/nccl_communicator.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -17,9 +18,9 @@ namespace {
 struct IdRecord {
   char id[128];
   int32_t ok;
-  char error[124];
+  char error[380];
 };
-static_assert(sizeof(IdRecord) == 256);
+static_assert(sizeof(IdRecord) == 512);
 
 IdRecord Failed(const Status& status) {
   IdRecord r;
@@ -120,8 +121,9 @@ Status NcclCommunicator::Settle(const char* what) {
     if (!busy.ok()) return busy.status().WithContext(what);
     if (!*busy) return Status::OK();
     if (deadline.Expired()) {
-      return Status::Timeout(std::string(what) + ": NCCL did not finish within " +
-                             std::to_string(static_cast<int>(comm_.options().timeout_seconds)) +
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", comm_.options().timeout_seconds);
+      return Status::Timeout(std::string(what) + ": NCCL did not finish within " + seconds +
                              " s (COHORT_TIMEOUT)");
     }
     if (polls % 64 == 63) COHORT_RETURN_IF_ERROR(CheckPeersAlive(comm_, what));
