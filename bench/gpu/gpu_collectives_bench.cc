@@ -66,7 +66,8 @@ int Main(int argc, char** argv) {
   const int device = comm.mesh().local_rank % std::max(1, *devices);
   GpuDeps deps{*api, *compiler, nccl.ok() ? *nccl : nullptr,
                nccl.ok() ? "" : nccl.status().message()};
-  Result<std::unique_ptr<GpuCollectives>> gpu = GpuCollectives::Create(comm, deps, device, *options);
+  Result<std::unique_ptr<GpuCollectives>> gpu =
+      GpuCollectives::Create(comm, deps, device, *options);
   if (!gpu.ok()) return Fail("GPU collectives", gpu.status());
   GpuCollectives& g = **gpu;
   CudaApi& cuda = **api;
@@ -91,8 +92,8 @@ int Main(int argc, char** argv) {
   if (!s.ok()) return Fail("upload", s);
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
-    const int iters = static_cast<int>(std::clamp<size_t>((size_t{8} << 30) / bytes / n, 5,
-                                                          static_cast<size_t>(max_iters)));
+    const int iters = static_cast<int>(
+        std::clamp<size_t>((size_t{8} << 30) / bytes / n, 5, static_cast<size_t>(max_iters)));
     std::vector<double> times, copies;
     for (int it = -2; it < iters; ++it) {  // two warm-up rounds
       const auto t0 = std::chrono::steady_clock::now();

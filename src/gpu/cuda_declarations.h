@@ -59,31 +59,32 @@ inline constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
 
 // The driver entry points, by the symbol each is loaded from.
 struct DriverFunctions {
-  CUresult (*cuInit)(unsigned flags);                                         // cuInit
-  CUresult (*cuDriverGetVersion)(int* version);                               // cuDriverGetVersion
-  CUresult (*cuGetErrorName)(CUresult error, const char** name);              // cuGetErrorName
-  CUresult (*cuGetErrorString)(CUresult error, const char** text);            // cuGetErrorString
-  CUresult (*cuDeviceGetCount)(int* count);                                   // cuDeviceGetCount
-  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);                     // cuDeviceGet
-  CUresult (*cuDeviceGetName)(char* name, int len, CUdevice device);          // cuDeviceGetName
-  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice dev);  // cuDeviceGetAttribute
+  CUresult (*cuInit)(unsigned flags);                                 // cuInit
+  CUresult (*cuDriverGetVersion)(int* version);                       // cuDriverGetVersion
+  CUresult (*cuGetErrorName)(CUresult error, const char** name);      // cuGetErrorName
+  CUresult (*cuGetErrorString)(CUresult error, const char** text);    // cuGetErrorString
+  CUresult (*cuDeviceGetCount)(int* count);                           // cuDeviceGetCount
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);             // cuDeviceGet
+  CUresult (*cuDeviceGetName)(char* name, int len, CUdevice device);  // cuDeviceGetName
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute,
+                                   CUdevice dev);                      // cuDeviceGetAttribute
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice dev);  // cuDevicePrimaryCtxRetain
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);  // cuDevicePrimaryCtxRelease_v2
-  CUresult (*cuCtxSetCurrent)(CUcontext ctx);           // cuCtxSetCurrent
-  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);                  // cuMemAlloc_v2
-  CUresult (*cuMemFree)(CUdeviceptr ptr);                                  // cuMemFree_v2
-  CUresult (*cuMemHostAlloc)(void** ptr, size_t bytes, unsigned flags);    // cuMemHostAlloc
-  CUresult (*cuMemFreeHost)(void* ptr);                                    // cuMemFreeHost
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);     // cuDevicePrimaryCtxRelease_v2
+  CUresult (*cuCtxSetCurrent)(CUcontext ctx);              // cuCtxSetCurrent
+  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);  // cuMemAlloc_v2
+  CUresult (*cuMemFree)(CUdeviceptr ptr);                  // cuMemFree_v2
+  CUresult (*cuMemHostAlloc)(void** ptr, size_t bytes, unsigned flags);  // cuMemHostAlloc
+  CUresult (*cuMemFreeHost)(void* ptr);                                  // cuMemFreeHost
   CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                             CUstream stream);  // cuMemcpyAsync (unified addressing: any pair)
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags);  // cuStreamCreate
   CUresult (*cuStreamDestroy)(CUstream stream);                  // cuStreamDestroy_v2
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event,
-                                unsigned flags);                 // cuStreamWaitEvent
-  CUresult (*cuEventCreate)(CUevent* event, unsigned flags);     // cuEventCreate
-  CUresult (*cuEventDestroy)(CUevent event);                     // cuEventDestroy_v2
-  CUresult (*cuEventRecord)(CUevent event, CUstream stream);     // cuEventRecord
-  CUresult (*cuEventQuery)(CUevent event);                       // cuEventQuery
+                                unsigned flags);                           // cuStreamWaitEvent
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags);               // cuEventCreate
+  CUresult (*cuEventDestroy)(CUevent event);                               // cuEventDestroy_v2
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);               // cuEventRecord
+  CUresult (*cuEventQuery)(CUevent event);                                 // cuEventQuery
   CUresult (*cuIpcGetMemHandle)(CUipcMemHandle* handle, CUdeviceptr ptr);  // cuIpcGetMemHandle
   CUresult (*cuIpcOpenMemHandle)(CUdeviceptr* ptr, CUipcMemHandle handle,
                                  unsigned flags);                     // cuIpcOpenMemHandle_v2

@@ -18,10 +18,10 @@ namespace cohort::gpu {
 struct ReduceSpec {
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  double prescale = 1;         // applied to every input
+  double prescale = 1;           // applied to every input
   bool first_prescaled = false;  // the first input already carries it
-  bool finish = false;         // apply the average's division and postscale
-  int ranks = 1;               // the average's divisor
+  bool finish = false;           // apply the average's division and postscale
+  int ranks = 1;                 // the average's divisor
   double postscale = 1;
 };
 

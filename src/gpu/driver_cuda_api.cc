@@ -64,8 +64,9 @@ Status DriverCudaApi::Check(CUresult result, const std::string& call) const {
   if (fn_.cuGetErrorString == nullptr || fn_.cuGetErrorString(result, &text) != CUDA_SUCCESS) {
     text = nullptr;
   }
-  std::string message = call + " failed: " +
-                        (name != nullptr ? std::string(name) : "CUDA error " + std::to_string(result));
+  std::string message =
+      call +
+      " failed: " + (name != nullptr ? std::string(name) : "CUDA error " + std::to_string(result));
   if (text != nullptr) message += std::string(" (") + text + ")";
   return Status::Internal(message);
 }
@@ -88,7 +89,8 @@ Result<DeviceInfo> DriverCudaApi::GetDeviceInfo(int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;
   char name[256] = {};
-  COHORT_RETURN_IF_ERROR(Check(fn_.cuDeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName"));
+  COHORT_RETURN_IF_ERROR(
+      Check(fn_.cuDeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName"));
   info.name = name;
   int domain = 0, bus = 0, slot = 0;
   const std::pair<int*, int> attributes[] = {
@@ -143,7 +145,9 @@ Result<void*> DriverCudaApi::AllocPinned(size_t bytes) {
   return ptr;
 }
 
-Status DriverCudaApi::FreePinned(void* ptr) { return Check(fn_.cuMemFreeHost(ptr), "cuMemFreeHost"); }
+Status DriverCudaApi::FreePinned(void* ptr) {
+  return Check(fn_.cuMemFreeHost(ptr), "cuMemFreeHost");
+}
 
 Status DriverCudaApi::CopyAsync(DevicePtr dst, DevicePtr src, size_t bytes, StreamHandle stream) {
   if (bytes == 0) return Status::OK();
@@ -153,7 +157,8 @@ Status DriverCudaApi::CopyAsync(DevicePtr dst, DevicePtr src, size_t bytes, Stre
 
 Result<StreamHandle> DriverCudaApi::CreateStream() {
   CUstream stream = nullptr;
-  COHORT_RETURN_IF_ERROR(Check(fn_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  COHORT_RETURN_IF_ERROR(
+      Check(fn_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
   return StreamHandle{stream};
 }
 
@@ -163,7 +168,8 @@ Status DriverCudaApi::DestroyStream(StreamHandle stream) {
 
 Result<EventHandle> DriverCudaApi::CreateEvent() {
   CUevent event = nullptr;
-  COHORT_RETURN_IF_ERROR(Check(fn_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  COHORT_RETURN_IF_ERROR(
+      Check(fn_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return EventHandle{event};
 }
 
@@ -177,9 +183,8 @@ Status DriverCudaApi::RecordEvent(EventHandle event, StreamHandle stream) {
 }
 
 Status DriverCudaApi::StreamWaitEvent(StreamHandle stream, EventHandle event) {
-  return Check(
-      fn_.cuStreamWaitEvent(static_cast<CUstream>(stream), static_cast<CUevent>(event), 0),
-      "cuStreamWaitEvent");
+  return Check(fn_.cuStreamWaitEvent(static_cast<CUstream>(stream), static_cast<CUevent>(event), 0),
+               "cuStreamWaitEvent");
 }
 
 Result<bool> DriverCudaApi::EventDone(EventHandle event) {
@@ -202,8 +207,8 @@ Result<DevicePtr> DriverCudaApi::IpcOpenMemHandle(const IpcMemHandle& handle) {
   CUipcMemHandle raw;
   std::memcpy(raw.reserved, handle.bytes.data(), sizeof(raw.reserved));
   CUdeviceptr ptr = 0;
-  COHORT_RETURN_IF_ERROR(Check(fn_.cuIpcOpenMemHandle(&ptr, raw, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                               "cuIpcOpenMemHandle"));
+  COHORT_RETURN_IF_ERROR(Check(
+      fn_.cuIpcOpenMemHandle(&ptr, raw, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle"));
   return DevicePtr{ptr};
 }
 
@@ -223,8 +228,9 @@ Status DriverCudaApi::UnloadModule(ModuleHandle module) {
 
 Result<FunctionHandle> DriverCudaApi::GetFunction(ModuleHandle module, const std::string& name) {
   CUfunction fn = nullptr;
-  COHORT_RETURN_IF_ERROR(Check(fn_.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name.c_str()),
-                               "cuModuleGetFunction(" + name + ")"));
+  COHORT_RETURN_IF_ERROR(
+      Check(fn_.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name.c_str()),
+            "cuModuleGetFunction(" + name + ")"));
   return FunctionHandle{fn};
 }
 

@@ -5,7 +5,9 @@
 
 namespace cohort::gpu {
 
-LibrarySpec DriverLibrarySpec() { return {"CUDA driver", {"libcuda.so.1", "libcuda.so"}, {}, false}; }
+LibrarySpec DriverLibrarySpec() {
+  return {"CUDA driver", {"libcuda.so.1", "libcuda.so"}, {}, false};
+}
 
 LibrarySpec NvrtcLibrarySpec() {
   return {"NVRTC",
@@ -14,7 +16,9 @@ LibrarySpec NvrtcLibrarySpec() {
           true};
 }
 
-LibrarySpec NcclLibrarySpec() { return {"NCCL", {"libnccl.so.2", "libnccl.so"}, {"nccl/lib"}, true}; }
+LibrarySpec NcclLibrarySpec() {
+  return {"NCCL", {"libnccl.so.2", "libnccl.so"}, {"nccl/lib"}, true};
+}
 
 std::vector<std::string> CandidatePaths(const LibrarySpec& spec, const SearchPlaces& places) {
   std::vector<std::string> out;

@@ -26,10 +26,10 @@ LibrarySpec NvrtcLibrarySpec();
 LibrarySpec NcclLibrarySpec();
 
 struct SearchPlaces {
-  std::vector<std::string> folders;      // COHORT_CUDA_LIBRARY_PATH, in its order
-  bool system_search = true;             // try the bare names (dlopen's search)
-  std::vector<std::string> wheel_roots;  // site-packages/nvidia folders
-  std::vector<std::string> toolkit_dirs; // $CUDA_HOME/lib64, /usr/local/cuda/lib64
+  std::vector<std::string> folders;       // COHORT_CUDA_LIBRARY_PATH, in its order
+  bool system_search = true;              // try the bare names (dlopen's search)
+  std::vector<std::string> wheel_roots;   // site-packages/nvidia folders
+  std::vector<std::string> toolkit_dirs;  // $CUDA_HOME/lib64, /usr/local/cuda/lib64
 };
 
 // Every path to try, in order, without repeats.

@@ -79,8 +79,8 @@ Result<NcclComm> NcclLibrary::InitRank(int nranks, const NcclUniqueId& id, int r
 
 Result<bool> NcclLibrary::InProgress(NcclComm comm) {
   ncclResult_t state = ncclSuccess;
-  COHORT_RETURN_IF_ERROR(
-      Check(fn_.ncclCommGetAsyncError(static_cast<ncclComm_t>(comm), &state), "ncclCommGetAsyncError"));
+  COHORT_RETURN_IF_ERROR(Check(fn_.ncclCommGetAsyncError(static_cast<ncclComm_t>(comm), &state),
+                               "ncclCommGetAsyncError"));
   if (state == ncclInProgress) return true;
   COHORT_RETURN_IF_ERROR(Check(state, "NCCL communicator"));
   return false;

@@ -57,8 +57,8 @@ Result<std::string> NvrtcCompiler::CompileFor(const std::string& source, const s
   nvrtcResult r =
       fn_.nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) {
-    return Status::Internal("nvrtcCreateProgram(" + name + ") failed: " +
-                            fn_.nvrtcGetErrorString(r));
+    return Status::Internal("nvrtcCreateProgram(" + name +
+                            ") failed: " + fn_.nvrtcGetErrorString(r));
   }
   // IEEE arithmetic as on the CPU: no fused multiply-add, exact division and
   // square root, denormals kept (the reduction kernels must equal
@@ -76,10 +76,9 @@ Result<std::string> NvrtcCompiler::CompileFor(const std::string& source, const s
       fn_.nvrtcGetProgramLog(prog, log.data());
       log.resize(log_size - 1);
     }
-    out = Status::InvalidArgument("NVRTC " + std::to_string(major_) + "." +
-                                  std::to_string(minor_) + " could not compile " + name + " for " +
-                                  arch + ": " + fn_.nvrtcGetErrorString(r) +
-                                  (log.empty() ? "" : "\n" + log));
+    out = Status::InvalidArgument("NVRTC " + std::to_string(major_) + "." + std::to_string(minor_) +
+                                  " could not compile " + name + " for " + arch + ": " +
+                                  fn_.nvrtcGetErrorString(r) + (log.empty() ? "" : "\n" + log));
   } else {
     size_t size = 0;
     std::string image;
@@ -89,8 +88,8 @@ Result<std::string> NvrtcCompiler::CompileFor(const std::string& source, const s
       r = cubin ? fn_.nvrtcGetCUBIN(prog, image.data()) : fn_.nvrtcGetPTX(prog, image.data());
     }
     if (r != NVRTC_SUCCESS) {
-      out = Status::Internal(std::string("reading NVRTC's output for ") + name + " failed: " +
-                             fn_.nvrtcGetErrorString(r));
+      out = Status::Internal(std::string("reading NVRTC's output for ") + name +
+                             " failed: " + fn_.nvrtcGetErrorString(r));
     } else {
       out = std::move(image);
     }

@@ -41,10 +41,10 @@ struct ReduceKernelArgs {
   uint64_t count = 0;                    // elements
   double prescale = 1;
   double postscale = 1;
-  int32_t nsrc = 0;              // 1..kMaxReduceSources
-  int32_t first_prescaled = 0;   // src[0] is a partial result: already scaled
-  int32_t divisor = 1;           // average: the rank count (applied when finish)
-  int32_t finish = 0;            // apply divisor and postscale
+  int32_t nsrc = 0;             // 1..kMaxReduceSources
+  int32_t first_prescaled = 0;  // src[0] is a partial result: already scaled
+  int32_t divisor = 1;          // average: the rank count (applied when finish)
+  int32_t finish = 0;           // apply divisor and postscale
 };
 static_assert(sizeof(ReduceKernelArgs) == 176, "the generated CohortReduceArgs has this size");
 

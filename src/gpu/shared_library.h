@@ -5,8 +5,8 @@
 #define COHORT_GPU_SHARED_LIBRARY_H_
 
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/status.h"

@@ -47,9 +47,9 @@ struct SameAbi<R1 (*)(A...), R2 (*)(B...)> {
       sizeof...(A) == sizeof...(B) && SameArgument<R1, R2>() && (SameArgument<A, B>() && ...);
 };
 
-#define SAME(table, field, symbol)                                                     \
-  static_assert(SameAbi<decltype(a::table::field), decltype(&symbol)>::value, #symbol \
-                " does not match its declaration in src/gpu/cuda_declarations.h")
+#define SAME(table, field, symbol)                                            \
+  static_assert(SameAbi<decltype(a::table::field), decltype(&symbol)>::value, \
+                #symbol " does not match its declaration in src/gpu/cuda_declarations.h")
 
 SAME(DriverFunctions, cuInit, cuInit);
 SAME(DriverFunctions, cuDriverGetVersion, cuDriverGetVersion);
@@ -117,7 +117,8 @@ static_assert(a::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ==
 static_assert(a::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID == ::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
 static_assert(a::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID == ::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
 static_assert(a::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID == ::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
-static_assert(a::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING == ::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+static_assert(a::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING ==
+              ::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
 static_assert(a::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
               ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 static_assert(a::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==

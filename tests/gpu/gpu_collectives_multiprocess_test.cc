@@ -23,8 +23,15 @@ Finished RunGpuWorkers(int np, const std::vector<std::string>& args,
                        std::map<std::string, std::string> env = {}, double seconds = 180) {
   env.emplace("COHORT_GPU_BUFFER_BYTES", "64K");
   env.emplace("COHORT_KERNEL_CACHE_DIR", "off");
-  std::vector<std::string> cmd = {"run", "-np", std::to_string(np), "--timeout", "60", "--",
-                                  TestBinary("gpu_collectives_worker"), "--api", "fake"};
+  std::vector<std::string> cmd = {"run",
+                                  "-np",
+                                  std::to_string(np),
+                                  "--timeout",
+                                  "60",
+                                  "--",
+                                  TestBinary("gpu_collectives_worker"),
+                                  "--api",
+                                  "fake"};
   cmd.insert(cmd.end(), args.begin(), args.end());
   return RunCohort(cmd, seconds, env);
 }
@@ -79,8 +86,9 @@ TEST(GpuTransports, UnevenHostsStageFlat) {
 TEST(GpuTransports, ForcedNcclOnASharedGpuIsRefusedOnEveryRank) {
   Finished f = RunGpuWorkers(2, {"--nccl", "check"}, {{"COHORT_GPU_TRANSPORT", "nccl"}});
   EXPECT_NE(f.exit_code, 0);
-  EXPECT_EQ(CountLines(f.out, "COHORT_GPU_TRANSPORT=nccl, but NCCL needs a GPU per rank and "
-                              "ranks 0 and 1 share GPU fake-"),
+  EXPECT_EQ(CountLines(f.out,
+                       "COHORT_GPU_TRANSPORT=nccl, but NCCL needs a GPU per rank and "
+                       "ranks 0 and 1 share GPU fake-"),
             2)
       << f.out << f.err;
 }
@@ -88,8 +96,9 @@ TEST(GpuTransports, ForcedNcclOnASharedGpuIsRefusedOnEveryRank) {
 TEST(GpuTransports, ForcedNcclWithoutNcclNamesWhy) {
   Finished f = RunGpuWorkers(2, {"--gpu-per-rank", "check"}, {{"COHORT_GPU_TRANSPORT", "nccl"}});
   EXPECT_NE(f.exit_code, 0);
-  EXPECT_EQ(CountLines(f.out, "COHORT_GPU_TRANSPORT=nccl, but rank 0: NCCL not found (fake CUDA "
-                              "without NCCL)"),
+  EXPECT_EQ(CountLines(f.out,
+                       "COHORT_GPU_TRANSPORT=nccl, but rank 0: NCCL not found (fake CUDA "
+                       "without NCCL)"),
             2)
       << f.out << f.err;
 }
@@ -104,8 +113,9 @@ TEST(GpuTransports, IpcFailureOnOneRankFallsBackOrIsNamed) {
       3, {"check", "quick"},
       {{"COHORT_FAKE_GPU_FAIL", "IpcOpenMemHandle@1"}, {"COHORT_GPU_TRANSPORT", "ipc"}});
   EXPECT_NE(forced.exit_code, 0);
-  EXPECT_EQ(CountLines(forced.out, "COHORT_GPU_TRANSPORT=ipc, but CUDA IPC does not work here: "
-                                   "CUDA IPC among the ranks of a host failed: rank 1 (host "),
+  EXPECT_EQ(CountLines(forced.out,
+                       "COHORT_GPU_TRANSPORT=ipc, but CUDA IPC does not work here: "
+                       "CUDA IPC among the ranks of a host failed: rank 1 (host "),
             3)
       << forced.out << forced.err;
   EXPECT_EQ(CountLines(forced.out, "could not map its peers' buffers: mapping rank 0 (host "), 3)
@@ -115,8 +125,9 @@ TEST(GpuTransports, IpcFailureOnOneRankFallsBackOrIsNamed) {
 TEST(GpuFailures, RanksThatDisagreeGetAMismatch) {
   Finished f = RunGpuWorkers(2, {"mismatch"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  EXPECT_EQ(CountLines(f.out, "rank 0: mismatch across ranks: rank 0 called allreduce of 200 "
-                              "float32 elements (op sum) but rank 1 called allreduce of 300"),
+  EXPECT_EQ(CountLines(f.out,
+                       "rank 0: mismatch across ranks: rank 0 called allreduce of 200 "
+                       "float32 elements (op sum) but rank 1 called allreduce of 300"),
             1)
       << f.out;
   EXPECT_EQ(CountLines(f.out, ": mismatch across ranks: "), 2) << f.out;
@@ -147,8 +158,9 @@ TEST(GpuFailures, KilledRankIsNamedBySurvivors) {
 TEST(GpuFailures, NoGpuMemoryIsLeftBehind) {
   Finished f = RunGpuWorkers(3, {"leak"});
   EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
-  EXPECT_EQ(CountLines(f.out, "after shutdown: 0 device allocations, 0 pinned, 0 IPC mappings, 0 "
-                              "streams, 0 events"),
+  EXPECT_EQ(CountLines(f.out,
+                       "after shutdown: 0 device allocations, 0 pinned, 0 IPC mappings, 0 "
+                       "streams, 0 events"),
             3)
       << f.out;
 }

@@ -58,9 +58,9 @@ void Die(const std::string& what, const Status& s) {
   std::exit(1);
 }
 
-#define CHECK_OK(expr)                        \
-  do {                                        \
-    Status check_status_ = (expr);            \
+#define CHECK_OK(expr)                                  \
+  do {                                                  \
+    Status check_status_ = (expr);                      \
     if (!check_status_.ok()) Die(#expr, check_status_); \
   } while (0)
 
@@ -124,7 +124,8 @@ Status Build(Setup& s, Communicator& comm, const Args& args) {
     }
     s.api = s.fake.get();
   }
-  Result<std::unique_ptr<GpuCollectives>> gpu = GpuCollectives::Create(comm, deps, device, *options);
+  Result<std::unique_ptr<GpuCollectives>> gpu =
+      GpuCollectives::Create(comm, deps, device, *options);
   if (!gpu.ok()) return gpu.status();
   s.gpu = std::move(*gpu);
   return Status::OK();
@@ -267,9 +268,9 @@ void CheckAllgather(Setup& s, DataType t, size_t count, bool uneven) {
   const DevicePtr send = d.Upload(input);
   const DevicePtr recv = d.Alloc(want.size());
   CHECK_OK(s.gpu->Allgather(send, recv, counts, t));
-  Compare(std::string("allgather") + (uneven ? " (uneven)" : "") + " count " +
-              std::to_string(count),
-          t, d.Download(recv, want.size()), want, total);
+  Compare(
+      std::string("allgather") + (uneven ? " (uneven)" : "") + " count " + std::to_string(count), t,
+      d.Download(recv, want.size()), want, total);
 }
 
 void CheckBroadcast(Setup& s, DataType t, size_t count, int root) {
@@ -318,7 +319,8 @@ int Check(Setup& s, bool quick) {
         }
         CheckReduceScatter(s, t, op, count);
       }
-      if (IsFloatingPoint(t) && t != DataType::kFloat16 && t != DataType::kBFloat16 && count < 2000) {
+      if (IsFloatingPoint(t) && t != DataType::kFloat16 && t != DataType::kBFloat16 &&
+          count < 2000) {
         CheckAllreduce(s, t, ReduceOp::kAdasum, count, 1.0, 1.0, false);
       }
       CheckAllgather(s, t, count, false);
@@ -388,10 +390,11 @@ int LeakMode(Setup& s, const Args& args) {
   }
   s.gpu.reset();
   const testing::FakeCuda::Counts c = s.fake->counts();
-  std::printf("rank %d after shutdown: %zu device allocations, %zu pinned, %zu IPC mappings, %zu "
-              "streams, %zu events, %zu launches\n",
-              s.comm->rank(), c.device_allocations, c.pinned_allocations, c.ipc_mappings,
-              c.streams, c.events, c.launches);
+  std::printf(
+      "rank %d after shutdown: %zu device allocations, %zu pinned, %zu IPC mappings, %zu "
+      "streams, %zu events, %zu launches\n",
+      s.comm->rank(), c.device_allocations, c.pinned_allocations, c.ipc_mappings, c.streams,
+      c.events, c.launches);
   const bool clean = c.device_allocations == 0 && c.pinned_allocations == 0 &&
                      c.ipc_mappings == 0 && c.streams == 0 && c.events == 0;
   return clean ? 0 : 1;

@@ -58,7 +58,8 @@ std::vector<unsigned char> RandomData(DataType t, size_t count, std::mt19937_64&
   std::vector<unsigned char> v(count * es);
   for (auto& b : v) b = static_cast<unsigned char>(rng());
   if (t == DataType::kBool) {
-    for (size_t i = 0; i < count; ++i) v[i] = (i % 7 == 3) ? 2 : v[i] & 1;  // one non-canonical true
+    for (size_t i = 0; i < count; ++i)
+      v[i] = (i % 7 == 3) ? 2 : v[i] & 1;  // one non-canonical true
   }
   return v;
 }
@@ -78,13 +79,15 @@ Status Sync(Device& d) {
   return SynchronizeStream(d.api, d.stream, d.event, Deadline::AfterSeconds(60), "a check");
 }
 
-Status ToDevice(Device& d, DevicePtr dst, const std::vector<unsigned char>& host, PinnedBuffer& pin) {
+Status ToDevice(Device& d, DevicePtr dst, const std::vector<unsigned char>& host,
+                PinnedBuffer& pin) {
   std::memcpy(pin.data(), host.data(), host.size());
   COHORT_RETURN_IF_ERROR(d.api.CopyAsync(dst, pin.device_ptr(), host.size(), d.stream));
   return Sync(d);
 }
 
-Result<std::vector<unsigned char>> ToHost(Device& d, DevicePtr src, size_t bytes, PinnedBuffer& pin) {
+Result<std::vector<unsigned char>> ToHost(Device& d, DevicePtr src, size_t bytes,
+                                          PinnedBuffer& pin) {
   COHORT_RETURN_IF_ERROR(d.api.CopyAsync(pin.device_ptr(), src, bytes, d.stream));
   COHORT_RETURN_IF_ERROR(Sync(d));
   const unsigned char* p = static_cast<const unsigned char*>(pin.data());
@@ -107,8 +110,8 @@ void CheckKernelsEqualHost(Device& d, DeviceReducer& reducer) {
   for (int ti = 0; ti < kNumDataTypes; ++ti) {
     const DataType t = static_cast<DataType>(ti);
     const size_t es = DataTypeSize(t);
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                        ReduceOp::kProduct}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       for (int n : {1, 2, 3, max_inputs}) {
         for (int variant = 0; variant < 2; ++variant) {
           ReduceSpec spec;

@@ -65,7 +65,8 @@ Bytes CpuReference(const std::vector<Bytes>& inputs, size_t count, const ReduceS
     ScaleCopy(tmp.data(), inputs[k].data(), count, spec.type, spec.prescale);
     ReduceTwo(acc.data(), acc.data(), tmp.data(), count, spec.type, spec.op);
   }
-  if (spec.finish) FinishReduction(acc.data(), count, spec.type, spec.op, spec.ranks, spec.postscale);
+  if (spec.finish)
+    FinishReduction(acc.data(), count, spec.type, spec.op, spec.ranks, spec.postscale);
   return acc;
 }
 
@@ -105,8 +106,8 @@ TEST_F(GpuReduceKernels, EveryDtypeAndOpEqualsTheCpuKernelsBitForBit) {
   int checked = 0;
   for (int t = 0; t < kNumDataTypes; ++t) {
     const DataType type = static_cast<DataType>(t);
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                        ReduceOp::kProduct}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       for (int n : {1, 2, 3, 17, 33}) {
         for (auto [pre, post] : {std::pair{1.0, 1.0}, {0.5, 3.0}, {-1.25, 0.1}, {0.0, 1e30}}) {
           for (bool first_prescaled : {false, true}) {
@@ -124,12 +125,13 @@ TEST_F(GpuReduceKernels, EveryDtypeAndOpEqualsTheCpuKernelsBitForBit) {
             const bool in_place = (n + t) % 2 == 0;
             const Bytes got = Device(inputs, count, spec, in_place);
             const long at = FirstDifference(got, want, type);
-            ASSERT_EQ(at, -1)
-                << "element " << at << ": " << LoadAs(type, &got[at * DataTypeSize(type)])
-                << " instead of " << LoadAs(type, &want[at * DataTypeSize(type)]) << "; "
-                << DataTypeName(type) << " " << ReduceOpName(op) << " with " << n
-                << " inputs, prescale " << pre << ", postscale " << post
-                << (first_prescaled ? ", first prescaled" : "") << (in_place ? ", in place" : "");
+            ASSERT_EQ(at, -1) << "element " << at << ": "
+                              << LoadAs(type, &got[at * DataTypeSize(type)]) << " instead of "
+                              << LoadAs(type, &want[at * DataTypeSize(type)]) << "; "
+                              << DataTypeName(type) << " " << ReduceOpName(op) << " with " << n
+                              << " inputs, prescale " << pre << ", postscale " << post
+                              << (first_prescaled ? ", first prescaled" : "")
+                              << (in_place ? ", in place" : "");
             ++checked;
           }
         }

@@ -16,16 +16,13 @@
 #include "cohort/types.h"
 #include "gpu/library_search.h"
 #include "gpu/reduce_kernel_source.h"
+#include "support/fake_env.h"
 
 namespace cohort::gpu {
 namespace {
 
 EnvLookup Env(std::map<std::string, std::string> values) {
-  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(values));
-  return [held](const char* name) -> const char* {
-    auto it = held->find(name);
-    return it == held->end() ? nullptr : it->second.c_str();
-  };
+  return cohort::testing::FakeEnv(std::move(values));
 }
 
 class TempDir {
@@ -103,8 +100,8 @@ TEST(GpuStack, MissingDriverNamesEveryPathTried) {
                                            "/libcuda.so.1" + reason + "; " + empty.path() +
                                            "/libcuda.so" + reason + ")");
   EXPECT_EQ(stack->nccl().status().message(), "NCCL not found (tried " + empty.path() +
-                                                  "/libnccl.so.2" + reason + "; " +
-                                                  empty.path() + "/libnccl.so" + reason + ")");
+                                                  "/libnccl.so.2" + reason + "; " + empty.path() +
+                                                  "/libnccl.so" + reason + ")");
   EXPECT_EQ(stack->compiler().status().message().rfind(
                 "NVRTC not found (tried " + empty.path() + "/libnvrtc.so.13" + reason, 0),
             0u);
@@ -134,8 +131,9 @@ TEST(GpuStack, DriverLackingAnEntryPointIsNamed) {
   options.library_folders = {dir};
   options.search_default_locations = false;
   std::unique_ptr<GpuStack> stack = GpuStack::Load(options);
-  EXPECT_EQ(stack->driver().status().message(),
-            "CUDA driver at " + dir + "/libcuda.so.1 lacks cuDriverGetVersion (too old a version?)");
+  EXPECT_EQ(
+      stack->driver().status().message(),
+      "CUDA driver at " + dir + "/libcuda.so.1 lacks cuDriverGetVersion (too old a version?)");
 }
 
 TEST(GpuStack, SettingsFromTheEnvironment) {
@@ -147,12 +145,13 @@ TEST(GpuStack, SettingsFromTheEnvironment) {
   EXPECT_TRUE(defaults->library_folders.empty());
   EXPECT_EQ(defaults->toolkit_dirs, (std::vector<std::string>{"/usr/local/cuda/lib64"}));
 
-  Result<GpuStackOptions> set = GpuStackOptionsFromEnv(Env({{"HOME", "/home/u"},
-                                                            {"XDG_CACHE_HOME", "/xdg"},
-                                                            {"CUDA_HOME", "/opt/cuda"},
-                                                            {"COHORT_GPU_TRANSPORT", "staged"},
-                                                            {"COHORT_GPU_BUFFER_BYTES", "8M"},
-                                                            {"COHORT_CUDA_LIBRARY_PATH", "/x:/y"}}));
+  Result<GpuStackOptions> set =
+      GpuStackOptionsFromEnv(Env({{"HOME", "/home/u"},
+                                  {"XDG_CACHE_HOME", "/xdg"},
+                                  {"CUDA_HOME", "/opt/cuda"},
+                                  {"COHORT_GPU_TRANSPORT", "staged"},
+                                  {"COHORT_GPU_BUFFER_BYTES", "8M"},
+                                  {"COHORT_CUDA_LIBRARY_PATH", "/x:/y"}}));
   ASSERT_TRUE(set.ok());
   EXPECT_EQ(set->transport, GpuTransportSetting::kStaged);
   EXPECT_EQ(set->buffer_bytes, size_t{8} << 20);
@@ -179,16 +178,16 @@ TEST(GpuStack, NvrtcCompilesEveryKernel) {
   if (!nvrtc.ok()) GTEST_SKIP() << nvrtc.status().message();
   // Every kernel in one program (each helper and kernel the per-kernel
   // sources are made of), then one per-kernel source as the cache compiles it.
-  Result<std::string> all = (*nvrtc)->Compile(AllReduceKernelsSource(KernelTarget::kDevice),
-                                              "all_kernels", 9, 0);
+  Result<std::string> all =
+      (*nvrtc)->Compile(AllReduceKernelsSource(KernelTarget::kDevice), "all_kernels", 9, 0);
   ASSERT_TRUE(all.ok()) << all.status().message();
   Result<std::string> one = (*nvrtc)->Compile(
       ReduceKernelSource(DataType::kBFloat16, ReduceOp::kProduct, KernelTarget::kDevice),
       ReduceKernelName(DataType::kBFloat16, ReduceOp::kProduct), 8, 0);
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_GT(one->size(), 1000u);
-  Result<std::string> broken = (*nvrtc)->Compile("extern \"C\" __global__ void k() { nope; }",
-                                                 "broken", 9, 0);
+  Result<std::string> broken =
+      (*nvrtc)->Compile("extern \"C\" __global__ void k() { nope; }", "broken", 9, 0);
   EXPECT_EQ(broken.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(broken.status().message().find("could not compile broken for sm_90"), std::string::npos)
       << broken.status().message();

@@ -58,7 +58,8 @@ int BrokenSeeds(bool enter, bool join, int rounds, int seeds) {
     StreamOrdering ordering(cuda, engine);
     std::vector<Round> r(rounds);
     std::vector<Completion> keep;
-    for (int i = 0; i < rounds; ++i) Step(cuda, ordering, caller, engine, r[i], i + 1, enter, join, keep);
+    for (int i = 0; i < rounds; ++i)
+      Step(cuda, ordering, caller, engine, r[i], i + 1, enter, join, keep);
     EXPECT_TRUE(cuda.RunRandomly(seed).ok());
     bool ok = true;
     for (int i = 0; i < rounds; ++i) ok = ok && r[i].reduced == i + 1 && r[i].consumed == i + 1;

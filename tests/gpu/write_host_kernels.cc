@@ -27,10 +27,11 @@ int main(int argc, char** argv) {
     }
   }
   out += "};\nconst size_t kHostReduceKernelCount = " + std::to_string(n) + ";\n\n";
-  out += "HostKernel FindHostKernel(const std::string& name) {\n"
-         "  for (size_t i = 0; i < kHostReduceKernelCount; ++i) {\n"
-         "    if (name == kHostReduceKernels[i].name) return kHostReduceKernels[i].run;\n"
-         "  }\n  return nullptr;\n}\n\n}  // namespace cohort::gpu::testing\n";
+  out +=
+      "HostKernel FindHostKernel(const std::string& name) {\n"
+      "  for (size_t i = 0; i < kHostReduceKernelCount; ++i) {\n"
+      "    if (name == kHostReduceKernels[i].name) return kHostReduceKernels[i].run;\n"
+      "  }\n  return nullptr;\n}\n\n}  // namespace cohort::gpu::testing\n";
   std::ofstream file(argv[1]);
   file << out;
   return file ? 0 : 1;

@@ -8,6 +8,7 @@
 #include "collectives/collectives.h"
 #include "gpu/transport/ipc_collectives.h"
 #include "gpu/transport/nccl_mapping.h"
+#include "gpu/transport/outcomes.h"
 
 namespace cohort::gpu {
 namespace {
@@ -17,20 +18,21 @@ struct RankRecord {
   char pci_id[32];
   int32_t device;
   int32_t nccl_ok;
-  int32_t ipc_ok;
-  char error[468];  // why NCCL (first exchange) or IPC (second) is missing
+  char error[472];  // why NCCL is missing
 };
 static_assert(sizeof(RankRecord) == 512);
 
 Result<std::vector<RankRecord>> GatherRecords(Communicator& comm, const RankRecord& mine) {
   std::vector<RankRecord> all(comm.size());
   std::vector<size_t> counts(comm.size(), sizeof(RankRecord));
-  COHORT_RETURN_IF_ERROR(RunAllgather(comm, &mine, sizeof(RankRecord), all.data(), counts.data(),
-                                      DataType::kUInt8));
+  COHORT_RETURN_IF_ERROR(
+      RunAllgather(comm, &mine, sizeof(RankRecord), all.data(), counts.data(), DataType::kUInt8));
   return all;
 }
 
-std::string Text(const char* chars, size_t size) { return std::string(chars, strnlen(chars, size)); }
+std::string Text(const char* chars, size_t size) {
+  return std::string(chars, strnlen(chars, size));
+}
 
 void SetText(char* out, size_t size, const std::string& text) {
   std::memset(out, 0, size);
@@ -157,17 +159,9 @@ Status GpuCollectives::Setup(const GpuDeps& deps, int device, const GpuStackOpti
       ipc = peers.status();
     }
   }
-  RankRecord ipc_record;
-  std::memset(&ipc_record, 0, sizeof(ipc_record));
-  ipc_record.ipc_ok = ipc.ok() ? 1 : 0;
-  SetText(ipc_record.error, sizeof(ipc_record.error), ipc.message());
-  Result<std::vector<RankRecord>> ipc_all = GatherRecords(comm_, ipc_record);
-  if (!ipc_all.ok()) return ipc_all.status();
-  for (int r = 0; r < comm_.size(); ++r) {
-    if ((*ipc_all)[r].ipc_ok) continue;
-    facts_.ipc_missing = Text((*ipc_all)[r].error, sizeof((*ipc_all)[r].error));
-    break;
-  }
+  Result<std::vector<std::string>> ipc_outcomes = GatherOutcomes(comm_, ipc);
+  if (!ipc_outcomes.ok()) return ipc_outcomes.status();
+  if (const int r = FirstFailedRank(*ipc_outcomes); r >= 0) facts_.ipc_missing = (*ipc_outcomes)[r];
   if (!facts_.ipc_missing.empty()) ipc_.reset();
 
   // 3. The transport, and what it needs.
@@ -205,8 +199,7 @@ GpuTransport GpuCollectives::TransportForReduction(DataType type, ReduceOp op) c
                           op == ReduceOp::kAdasum);
 }
 
-Status GpuCollectives::Local(DevicePtr send, DevicePtr recv, size_t count,
-                             const ReduceSpec& spec) {
+Status GpuCollectives::Local(DevicePtr send, DevicePtr recv, size_t count, const ReduceSpec& spec) {
   GpuRun run = Run();
   return run.reducer.Reduce(recv, {send}, count, spec, run.stream);
 }
@@ -254,9 +247,9 @@ Status GpuCollectives::ReduceScatter(DevicePtr send, DevicePtr recv,
   spec.finish = true;
   spec.ranks = comm_.size();
   GpuRun run = Run();
-  const GpuTransport t = TransportForCall(transport_, facts_,
-                                          NcclTakesReduction(type, op) && EqualCounts(counts),
-                                          op == ReduceOp::kAdasum);
+  const GpuTransport t =
+      TransportForCall(transport_, facts_, NcclTakesReduction(type, op) && EqualCounts(counts),
+                       op == ReduceOp::kAdasum);
   if (t == GpuTransport::kNccl) return nccl_->ReduceScatter(run, send, recv, counts[0], spec);
   if (t == GpuTransport::kIpc && OneHostIpc()) {
     if (ipc_ == nullptr) return Local(send, recv, counts[0], spec);
@@ -308,8 +301,9 @@ Status GpuCollectives::Alltoall(DevicePtr send, const std::vector<size_t>& send_
   COHORT_RETURN_IF_ERROR(Enter());
   if (static_cast<int>(send_counts.size()) != comm_.size() ||
       static_cast<int>(recv_counts.size()) != comm_.size()) {
-    return comm_.Fail(Status::InvalidArgument("alltoall: needs one send and one receive count "
-                                              "per rank"));
+    return comm_.Fail(
+        Status::InvalidArgument("alltoall: needs one send and one receive count "
+                                "per rank"));
   }
   GpuRun run = Run();
   return StagedAlltoall(comm_, run, staging_, send, send_counts, recv, recv_counts, type);
@@ -317,13 +311,13 @@ Status GpuCollectives::Alltoall(DevicePtr send, const std::vector<size_t>& send_
 
 Status GpuCollectives::Synchronize() {
   COHORT_RETURN_IF_ERROR(Enter());
-  Status done = SynchronizeStream(api_, stream_.handle(), sync_event_.handle(),
-                                  comm_.CallDeadline(), "queued GPU collectives", [this] {
-                                    COHORT_RETURN_IF_ERROR(comm_.failure());
-                                    COHORT_RETURN_IF_ERROR(
-                                        CheckPeersAlive(comm_, "a GPU collective"));
-                                    return nccl_ != nullptr ? nccl_->Health() : Status::OK();
-                                  });
+  Status done =
+      SynchronizeStream(api_, stream_.handle(), sync_event_.handle(), comm_.CallDeadline(),
+                        "queued GPU collectives", [this] {
+                          COHORT_RETURN_IF_ERROR(comm_.failure());
+                          COHORT_RETURN_IF_ERROR(CheckPeersAlive(comm_, "a GPU collective"));
+                          return nccl_ != nullptr ? nccl_->Health() : Status::OK();
+                        });
   if (done.ok()) return done;
   if (nccl_ != nullptr) nccl_->Abort();
   return comm_.Fail(done);

@@ -35,9 +35,9 @@ namespace cohort::gpu {
 
 // What GpuCollectives is built from (a GpuStack's parts, or fakes).
 struct GpuDeps {
-  CudaApi* api = nullptr;            // required
+  CudaApi* api = nullptr;              // required
   KernelCompiler* compiler = nullptr;  // required
-  NcclApi* nccl = nullptr;           // null: NCCL missing, for the reason below
+  NcclApi* nccl = nullptr;             // null: NCCL missing, for the reason below
   std::string nccl_missing;
 };
 
@@ -47,8 +47,7 @@ class GpuCollectives {
   // what they have, set up CUDA IPC among the ranks of each host (and NCCL
   // when chosen) and agree on the transport. `comm` must outlive the result.
   static Result<std::unique_ptr<GpuCollectives>> Create(Communicator& comm, const GpuDeps& deps,
-                                                        int device,
-                                                        const GpuStackOptions& options);
+                                                        int device, const GpuStackOptions& options);
   ~GpuCollectives();
   GpuCollectives(const GpuCollectives&) = delete;
   GpuCollectives& operator=(const GpuCollectives&) = delete;

@@ -11,9 +11,9 @@ Status IpcAllgather(IpcPeers& peers, GpuRun& run, DevicePtr send, DevicePtr recv
                     const std::vector<size_t>& counts, DataType type) {
   const int n = peers.size(), me = peers.me();
   if (static_cast<int>(counts.size()) != n) {
-    return peers.comm().Fail(Status::InvalidArgument(
-        "allgather: " + std::to_string(counts.size()) + " counts for " + std::to_string(n) +
-        " ranks"));
+    return peers.comm().Fail(Status::InvalidArgument("allgather: " + std::to_string(counts.size()) +
+                                                     " counts for " + std::to_string(n) +
+                                                     " ranks"));
   }
   const size_t esize = DataTypeSize(type);
   const std::vector<size_t> offsets = BlockOffsets(counts);

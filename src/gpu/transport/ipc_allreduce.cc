@@ -62,9 +62,8 @@ Status IpcAllreduce(IpcPeers& peers, GpuRun& run, DevicePtr send, DevicePtr recv
     COHORT_RETURN_IF_ERROR(peers.Sync(run, header, "slices reduced"));
     for (int l = 0; l < n; ++l) {
       const size_t lb = SliceBegin(l, n, len), le = SliceBegin(l + 1, n, len);
-      COHORT_RETURN_IF_ERROR(run.api.CopyAsync(recv + (at + lb) * esize,
-                                               peers.Half(l) + lb * esize, (le - lb) * esize,
-                                               run.stream));
+      COHORT_RETURN_IF_ERROR(run.api.CopyAsync(recv + (at + lb) * esize, peers.Half(l) + lb * esize,
+                                               (le - lb) * esize, run.stream));
     }
     peers.EndChunk();
   }

@@ -6,46 +6,25 @@
 #include "collectives/collectives.h"
 #include "common/logging.h"
 #include "gpu/stream.h"
+#include "gpu/transport/outcomes.h"
 
 namespace cohort::gpu {
 namespace {
 
-// What each rank tells the others at setup: its handle, or why it has none.
-struct SetupRecord {
+// What each rank tells the others at setup: where its buffer is.
+struct Exported {
   char handle[64];
   uint64_t bytes;
-  int32_t ok;
-  char error[436];
 };
-static_assert(sizeof(SetupRecord) == 512);
 
-SetupRecord Record(const Status& status) {
-  SetupRecord r;
-  std::memset(&r, 0, sizeof(r));
-  r.ok = status.ok() ? 1 : 0;
-  std::strncpy(r.error, status.message().c_str(), sizeof(r.error) - 1);
-  return r;
-}
-
-// Allgathers one record per local rank.
-Result<std::vector<SetupRecord>> Gather(Communicator& local, const SetupRecord& mine) {
-  const int n = local.size();
-  std::vector<SetupRecord> all(n);
-  std::vector<size_t> counts(n, sizeof(SetupRecord));
-  COHORT_RETURN_IF_ERROR(RunAllgather(local, &mine, sizeof(SetupRecord), all.data(),
-                                      counts.data(), DataType::kUInt8));
-  return all;
-}
-
-// The first failure among the records, as one message every rank shares.
-Status FirstFailure(Communicator& local, const std::vector<SetupRecord>& all, const char* step) {
-  for (int l = 0; l < static_cast<int>(all.size()); ++l) {
-    if (all[l].ok) continue;
-    return Status::NotInitialized(std::string("CUDA IPC among the ranks of a host failed: ") +
-                                  local.mesh().Describe(l) + " could not " + step + ": " +
-                                  std::string(all[l].error, strnlen(all[l].error, sizeof(all[l].error))));
-  }
-  return Status::OK();
+// One message every rank shares, naming the first rank whose `step` failed.
+Status FirstFailure(Communicator& local, const std::vector<std::string>& outcomes,
+                    const char* step) {
+  const int l = FirstFailedRank(outcomes);
+  if (l < 0) return Status::OK();
+  return Status::NotInitialized(std::string("CUDA IPC among the ranks of a host failed: ") +
+                                local.mesh().Describe(l) + " could not " + step + ": " +
+                                outcomes[l]);
 }
 
 }  // namespace
@@ -58,23 +37,25 @@ Result<std::unique_ptr<IpcPeers>> IpcPeers::Create(Communicator& local, CudaApi&
   // Halves a multiple of 256 bytes, so every half starts aligned for any type.
   peers->half_bytes_ = std::max<size_t>(256, buffer_bytes / 2 / 256 * 256);
 
-  Status mine = Status::OK();
-  SetupRecord record;
-  Result<DeviceBuffer> own = DeviceBuffer::Allocate(api, 2 * peers->half_bytes_);
+  // Allocate and export; agree that every rank could.
+  Exported mine;
+  std::memset(&mine, 0, sizeof(mine));
+  mine.bytes = 2 * peers->half_bytes_;
+  Result<DeviceBuffer> own = DeviceBuffer::Allocate(api, mine.bytes);
+  Status exported = own.status();
   if (own.ok()) {
     peers->own_ = std::move(*own);
     Result<IpcMemHandle> handle = api.IpcGetMemHandle(peers->own_.ptr());
-    mine = handle.status();
-    record = Record(mine);
-    if (handle.ok()) std::memcpy(record.handle, handle->bytes.data(), sizeof(record.handle));
-  } else {
-    mine = own.status();
-    record = Record(mine);
+    exported = handle.status();
+    if (handle.ok()) std::memcpy(mine.handle, handle->bytes.data(), sizeof(mine.handle));
   }
-  record.bytes = 2 * peers->half_bytes_;
-  Result<std::vector<SetupRecord>> all = Gather(local, record);
-  if (!all.ok()) return all.status();
-  COHORT_RETURN_IF_ERROR(FirstFailure(local, *all, "export its buffer"));
+  Result<std::vector<std::string>> outcomes = GatherOutcomes(local, exported);
+  if (!outcomes.ok()) return outcomes.status();
+  COHORT_RETURN_IF_ERROR(FirstFailure(local, *outcomes, "export its buffer"));
+  std::vector<Exported> all(n);
+  std::vector<size_t> counts(n, sizeof(Exported));
+  COHORT_RETURN_IF_ERROR(
+      RunAllgather(local, &mine, sizeof(mine), all.data(), counts.data(), DataType::kUInt8));
 
   // Map every peer's buffer; then agree that every rank mapped every peer.
   peers->buffers_.assign(n, 0);
@@ -82,15 +63,15 @@ Result<std::unique_ptr<IpcPeers>> IpcPeers::Create(Communicator& local, CudaApi&
   Status opened = Status::OK();
   for (int l = 0; l < n && opened.ok(); ++l) {
     if (l == peers->me_) continue;
-    if ((*all)[l].bytes != record.bytes) {
-      opened = Status::InvalidArgument(
-          "its buffer is " + std::to_string(record.bytes) + " bytes but " +
-          local.mesh().Describe(l) + "'s is " + std::to_string((*all)[l].bytes) +
-          " (set COHORT_GPU_BUFFER_BYTES alike on every rank)");
+    if (all[l].bytes != mine.bytes) {
+      opened = Status::InvalidArgument("its buffer is " + std::to_string(mine.bytes) +
+                                       " bytes but " + local.mesh().Describe(l) + "'s is " +
+                                       std::to_string(all[l].bytes) +
+                                       " (set COHORT_GPU_BUFFER_BYTES alike on every rank)");
       break;
     }
     IpcMemHandle handle;
-    std::memcpy(handle.bytes.data(), (*all)[l].handle, handle.bytes.size());
+    std::memcpy(handle.bytes.data(), all[l].handle, handle.bytes.size());
     Result<DevicePtr> ptr = api.IpcOpenMemHandle(handle);
     if (ptr.ok()) {
       peers->buffers_[l] = *ptr;
@@ -98,9 +79,9 @@ Result<std::unique_ptr<IpcPeers>> IpcPeers::Create(Communicator& local, CudaApi&
       opened = ptr.status().WithContext("mapping " + local.mesh().Describe(l) + "'s buffer");
     }
   }
-  Result<std::vector<SetupRecord>> agreed = Gather(local, Record(opened));
-  if (!agreed.ok()) return agreed.status();
-  COHORT_RETURN_IF_ERROR(FirstFailure(local, *agreed, "map its peers' buffers"));
+  Result<std::vector<std::string>> mapped = GatherOutcomes(local, opened);
+  if (!mapped.ok()) return mapped.status();
+  COHORT_RETURN_IF_ERROR(FirstFailure(local, *mapped, "map its peers' buffers"));
   return peers;
 }
 
@@ -130,8 +111,7 @@ Status IpcPeers::Exchange(const CallHeader& header) {
   COHORT_RETURN_IF_ERROR(RunAllgather(local_, &header, sizeof(CallHeader), all.data(),
                                       counts.data(), DataType::kUInt8));
   for (int l = 0; l < n; ++l) {
-    Status same =
-        CompareCalls(header, local_.mesh().Name(me_), all[l], local_.mesh().Name(l));
+    Status same = CompareCalls(header, local_.mesh().Name(me_), all[l], local_.mesh().Name(l));
     if (!same.ok()) return local_.Fail(same);
   }
   return Status::OK();
@@ -140,7 +120,8 @@ Status IpcPeers::Exchange(const CallHeader& header) {
 Status IpcPeers::Sync(GpuRun& run, const CallHeader& header, const char* what) {
   if (!local_.failure().ok()) return local_.failure();
   Status done = SynchronizeStream(run.api, run.stream, run.sync_event, local_.CallDeadline(),
-                                  std::string("the IPC ") + CollectiveName(static_cast<CollectiveKind>(header.kind)) +
+                                  std::string("the IPC ") +
+                                      CollectiveName(static_cast<CollectiveKind>(header.kind)) +
                                       " (" + what + ")",
                                   [this] { return local_.failure(); });
   if (!done.ok()) return local_.Fail(done);

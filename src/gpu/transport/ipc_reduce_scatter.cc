@@ -17,9 +17,9 @@ Status IpcReduceScatter(IpcPeers& peers, GpuRun& run, DevicePtr send, DevicePtr 
                         const std::vector<size_t>& counts, const ReduceSpec& spec) {
   const int n = peers.size(), me = peers.me();
   if (static_cast<int>(counts.size()) != n) {
-    return peers.comm().Fail(Status::InvalidArgument(
-        "reducescatter: " + std::to_string(counts.size()) + " counts for " + std::to_string(n) +
-        " ranks"));
+    return peers.comm().Fail(
+        Status::InvalidArgument("reducescatter: " + std::to_string(counts.size()) + " counts for " +
+                                std::to_string(n) + " ranks"));
   }
   const size_t esize = DataTypeSize(spec.type);
   const std::vector<size_t> offsets = BlockOffsets(counts);
@@ -44,8 +44,8 @@ Status IpcReduceScatter(IpcPeers& peers, GpuRun& run, DevicePtr send, DevicePtr 
     const size_t lo = std::max(at, mine_begin), hi = std::min(at + len, mine_end);
     if (lo < hi) {
       for (int l = 0; l < n; ++l) srcs[l] = peers.Half(l) + (lo - at) * esize;
-      COHORT_RETURN_IF_ERROR(run.reducer.Reduce(recv + (lo - mine_begin) * esize, srcs, hi - lo,
-                                                spec, run.stream));
+      COHORT_RETURN_IF_ERROR(
+          run.reducer.Reduce(recv + (lo - mine_begin) * esize, srcs, hi - lo, spec, run.stream));
     }
     peers.EndChunk();
   }

@@ -10,11 +10,12 @@
 #include "common/logging.h"
 #include "gpu/cuda_declarations.h"
 #include "gpu/transport/nccl_mapping.h"
+#include "gpu/transport/outcomes.h"
 
 namespace cohort::gpu {
 namespace {
 
-// Rank 0's id (or why it has none), and later each rank's join result.
+// Rank 0's id, or why it has none.
 struct IdRecord {
   char id[128];
   int32_t ok;
@@ -30,7 +31,9 @@ IdRecord Failed(const Status& status) {
   return r;
 }
 
-std::string ErrorText(const IdRecord& r) { return std::string(r.error, strnlen(r.error, sizeof(r.error))); }
+std::string ErrorText(const IdRecord& r) {
+  return std::string(r.error, strnlen(r.error, sizeof(r.error)));
+}
 
 }  // namespace
 
@@ -56,8 +59,8 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator&
   }
   COHORT_RETURN_IF_ERROR(RunBroadcast(comm, &record, sizeof(record), DataType::kUInt8, 0));
   if (!record.ok) {
-    return comm.Fail(Status::NotInitialized("NCCL: rank 0 could not create a unique id: " +
-                                            ErrorText(record)));
+    return comm.Fail(
+        Status::NotInitialized("NCCL: rank 0 could not create a unique id: " + ErrorText(record)));
   }
   NcclUniqueId id;
   std::memcpy(id.data(), record.id, id.size());
@@ -70,16 +73,13 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator&
     mine = c->Settle("joining the NCCL communicator");
   }
   // Every rank learns whether every rank joined.
-  std::vector<IdRecord> all(comm.size());
-  std::vector<size_t> counts(comm.size(), sizeof(IdRecord));
-  const IdRecord result = Failed(mine);
-  COHORT_RETURN_IF_ERROR(
-      RunAllgather(comm, &result, sizeof(result), all.data(), counts.data(), DataType::kUInt8));
-  for (int r = 0; r < comm.size(); ++r) {
-    if (all[r].ok) continue;
+  Result<std::vector<std::string>> outcomes = GatherOutcomes(comm, mine);
+  if (!outcomes.ok()) return outcomes.status();
+  const int failed = FirstFailedRank(*outcomes);
+  if (failed >= 0) {
     c->Abort();
-    return Status::NotInitialized("NCCL: " + comm.mesh().Describe(r) +
-                                  " could not join the communicator: " + ErrorText(all[r]));
+    return Status::NotInitialized("NCCL: " + comm.mesh().Describe(failed) +
+                                  " could not join the communicator: " + (*outcomes)[failed]);
   }
   return c;
 }

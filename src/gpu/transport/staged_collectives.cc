@@ -45,7 +45,8 @@ Status WaitForCopies(Communicator& comm, GpuRun& run, const char* what) {
 
 // A staging buffer of `bytes` (at least one byte, so empty calls still get
 // a valid pointer for the CPU collective).
-Result<unsigned char*> Host(Communicator& comm, GpuRun& run, StagingBuffers& staging, size_t bytes) {
+Result<unsigned char*> Host(Communicator& comm, GpuRun& run, StagingBuffers& staging,
+                            size_t bytes) {
   Result<unsigned char*> host = staging.Host(run.api, std::max<size_t>(bytes, 1));
   if (!host.ok()) return comm.Fail(host.status().WithContext("staging in pinned host memory"));
   return host;
@@ -60,13 +61,13 @@ Status StagedAllreduce(Communicator& comm, GpuRun& run, StagingBuffers& staging,
   if (!host.ok()) return host.status();
   COHORT_RETURN_IF_ERROR(run.api.CopyAsync(AsDevicePtr(*host), send, bytes, run.stream));
   COHORT_RETURN_IF_ERROR(WaitForCopies(comm, run, "allreduce"));
-  COHORT_RETURN_IF_ERROR(RunAllreduce(comm, *host, *host, count, spec.type, spec.op, spec.prescale,
-                                      spec.postscale));
+  COHORT_RETURN_IF_ERROR(
+      RunAllreduce(comm, *host, *host, count, spec.type, spec.op, spec.prescale, spec.postscale));
   return run.api.CopyAsync(recv, AsDevicePtr(*host), bytes, run.stream);
 }
 
-Status StagedReduceScatter(Communicator& comm, GpuRun& run, StagingBuffers& staging,
-                           DevicePtr send, DevicePtr recv, const std::vector<size_t>& counts,
+Status StagedReduceScatter(Communicator& comm, GpuRun& run, StagingBuffers& staging, DevicePtr send,
+                           DevicePtr recv, const std::vector<size_t>& counts,
                            const ReduceSpec& spec) {
   const size_t esize = DataTypeSize(spec.type);
   const size_t total = Sum(counts) * esize, mine = counts[comm.rank()] * esize;
@@ -76,8 +77,7 @@ Status StagedReduceScatter(Communicator& comm, GpuRun& run, StagingBuffers& stag
   unsigned char* out = *host + total;
   COHORT_RETURN_IF_ERROR(run.api.CopyAsync(AsDevicePtr(in), send, total, run.stream));
   COHORT_RETURN_IF_ERROR(WaitForCopies(comm, run, "reducescatter"));
-  COHORT_RETURN_IF_ERROR(
-      RunReduceScatter(comm, in, out, counts.data(), spec.type, spec.op));
+  COHORT_RETURN_IF_ERROR(RunReduceScatter(comm, in, out, counts.data(), spec.type, spec.op));
   return run.api.CopyAsync(recv, AsDevicePtr(out), mine, run.stream);
 }
 
@@ -93,8 +93,8 @@ Status StagedAllgather(Communicator& comm, GpuRun& run, StagingBuffers& staging,
   COHORT_RETURN_IF_ERROR(run.api.CopyAsync(AsDevicePtr(*host + offset), send,
                                            counts[comm.rank()] * esize, run.stream));
   COHORT_RETURN_IF_ERROR(WaitForCopies(comm, run, "allgather"));
-  COHORT_RETURN_IF_ERROR(RunAllgather(comm, *host + offset, counts[comm.rank()], *host,
-                                      counts.data(), type));
+  COHORT_RETURN_IF_ERROR(
+      RunAllgather(comm, *host + offset, counts[comm.rank()], *host, counts.data(), type));
   return run.api.CopyAsync(recv, AsDevicePtr(*host), total, run.stream);
 }
 
@@ -123,8 +123,7 @@ Status StagedAlltoall(Communicator& comm, GpuRun& run, StagingBuffers& staging, 
   unsigned char* out = *host + in_bytes;
   COHORT_RETURN_IF_ERROR(run.api.CopyAsync(AsDevicePtr(in), send, in_bytes, run.stream));
   COHORT_RETURN_IF_ERROR(WaitForCopies(comm, run, "alltoall"));
-  COHORT_RETURN_IF_ERROR(
-      RunAlltoall(comm, in, send_counts.data(), out, recv_counts.data(), type));
+  COHORT_RETURN_IF_ERROR(RunAlltoall(comm, in, send_counts.data(), out, recv_counts.data(), type));
   return run.api.CopyAsync(recv, AsDevicePtr(out), out_bytes, run.stream);
 }
 

@@ -47,8 +47,8 @@ Status StagedAllreduce(Communicator& comm, GpuRun& run, StagingBuffers& staging,
 Status StagedHierarchicalAllreduce(IpcPeers& local, Communicator& cross, int world, GpuRun& run,
                                    StagingBuffers& staging, DevicePtr send, DevicePtr recv,
                                    size_t count, const ReduceSpec& spec);
-Status StagedReduceScatter(Communicator& comm, GpuRun& run, StagingBuffers& staging,
-                           DevicePtr send, DevicePtr recv, const std::vector<size_t>& counts,
+Status StagedReduceScatter(Communicator& comm, GpuRun& run, StagingBuffers& staging, DevicePtr send,
+                           DevicePtr recv, const std::vector<size_t>& counts,
                            const ReduceSpec& spec);
 Status StagedAllgather(Communicator& comm, GpuRun& run, StagingBuffers& staging, DevicePtr send,
                        DevicePtr recv, const std::vector<size_t>& counts, DataType type);

@@ -5,9 +5,12 @@ namespace cohort::gpu {
 
 const char* GpuTransportName(GpuTransport transport) {
   switch (transport) {
-    case GpuTransport::kIpc: return "ipc";
-    case GpuTransport::kNccl: return "nccl";
-    case GpuTransport::kStaged: return "staged";
+    case GpuTransport::kIpc:
+      return "ipc";
+    case GpuTransport::kNccl:
+      return "nccl";
+    case GpuTransport::kStaged:
+      return "staged";
   }
   return "?";
 }
@@ -38,8 +41,8 @@ Result<GpuTransport> ChooseGpuTransport(const TransportFacts& f) {
             std::to_string(f.hosts) + " hosts (use staged, or nccl)");
       }
       if (!f.ipc_missing.empty()) {
-        return Status::InvalidArgument("COHORT_GPU_TRANSPORT=ipc, but CUDA IPC does not work here: " +
-                                       f.ipc_missing);
+        return Status::InvalidArgument(
+            "COHORT_GPU_TRANSPORT=ipc, but CUDA IPC does not work here: " + f.ipc_missing);
       }
       return GpuTransport::kIpc;
     case GpuTransportSetting::kNccl:

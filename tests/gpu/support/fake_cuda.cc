@@ -120,7 +120,8 @@ Status FakeCuda::Free(DevicePtr ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(DriveAll());  // the driver's free synchronizes
   auto it = allocations_.find(ptr);
-  if (it == allocations_.end()) return Status::InvalidArgument("fake CUDA: freeing a non-allocation");
+  if (it == allocations_.end())
+    return Status::InvalidArgument("fake CUDA: freeing a non-allocation");
   munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
   close(it->second.fd);
   allocations_.erase(it);
@@ -140,7 +141,8 @@ Result<void*> FakeCuda::AllocPinned(size_t bytes) {
 Status FakeCuda::FreePinned(void* ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(DriveAll());
-  if (pinned_.erase(ptr) == 0) return Status::InvalidArgument("fake CUDA: freeing unknown pinned memory");
+  if (pinned_.erase(ptr) == 0)
+    return Status::InvalidArgument("fake CUDA: freeing unknown pinned memory");
   std::free(ptr);
   return Status::OK();
 }
@@ -184,8 +186,8 @@ Status FakeCuda::Drive(uint64_t stream_id, uint64_t record, int depth) {
       if (at == e.pending_stream.end()) return Status::Internal("fake CUDA: lost a record");
       COHORT_RETURN_IF_ERROR(Drive(at->second, head.record, depth + 1));
     }
-    const bool target = s.ops.front().kind == Op::Kind::kRecord && s.ops.front().record == record &&
-                        record != 0;
+    const bool target =
+        s.ops.front().kind == Op::Kind::kRecord && s.ops.front().record == record && record != 0;
     RunHead(stream_id);
     if (target) return Status::OK();
   }
@@ -246,11 +248,10 @@ Status FakeCuda::CopyAsync(DevicePtr dst, DevicePtr src, size_t bytes, StreamHan
   if (FindStream(stream) == nullptr) return Status::InvalidArgument("fake CUDA: unknown stream");
   if (bytes == 0) return Status::OK();
   ++totals_.copies;
-  return Queued(IdOf(stream), Op{Op::Kind::kWork,
-                                 [dst, src, bytes] {
-                                   std::memmove(AsPointer(dst), AsPointer(src), bytes);
-                                 },
-                                 0, 0});
+  return Queued(
+      IdOf(stream),
+      Op{Op::Kind::kWork,
+         [dst, src, bytes] { std::memmove(AsPointer(dst), AsPointer(src), bytes); }, 0, 0});
 }
 
 Result<StreamHandle> FakeCuda::CreateStream() {
@@ -307,8 +308,7 @@ Status FakeCuda::StreamWaitEvent(StreamHandle stream, EventHandle event) {
   if (e == events_.end()) return Status::InvalidArgument("fake CUDA: waiting on an unknown event");
   if (FindStream(stream) == nullptr) return Status::InvalidArgument("fake CUDA: unknown stream");
   // Binds to the record current now, as cuStreamWaitEvent does.
-  return Queued(IdOf(stream),
-                Op{Op::Kind::kWait, nullptr, IdOf(event), e->second.last_record});
+  return Queued(IdOf(stream), Op{Op::Kind::kWait, nullptr, IdOf(event), e->second.last_record});
 }
 
 Result<bool> FakeCuda::EventDone(EventHandle event) {
@@ -328,7 +328,8 @@ Result<IpcMemHandle> FakeCuda::IpcGetMemHandle(DevicePtr ptr) {
   COHORT_RETURN_IF_ERROR(Injected("IpcGetMemHandle"));
   auto it = allocations_.find(ptr);
   if (it == allocations_.end()) {
-    return Status::InvalidArgument("fake CUDA: IPC handle of a pointer that is no allocation's base");
+    return Status::InvalidArgument(
+        "fake CUDA: IPC handle of a pointer that is no allocation's base");
   }
   IpcPayload payload;
   std::memcpy(payload.magic, kIpcMagic, sizeof(payload.magic));
@@ -366,7 +367,8 @@ Status FakeCuda::IpcCloseMemHandle(DevicePtr ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(DriveAll());
   auto it = mappings_.find(ptr);
-  if (it == mappings_.end()) return Status::InvalidArgument("fake CUDA: closing an unknown mapping");
+  if (it == mappings_.end())
+    return Status::InvalidArgument("fake CUDA: closing an unknown mapping");
   munmap(reinterpret_cast<void*>(it->first), it->second);
   mappings_.erase(it);
   return Status::OK();

@@ -106,8 +106,8 @@ class FakeCuda : public CudaApi {
     std::deque<Op> ops;
   };
   struct EventState {
-    uint64_t last_record = 0;       // the most recent record issued (0: never)
-    std::set<uint64_t> completed;   // records that have run
+    uint64_t last_record = 0;                     // the most recent record issued (0: never)
+    std::set<uint64_t> completed;                 // records that have run
     std::map<uint64_t, uint64_t> pending_stream;  // record -> stream it is queued on
   };
   struct Allocation {
@@ -139,7 +139,6 @@ class FakeCuda : public CudaApi {
   std::map<std::string, int> fail_next_;
   Counts totals_;
 };
-
 
 }  // namespace cohort::gpu::testing
 

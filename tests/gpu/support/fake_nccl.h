@@ -9,6 +9,7 @@
 #ifndef COHORT_TESTS_GPU_SUPPORT_FAKE_NCCL_H_
 #define COHORT_TESTS_GPU_SUPPORT_FAKE_NCCL_H_
 
+#include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "gpu/nccl_api.h"
 #include "support/fake_cuda.h"
@@ -44,6 +45,9 @@ class FakeNccl : public NcclApi {
 
  private:
   Status Check(NcclComm comm) const;
+  // A collective's start: checks, converts the dtype, runs the stream's
+  // queued work, counts it.
+  Result<DataType> Begin(NcclComm comm, int dtype, StreamHandle stream);
 
   FakeCuda& cuda_;
   Communicator& comm_;
