@@ -71,14 +71,15 @@ Result<std::unique_ptr<GpuCollectives>> GpuCollectives::Create(Communicator& com
 }
 
 GpuCollectives::~GpuCollectives() {
-  // Queued work may still read the buffers freed below; wait for it
-  // (bounded) unless the communicator already failed, in which case NCCL is
-  // aborted and the driver's own frees synchronize.
-  if (comm_.failure().ok() && stream_.handle() != nullptr && sync_event_.valid()) {
+  // Queued work may still read the buffers unmapped and freed below: wait
+  // for it (bounded). After a failure NCCL's kernels may wait on a dead
+  // peer forever, so NCCL is aborted first; IPC and staged work is local
+  // copies and kernels, which finish on their own.
+  if (!comm_.failure().ok() && nccl_ != nullptr) nccl_->Abort();
+  if (stream_.handle() != nullptr && sync_event_.valid()) {
+    (void)api_.UseDevice(device_.ordinal);
     (void)SynchronizeStream(api_, stream_.handle(), sync_event_.handle(), comm_.CallDeadline(),
                             "the last GPU collective before shutdown");
-  } else if (nccl_ != nullptr) {
-    nccl_->Abort();
   }
 }
 
