@@ -126,7 +126,13 @@ Status IpcPeers::Sync(GpuRun& run, const CallHeader& header, const char* what) {
                                   [this] { return local_.failure(); });
   if (!done.ok()) return local_.Fail(done);
   if (size() == 1) return Status::OK();
-  return Exchange(header);
+  // The exchange runs as an allgather: a lost peer or a timeout there says
+  // which GPU collective it served (a mismatch names the calls already).
+  Status exchanged = Exchange(header);
+  if (exchanged.ok() || exchanged.code() == Status::Code::kMismatch) return exchanged;
+  return exchanged.WithContext(std::string("GPU ") +
+                               CollectiveName(static_cast<CollectiveKind>(header.kind)) + " (" +
+                               what + ")");
 }
 
 }  // namespace cohort::gpu
