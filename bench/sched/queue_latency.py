@@ -42,9 +42,20 @@ def start_server(cohort, tmp, host):
     return proc, re.search(rb"(http://[0-9.]+:\d+)", line).group(1).decode()
 
 
-def get(url, path):
-    with urllib.request.urlopen(url + path, timeout=30) as r:
-        return json.loads(r.read())
+def token(tmp):
+    """The queue's token, written beside its database (docs/security.md)."""
+    with open(f"{tmp}/queue-token") as f:
+        return f.read().strip()
+
+
+def read(url, path, tmp):
+    request = urllib.request.Request(url + path, headers={"X-Cohort-Queue-Token": token(tmp)})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return r.read()
+
+
+def get(url, path, tmp):
+    return json.loads(read(url, path, tmp))
 
 
 def one_run(cohort, jobs, agent_slots, cluster):
@@ -59,7 +70,7 @@ def one_run(cohort, jobs, agent_slots, cluster):
                   for i in (1, 2)]
         try:
             deadline = time.monotonic() + 30
-            while len([a for a in get(url, "/api/queue/agents")["agents"] if a["alive"]]) < 2:
+            while len([a for a in get(url, "/api/queue/agents", tmp)["agents"] if a["alive"]]) < 2:
                 assert time.monotonic() < deadline, "agents did not register"
                 time.sleep(0.05)
             ids = []
@@ -69,7 +80,7 @@ def one_run(cohort, jobs, agent_slots, cluster):
                 ids.append(int(out))
             deadline = time.monotonic() + 120
             while True:
-                listed = {j["id"]: j for j in get(url, "/api/queue/jobs")["jobs"]}
+                listed = {j["id"]: j for j in get(url, "/api/queue/jobs", tmp)["jobs"]}
                 if all(listed[i]["state"] == "succeeded" for i in ids):
                     break
                 assert time.monotonic() < deadline, "jobs did not finish"
@@ -77,8 +88,7 @@ def one_run(cohort, jobs, agent_slots, cluster):
             placed, running = [], []
             for i in ids:
                 j = listed[i]
-                with urllib.request.urlopen(f"{url}/api/queue/jobs/{i}/log", timeout=30) as r:
-                    started = float(r.read().decode().split()[0])
+                started = float(read(url, f"/api/queue/jobs/{i}/log", tmp).decode().split()[0])
                 placed.append(j["started"] - j["submitted"])
                 running.append(started - j["submitted"])
             hosts = sorted({listed[i]["host"] for i in ids} - {""})

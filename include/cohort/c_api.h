@@ -64,6 +64,8 @@ int cohort_shutdown(cohort_error* err);
  * `reason` (see cohort::Abort). */
 int cohort_abort(const char* reason, cohort_error* err);
 int cohort_is_initialized(void);
+/* Initialized and its engine has not stopped for good (cohort::IsRunning). */
+int cohort_is_running(void);
 /* Elastic jobs: the round this process joined and the newest one published
  * (see cohort::ElasticRounds). */
 int cohort_elastic_rounds(int64_t* joined, int64_t* newest, cohort_error* err);

@@ -7,7 +7,7 @@
 // corruption. Every wait has a deadline (COHORT_TIMEOUT seconds, default 300);
 // a peer that dies or disconnects turns into a kPeerFailure error naming the
 // rank and host. After a peer failure the runtime stays broken: every later
-// call returns the same error until Shutdown().
+// call returns the same error until Shutdown() or a new Init().
 //
 // Thread safety: collectives must be called from one thread at a time.
 #ifndef COHORT_COHORT_H_
@@ -27,7 +27,8 @@ namespace cohort {
 // Starts the runtime from the environment set by `cohort run`, SLURM's srun,
 // Open MPI's mpirun or torchrun, and builds the peer mesh (shared memory with
 // ranks on this host, TCP with ranks on other hosts). Calling Init twice
-// without Shutdown is an error.
+// without Shutdown is an error, unless the first runtime's engine has stopped
+// for good (see IsRunning): Init then replaces it, as after Shutdown.
 Status Init();
 // Tears down the mesh. Safe to call when not initialized.
 Status Shutdown();
@@ -38,6 +39,11 @@ Status Shutdown();
 // call when not initialized.
 Status Abort(const std::string& reason);
 bool IsInitialized();
+// Initialized, and its engine has not stopped for good. The engine stops on
+// every rank when any rank calls Shutdown (as Horovod's does), when the job
+// fails, and when ranks deadlock (COHORT_DEADLOCK_TIME); operations then fail
+// at once, and the next Init starts a new runtime.
+bool IsRunning();
 // Elastic jobs (`cohort run --min-np/--max-np`): `joined` is the round of the
 // job this process joined at Init, `newest` the newest round the launcher has
 // published. newest > joined means workers joined or left: the next

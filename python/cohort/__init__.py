@@ -26,7 +26,7 @@ else:
     __path__.append(_os.path.join(_build, "python", "cohort"))
 
 from ._cohort import (CohortError, CohortValueError, is_initialized,  # noqa: E402
-                      stop_timeline, shutdown)
+                      stop_timeline)
 from ._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: E402
 from .process_sets import (ProcessSet, global_process_set, add_process_set,  # noqa: E402
                            remove_process_set)
@@ -75,15 +75,26 @@ def init(process_sets=None):
     """Starts the runtime from the launcher's environment (`cohort run`, srun,
     mpirun, torchrun; without one, a job of one process) and registers
     `process_sets` (ProcessSet objects) on every rank. Calling it again while
-    running does nothing (like Horovod)."""
+    running does nothing (like Horovod). After the engine stopped for good (a
+    rank called shutdown(), the job failed, ranks deadlocked: operations then
+    fail at once) it starts a new runtime, as after shutdown()."""
     import sys
     if not getattr(sys.excepthook, "cohort_abort", False):
         sys.excepthook = _abort_on_uncaught_exception(sys.excepthook)
-    if not _cohort.is_initialized():
+    if not _cohort.is_running():
+        _ops.reset()  # any old runtime's engine has stopped: nothing writes into its buffers
         _cohort.init()
     for ps in process_sets or ():
         if ps.process_set_id is None:
             add_process_set(ps)
+
+
+def shutdown():
+    """Stops the runtime. Every rank's engine stops with it (as Horovod's
+    shutdown does): operations other ranks still wait for fail at once,
+    naming this rank, and their next init() starts a new runtime."""
+    _cohort.shutdown()
+    _ops.reset()  # after: the engine no longer writes into the dropped handles' buffers
 
 
 def engine_stats():

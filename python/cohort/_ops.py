@@ -51,6 +51,39 @@ class _Names:
     def __init__(self):
         self._counters = {}
         self._generations = {}
+        # (process set, name) -> engine handle of each operation the caller
+        # named, until its handle is waited for (see `take`).
+        self._taken = {}
+        self._taken_by = {}  # engine handle -> its (process set, name)
+
+    def reset(self):
+        """A new runtime: every rank starts its generated names over and
+        forgets the old runtime's named operations."""
+        self._counters.clear()
+        self._generations.clear()
+        self._taken.clear()
+        self._taken_by.clear()
+
+    def check_free(self, what, name, process_set):
+        """Raises ValueError when `name` names an operation this rank
+        submitted in `process_set` and has not yet waited for. Horovod
+        refuses a name still in its tensor queue; here a name stays taken
+        until its handle is synchronized, so whether a second submission
+        fails does not depend on how fast the first one completed."""
+        if (process_set, name) in self._taken:
+            raise ValueError(
+                "%s: an operation named '%s' was submitted on rank %d and not yet synchronized; "
+                "synchronize its handle before submitting the name again" % (
+                    what, name, _cohort.rank()))
+
+    def take(self, name, process_set, handle):
+        self._taken[(process_set, name)] = handle
+        self._taken_by[handle] = (process_set, name)
+
+    def release(self, handle):
+        key = self._taken_by.pop(handle, None)
+        if key is not None:
+            del self._taken[key]
 
     def make(self, kind, name, process_set=0):
         if name is not None:
@@ -83,10 +116,13 @@ class Handle:
 
     # Slots because a training step makes one handle per gradient tensor
     # (issue 11 item 17: attribute stores into a dict cost more).
-    __slots__ = ("_process_set", "_local_errors", "_ids", "_keep", "_finish", "_result", "_done")
+    __slots__ = ("_process_set", "_local_errors", "_ids", "_keep", "_finish", "_result", "_done",
+                 "_runtime")
     in_flight = set()
+    runtime = 0  # counts init()/shutdown(): a handle is only good in its own runtime
 
     def __init__(self, ids, keep, finish, process_set=0, local_errors=()):
+        self._runtime = Handle.runtime
         self._process_set = process_set
         self._local_errors = local_errors  # failures of this rank alone: no resync
         self._ids = list(ids)
@@ -102,12 +138,20 @@ class Handle:
         self._finish = lambda ids: fn(finish(ids))
         return self
 
+    def _check_runtime(self):
+        if self._runtime != Handle.runtime:
+            raise _cohort.CohortError("this handle belongs to a cohort runtime that was shut down "
+                                      "(its operation ended with it)")
+
     def poll(self):
+        if not self._done:
+            self._check_runtime()
         return self._done or all(_cohort.poll(h) for h in self._ids)
 
     def wait(self):
         if self._done:
             return self._result
+        self._check_runtime()
         try:
             for h in self._ids:
                 _cohort.wait(h)
@@ -121,6 +165,8 @@ class Handle:
         finally:
             for h in self._ids:
                 _cohort.release(h)
+                if names._taken_by:
+                    names.release(h)
             self._done = True
             self._keep = None
             Handle.in_flight.discard(self)
@@ -136,13 +182,33 @@ def _output_from(kind, handle_id, dtype, like):
     return out, result
 
 
+def reset():
+    """Called at init() and shutdown(): the new runtime shares nothing with
+    the old one, so every rank names its operations from the start again
+    (a test that failed half-way on one rank cannot shift the next test's
+    names) and the old runtime's handles are dropped."""
+    names.reset()
+    Handle.in_flight.clear()
+    Handle.runtime += 1
+
+
 def _op_name(what, name, process_set):
     """The operation's name (generated when None), after checking that this
-    rank is a member of `process_set` (Horovod raises on a rank outside it)."""
+    rank is a member of `process_set` (Horovod raises on a rank outside it)
+    and that a name the caller gave is not in use (see _Names.check_free)."""
     if process_set and _cohort.process_set_rank(process_set) < 0:
         raise ValueError("%s: rank %d is not a member of process set %d (ranks %s)" % (
             what, _cohort.rank(), process_set, _cohort.process_set_ranks(process_set)))
+    if name is not None:
+        names.check_free(what, name, process_set)
     return names.make(what, name, process_set)
+
+
+def _named(handle, name, process_set):
+    """Marks a caller-named operation's name taken until `handle` is waited for."""
+    if name is not None:
+        names.take(name, process_set, handle)
+    return handle
 
 
 def set_position(root_rank, process_set, what):
@@ -175,9 +241,10 @@ def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0
         if r_shape != shape or r_dtype != dtype:
             raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
                 r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
-    h = _cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
-                                shape, dtype, int(op), float(prescale_factor),
-                                float(postscale_factor), int(process_set))
+    h = _named(_cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
+                                       shape, dtype, int(op), float(prescale_factor),
+                                       float(postscale_factor), int(process_set)),
+               name, process_set)
     result = recv if output is None else output
     return Handle((h,), (send, recv), lambda ids: result, process_set)
 
@@ -206,8 +273,9 @@ def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
     """Root's `buf` into every rank's `buf` (in place); root_rank is a global rank."""
     addr, shape, dtype = kind.describe(buf)
     root = set_position(root_rank, process_set, "broadcast")
-    h = _cohort.broadcast_async(_op_name("broadcast", name, process_set), addr, list(shape),
-                                dtype, root, int(process_set))
+    h = _named(_cohort.broadcast_async(_op_name("broadcast", name, process_set), addr,
+                                       list(shape), dtype, root, int(process_set)),
+               name, process_set)
     return Handle([h], buf, lambda ids: buf, process_set)
 
 
@@ -231,13 +299,16 @@ def allgather_async(kind, send, name=None, process_set=0, out=None):
     hold `send` at this rank's rows: in place)."""
     addr, shape, dtype = kind.describe(send)
     if out is None:
-        h = _cohort.allgather_async(_op_name("allgather", name, process_set), addr, list(shape),
-                                    dtype, int(process_set))
+        h = _named(_cohort.allgather_async(_op_name("allgather", name, process_set), addr,
+                                           list(shape), dtype, int(process_set)),
+                   name, process_set)
         return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0],
                       process_set)
     o_addr, o_count = _describe_output(kind, out, dtype, (None,) + tuple(shape[1:]), "allgather")
-    h = _cohort.allgather_into_async(_op_name("allgather", name, process_set), addr, list(shape),
-                                     dtype, o_addr, o_count, int(process_set))
+    h = _named(_cohort.allgather_into_async(_op_name("allgather", name, process_set), addr,
+                                            list(shape), dtype, o_addr, o_count,
+                                            int(process_set)),
+               name, process_set)
     # A wrong-sized `out` fails here alone (the collective ran everywhere).
     return Handle([h], (send, out), lambda ids: out, process_set,
                   local_errors=_cohort.CohortValueError)
@@ -260,9 +331,10 @@ def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process
     addr, shape, dtype = kind.describe(send)
     recv_rows = [int(r) for r in recv_rows]
     if out is None:
-        h = _cohort.reducescatter_async(_op_name("reducescatter", name, process_set), addr,
-                                        list(shape), dtype, int(op), recv_rows, int(process_set),
-                                        float(prescale_factor), float(postscale_factor))
+        h = _named(_cohort.reducescatter_async(
+            _op_name("reducescatter", name, process_set), addr, list(shape), dtype, int(op),
+            recv_rows, int(process_set), float(prescale_factor), float(postscale_factor)),
+            name, process_set)
         return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0],
                       process_set)
     position = max(_cohort.process_set_rank(process_set), 0)  # a non-member: _op_name raises
@@ -271,18 +343,20 @@ def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process
         raise ValueError("reducescatter: %d recv_rows for %d ranks" % (len(recv_rows), size))
     block = (scatter_rows(shape[0], recv_rows, size, position),) + tuple(shape[1:])
     o_addr, o_count = _describe_output(kind, out, dtype, block, "reducescatter")
-    h = _cohort.reducescatter_into_async(_op_name("reducescatter", name, process_set), addr,
-                                         list(shape), dtype, int(op), recv_rows,
-                                         int(process_set), float(prescale_factor),
-                                         float(postscale_factor), o_addr, o_count)
+    h = _named(_cohort.reducescatter_into_async(
+        _op_name("reducescatter", name, process_set), addr, list(shape), dtype, int(op),
+        recv_rows, int(process_set), float(prescale_factor), float(postscale_factor), o_addr,
+        o_count), name, process_set)
     return Handle([h], (send, out), lambda ids: out, process_set)
 
 
 def alltoall_async(kind, send, splits, name=None, process_set=0):
     """Sends splits[p] rows to rank p; output is (rows received, rows per rank)."""
     addr, shape, dtype = kind.describe(send)
-    h = _cohort.alltoall_async(_op_name("alltoall", name, process_set), addr, list(shape), dtype,
-                               [int(s) for s in splits], int(process_set))
+    h = _named(_cohort.alltoall_async(_op_name("alltoall", name, process_set), addr,
+                                      list(shape), dtype, [int(s) for s in splits],
+                                      int(process_set)),
+               name, process_set)
 
     def finish(ids):
         out, result = _output_from(kind, ids[0], dtype, send)
@@ -291,8 +365,15 @@ def alltoall_async(kind, send, splits, name=None, process_set=0):
     return Handle([h], send, finish, process_set)
 
 
+# Every barrier of a process set has this one name, as Horovod's do: a rank's
+# barrier meets the others' whatever else each rank did (or skipped) before,
+# so a barrier after a test that failed half-way on some ranks still lines
+# them up. Only one barrier per set can be in flight on a rank.
+BARRIER_NAME = "barrier.noname"
+
+
 def barrier_async(process_set=0):
-    h = _cohort.barrier_async(_op_name("barrier", None, process_set), int(process_set))
+    h = _cohort.barrier_async(_op_name("barrier", BARRIER_NAME, process_set), int(process_set))
     return Handle([h], None, lambda ids: None, process_set)
 
 

@@ -20,11 +20,13 @@ constexpr char kFullBuildCommands[] =
     "  sched   scheduling policy: cohort sched simulate TRACE|--synthetic\n"
     "  server  experiment tracking server (MLflow REST API): cohort server\n"
     "  rerun   print or run a tracked run's command again: cohort rerun RUN_ID\n"
-    "  user    tracking users: cohort user add NAME; token: cohort token create USER\n"
+    "  user    users: cohort user add NAME; cohort user grant ...; token: cohort token\n"
+    "          create USER\n"
     "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
     "  submit  queue a job on `cohort server`: cohort submit [--slots N] -- COMMAND\n"
     "  queue   the job queue; cancel ID; logs ID [-f]\n"
-    "  agent   run queued jobs on this host: cohort agent --server URL --slots N\n";
+    "  agent   run queued jobs on this host: cohort agent --server URL --slots N;\n"
+    "          its credential: cohort agent-credential add NAME\n";
 #endif
 
 void PrintUsage() {
@@ -61,6 +63,9 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "cancel") == 0) return cohort::cli::CancelCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "logs") == 0) return cohort::cli::LogsCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "agent") == 0) return cohort::cli::AgentCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "agent-credential") == 0) {
+    return cohort::cli::AgentCredentialCommand(argc - 2, argv + 2);
+  }
 #endif
   if (std::strcmp(command, "--help") == 0 || std::strcmp(command, "-h") == 0) {
     PrintUsage();

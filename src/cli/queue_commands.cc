@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_values.h"
+#include "cli/terminal_text.h"
 #include "cli/usage_error.h"
 #include "queue/queue_client.h"
 
@@ -26,8 +27,9 @@ using nlohmann::json;
 
 constexpr int kExitFailure = 1;
 
+// `message` may quote what another user sent (a user name): escaped.
 int Fail(const char* command, const std::string& message) {
-  std::fprintf(stderr, "cohort %s: %s\n", command, message.c_str());
+  std::fprintf(stderr, "cohort %s: %s\n", command, TerminalText(message).c_str());
   return kExitFailure;
 }
 
@@ -111,19 +113,21 @@ std::string FromNow(const json& t) {
   return text;
 }
 
+// A job's field as the table shows it: whoever submitted the job chose
+// it, so control characters are escaped (cli/terminal_text.h).
 std::string Text(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
+  if (value.is_string()) return TerminalText(value.get<std::string>());
   if (value.is_null()) return "-";
-  return value.dump();
+  return TerminalText(value.dump());
 }
 
 std::string CommandText(const json& command) {
   std::string out;
   for (const auto& arg : command) {
     if (!out.empty()) out += ' ';
-    out += Text(arg);
+    out += arg.is_string() ? arg.get<std::string>() : arg.dump();
   }
-  return out.size() > 40 ? out.substr(0, 37) + "..." : out;
+  return TerminalText(out, 40);
 }
 
 }  // namespace
@@ -188,7 +192,7 @@ int QueueCommand(int argc, char** argv) {
   if (!answer.ok()) return Fail("queue", answer.status().message());
   const json& jobs = (*answer)["jobs"];
   if (as_json) {
-    std::printf("%s\n", jobs.dump(2).c_str());
+    std::printf("%s\n", TerminalJson(jobs.dump(2)).c_str());
     return 0;
   }
   std::printf("%-6s %-10s %-10s %-7s %5s %4s %-9s %-9s %-40s %s\n", "ID", "STATE", "USER", "PRIO",

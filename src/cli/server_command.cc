@@ -15,9 +15,12 @@
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
 #include "common/self_executable.h"
+#include "queue/queue_access.h"
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
+#include "queue/queue_token.h"
 #include "server/mlflow_api.h"
+#include "server/request_guard.h"
 #include "server/tracking_server.h"
 #include "track/errors.h"
 #include "track/sqlite_store.h"
@@ -32,6 +35,7 @@ void PrintUsage() {
   std::fprintf(stdout,
                "usage: %s\n"
                "                     [--artifacts LOCATION] [--web-dir DIR] [--auth]\n"
+               "                     [--allowed-hosts NAME,...]\n"
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
                "                     [--agent-timeout S] [--slurm-pool NAME]\n"
                "                     [--slurm-partition P] [--quota P=N,...]\n"
@@ -45,8 +49,13 @@ void PrintUsage() {
                "                       the cohort binary, when it exists)\n"
                "  --auth               API requests need 'Authorization: Bearer TOKEN' of a\n"
                "                       user of the store (cohort user add / token create)\n"
-               "  --slots N            slots of this host in the job queue's pool 'default'\n"
-               "                       (default: its core count; 0: run no jobs here)\n"
+               "  --allowed-hosts N,.. host names requests may use besides IP addresses,\n"
+               "                       localhost and --host ('.example.org': the domain and\n"
+               "                       its subdomains; '*': any); others get 403\n"
+               "  --slots N            run the job queue (off by default), with N slots of\n"
+               "                       this host in its pool 'default' (0: jobs run on\n"
+               "                       agents only). Without --auth it needs the token it\n"
+               "                       writes to queue-token beside its database\n"
                "  --queue-db PATH      SQLite file of the job queue (default: queue.db\n"
                "                       beside the store's file); job logs go to\n"
                "                       queue-logs/ beside it\n"
@@ -54,8 +63,9 @@ void PrintUsage() {
                "                       cancelled, preempted or over --max-time (default 60)\n"
                "  --agent-timeout S    an agent silent this long has its jobs requeued\n"
                "                       (default 10)\n"
-               "  --slurm-pool NAME    jobs of pool NAME go to SLURM with sbatch (the\n"
-               "                       cluster of SLURM_CONF), followed with squeue\n"
+               "  --slurm-pool NAME    run the job queue; jobs of pool NAME go to SLURM with\n"
+               "                       sbatch (the cluster of SLURM_CONF), followed with\n"
+               "                       squeue\n"
                "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n"
                "  --quota P=N,...      slots guaranteed to each project; others borrow\n"
                "                       idle ones and are preempted to give them back\n",
@@ -81,6 +91,10 @@ bool ParsePort(const std::string& text, int* port) {
 
 int BadValue(const Status& status) { return UsageError("server", status.message(), kSynopsis); }
 
+constexpr char kNoQueue[] =
+    "this server runs no job queue; start it with --slots N (jobs on this host; --slots 0: on "
+    "agents only) or --slurm-pool NAME";
+
 // The queue's database: --queue-db, else queue.db beside the tracking
 // store's SQLite file (the store's own file is locked by its connection).
 Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& store_uri) {
@@ -90,17 +104,31 @@ Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& 
     const std::filesystem::path store = track::ExpandHome(store_uri.substr(sqlite.size()));
     return (store.parent_path() / "queue.db").string();
   }
-  return Status::InvalidArgument("it needs --queue-db PATH when --store " +
+  return Status::InvalidArgument("the job queue needs --queue-db PATH when --store " +
                                  track::RedactStoreUri(store_uri) + " is not a SQLite file");
 }
 
 // The queue's REST endpoints as the server routes them: `api` is set once
-// the queue has started (after the server, which may already be answering);
-// until then, or when there is no queue, requests get `why`.
+// the queue has started (after the server, which may already be answering).
 struct QueueEndpoint {
   std::atomic<queue::QueueApi*> api{nullptr};
-  std::string why;  // written before the server starts, read-only after
+  bool on = false;  // written before the server starts, read-only after
 };
+
+server::HttpResponse QueueUnavailable(const QueueEndpoint& endpoint) {
+  if (!endpoint.on) return server::MlflowError("ENDPOINT_NOT_FOUND", kNoQueue);
+  return server::JsonResponse(
+      503, {{"error_code", "TEMPORARILY_UNAVAILABLE"}, {"message", "the job queue is starting"}});
+}
+
+// The queue's token without --auth: created (or read) before anything
+// starts, so a bad token file stops the server at once.
+Result<std::string> PrepareQueueToken(const std::string& db_path) {
+  std::error_code error;
+  std::filesystem::path dir = std::filesystem::path(db_path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, error);
+  return queue::LoadOrCreateQueueToken(queue::QueueTokenPath(db_path));
+}
 
 }  // namespace
 
@@ -108,8 +136,9 @@ int ServerCommand(int argc, char** argv) {
   server::TrackingServerOptions options;
   options.web_dir = DefaultWebDir();
   queue::QueueOptions queue_options;
-  queue_options.local_slots = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   std::string queue_db;
+  bool slots_given = false;
+  std::string queue_only_flag;  // a flag that means nothing without a queue
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -135,31 +164,67 @@ int ServerCommand(int argc, char** argv) {
       }
     } else if (flag == "--artifacts") {
       options.artifacts = value;
+    } else if (flag == "--allowed-hosts") {
+      auto hosts = server::ParseAllowedHosts(value);
+      if (!hosts.ok()) return BadValue(hosts.status());
+      options.allowed_hosts = std::move(*hosts);
     } else if (flag == "--web-dir") {
       options.web_dir = value;
     } else if (flag == "--queue-db") {
       queue_db = value;
+      queue_only_flag = flag;
     } else if (flag == "--slots") {
       auto slots = ParseNonNegativeInt(flag, value);
       if (!slots.ok()) return BadValue(slots.status());
       queue_options.local_slots = *slots;
+      slots_given = true;
     } else if (flag == "--grace") {
       auto grace = ParsePositiveSeconds(flag, value);
       if (!grace.ok()) return BadValue(grace.status());
       queue_options.grace_s = *grace;
+      queue_only_flag = flag;
     } else if (flag == "--slurm-pool") {
       queue_options.slurm_pool = value;
     } else if (flag == "--quota") {
       Status s = ParseQuota(value, &queue_options.quota);
       if (!s.ok()) return BadValue(s);
+      queue_only_flag = flag;
     } else if (flag == "--slurm-partition") {
       queue_options.slurm_partition = value;
+      queue_only_flag = flag;
     } else if (flag == "--agent-timeout") {
       auto timeout = ParsePositiveSeconds(flag, value);
       if (!timeout.ok()) return BadValue(timeout.status());
       queue_options.agent_timeout_s = *timeout;
+      queue_only_flag = flag;
     } else {
       return UsageError("server", "unknown flag " + flag, kSynopsis);
+    }
+  }
+  // The queue runs commands: only when asked for (docs/security.md).
+  auto endpoint = std::make_shared<QueueEndpoint>();
+  endpoint->on = slots_given || !queue_options.slurm_pool.empty();
+  if (!endpoint->on && !queue_only_flag.empty()) {
+    return UsageError("server",
+                      queue_only_flag + " needs the job queue: add --slots N or --slurm-pool NAME",
+                      kSynopsis);
+  }
+  std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
+  queue::QueueAccessOptions access_options;
+  access_options.auth = options.auth;
+  if (endpoint->on) {
+    auto db_path = QueueDbPath(queue_db, store_uri);
+    if (!db_path.ok()) return BadValue(db_path.status());
+    queue_options.db_path = *db_path;
+    queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
+    if (!options.auth) {
+      auto token = PrepareQueueToken(*db_path);
+      if (!token.ok()) {
+        std::fprintf(stderr, "cohort server: %s\n", token.status().message().c_str());
+        return 1;
+      }
+      access_options.token = *token;
+      access_options.token_path = queue::QueueTokenPath(*db_path);
     }
   }
   // Block the stop signals before any thread starts, so only sigwait sees them.
@@ -168,30 +233,28 @@ int ServerCommand(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
   // The tracking store opens first, so a second server on the same store is
   // refused for that (not for the queue's file); the queue starts after and
-  // its endpoints answer once it has.
-  auto endpoint = std::make_shared<QueueEndpoint>();
-  auto db_path = QueueDbPath(queue_db, store_uri);
-  if (!db_path.ok()) endpoint->why = db_path.status().message();
-  options.routes.push_back(
-      {queue::QueueApi::kPrefix,
-       [endpoint](const server::HttpRequest& request, const std::string& user) {
-         if (queue::QueueApi* api = endpoint->api.load()) return api->Handle(request, user);
-         return server::MlflowError("ENDPOINT_NOT_FOUND",
-                                    "this server runs no job queue: " + endpoint->why);
-       }});
+  // its endpoints answer once it has. They check their callers themselves
+  // (queue/queue_access.h).
+  options.routes.push_back({queue::QueueApi::kPrefix,
+                            [endpoint](const server::HttpRequest& request, const std::string&) {
+                              if (queue::QueueApi* api = endpoint->api.load()) {
+                                return api->Handle(request);
+                              }
+                              return QueueUnavailable(*endpoint);
+                            },
+                            /*own_auth=*/true});
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
     return 1;
   }
+  std::unique_ptr<queue::QueueAccess> queue_access;
   std::unique_ptr<queue::QueueService> queue;
   std::unique_ptr<queue::QueueApi> queue_api;
-  if (db_path.ok()) {
-    queue_options.db_path = *db_path;
-    queue_options.log_dir = (std::filesystem::path(*db_path).parent_path() / "queue-logs").string();
+  std::string record;  // where local clients find the queue's token
+  if (endpoint->on) {
     auto started = queue::QueueService::Start(queue_options);
     if (!started.ok()) {
       std::fprintf(stderr, "cohort server: %s\n", started.status().ToString().c_str());
@@ -199,19 +262,38 @@ int ServerCommand(int argc, char** argv) {
       return 1;
     }
     queue = std::move(*started);
-    queue_api = std::make_unique<queue::QueueApi>(queue.get());
+    queue_access = std::make_unique<queue::QueueAccess>(access_options, (*server)->store());
+    queue_api = std::make_unique<queue::QueueApi>(queue.get(), queue_access.get());
     endpoint->api.store(queue_api.get());
-  } else {
-    // Tracking still works; the queue's endpoints say why there is none.
-    std::fprintf(stderr, "cohort server: no job queue: %s\n", endpoint->why.c_str());
+    if (!options.auth) {
+      auto published = queue::PublishQueueToken(options.host, (*server)->port(),
+                                                access_options.token, access_options.token_path);
+      if (published.ok()) {
+        record = *published;
+      } else {
+        std::fprintf(stderr, "cohort server: clients will need COHORT_QUEUE_TOKEN: %s\n",
+                     published.status().message().c_str());
+      }
+    }
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
               (*server)->port(), track::RedactStoreUri(store_uri).c_str());
+  if (endpoint->on && options.auth) {
+    std::printf(
+        "cohort server: job queue on: users submit to the queue projects granted them "
+        "(cohort user grant NAME --queue-project P submit)\n");
+  } else if (endpoint->on) {
+    std::printf(
+        "cohort server: job queue on: its token is in %s (cohort commands on this host "
+        "find it; elsewhere set COHORT_QUEUE_TOKEN)\n",
+        access_options.token_path.c_str());
+  }
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop, &signal_number);
   (*server)->Stop();
   if (queue) queue->Stop();  // the jobs it started keep running; a restart follows them again
+  if (!record.empty()) std::filesystem::remove(record);
   return 0;
 }
 

@@ -43,6 +43,8 @@ const std::vector<SettingSpec> kSettings = {
    "s before tensors missing on some ranks are reported"},
   {"COHORT_STALL_SHUTDOWN_TIME", "--stall-shutdown-time", T::kSeconds, "0", 0, kNone, false,
    nullptr, "s before they fail on every rank (0: never)"},
+  {"COHORT_DEADLOCK_TIME", "--deadlock-time", T::kSeconds, "10", 0, kNone, false, nullptr,
+   "s ranks may all wait for each other before the job stops (0: never)"},
   {"COHORT_ELASTIC_TIMEOUT", "--elastic-timeout", T::kSeconds, "600", 0, kNone, true, nullptr,
    "elastic jobs: s a worker may take to join a new round"},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
@@ -78,6 +80,11 @@ const std::vector<SettingSpec> kSettings = {
    nullptr, "s one dataset request may take"},
   {"COHORT_DATA_IN_FLIGHT", "--data-in-flight", T::kCount, "16", 1, 1024, false, nullptr,
    "dataset requests in flight per batch"},
+  // The job queue's clients (docs/queue.md, docs/security.md).
+  {"COHORT_QUEUE_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "the token of a job queue without --auth (found on the server's host)"},
+  {"COHORT_AGENT_CREDENTIAL", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "cohort agent: its credential under --auth (cohort agent-credential add)"},
 };
 // clang-format on
 

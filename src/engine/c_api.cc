@@ -85,6 +85,7 @@ int cohort_abort(const char* reason, cohort_error* err) {
   return Report(cohort::Abort(reason == nullptr ? "no reason given" : reason), err);
 }
 int cohort_is_initialized(void) { return cohort::IsInitialized() ? 1 : 0; }
+int cohort_is_running(void) { return cohort::IsRunning() ? 1 : 0; }
 int cohort_elastic_rounds(int64_t* joined, int64_t* newest, cohort_error* err) {
   if (joined == nullptr || newest == nullptr)
     return BadArgument("elastic rounds: null pointer", err);

@@ -159,6 +159,9 @@ int MeshValue(int Mesh::*field) {
 
 Status Init() {
   std::lock_guard<std::mutex> lock(g_mu);
+  // A runtime whose engine stopped (a peer shut down, a failure, a
+  // deadlock) is over: its rank starts again as after Shutdown.
+  if (g_runtime != nullptr && g_runtime->EngineStopped()) g_runtime.reset();
   if (g_runtime != nullptr) return Status::InvalidArgument("cohort is already initialized");
   Result<std::unique_ptr<Runtime>> rt = Runtime::Start(ProcessEnv());
   if (!rt.ok()) return rt.status();
@@ -182,6 +185,11 @@ Status Abort(const std::string& reason) {
 }
 
 bool IsInitialized() { return g_runtime != nullptr; }
+
+bool IsRunning() {
+  Runtime* rt = g_runtime.get();
+  return rt != nullptr && !rt->EngineStopped();
+}
 
 Status ElasticRounds(int64_t* joined, int64_t* newest) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -493,13 +501,14 @@ Status WaitInterruptible(Handle handle, double timeout_seconds,
                          const std::function<bool()>& interrupted) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
-  if (timeout_seconds < 0) timeout_seconds = g_runtime->settings().timeout_seconds;
+  const bool by_default = timeout_seconds < 0;
+  if (by_default) timeout_seconds = g_runtime->settings().timeout_seconds;
   Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds), interrupted);
   if (s.code() != Status::Code::kTimeout) return s;
   // The handle may have completed (with its own, better error) meanwhile.
   Result<bool> done = e->handles().Poll(handle);
   if (done.ok() && *done) return e->handles().Wait(handle, Deadline::AfterSeconds(0));
-  return e->ExplainTimeout(handle, timeout_seconds);
+  return e->ExplainTimeout(handle, timeout_seconds, by_default ? "COHORT_TIMEOUT" : "");
 }
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,

@@ -30,6 +30,10 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.ok()) return failure_;
+  if (!stopped_by_.empty()) {
+    return Status::NotInitialized(DescribeRequest(request) + ": cohort was shut down by " +
+                                  stopped_by_ + "; call init() to start again");
+  }
   if (stopped_ || shutdown_requested_) {
     return Status::NotInitialized(DescribeRequest(request) + ": the engine is shutting down");
   }
@@ -86,6 +90,11 @@ Status Engine::Shutdown() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   return failure_;
+}
+
+bool Engine::Stopped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
 }
 
 void Engine::Abort(const Status& reason) {

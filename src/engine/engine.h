@@ -36,6 +36,7 @@ struct EngineOptions {
   double cycle_time_ms = 1.0;         // COHORT_CYCLE_TIME: longest idle wait between negotiations
   double stall_check_seconds = 60;    // COHORT_STALL_CHECK_TIME: report tensors waiting this long
   double stall_shutdown_seconds = 0;  // COHORT_STALL_SHUTDOWN_TIME: fail them after this (0: never)
+  double deadlock_seconds = 10;       // COHORT_DEADLOCK_TIME: stop a deadlocked job (0: never)
   std::string timeline_path;     // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
   size_t cache_capacity = 1024;  // COHORT_CACHE_CAPACITY: response-cache slots (0: off)
 };
@@ -72,7 +73,8 @@ class Engine {
   // The error for a wait on `handle` that timed out after `timeout_seconds`:
   // names the tensor and the ranks that have not submitted it (asks the
   // engine thread, waiting at most a second for its answer).
-  Status ExplainTimeout(int64_t handle, double timeout_seconds);
+  // `setting`: the variable the timeout came from ("" when the caller gave it).
+  Status ExplainTimeout(int64_t handle, double timeout_seconds, const std::string& setting);
 
   // Leaves at once after a local failure, from any thread: breaks the job's
   // communicator for `reason` (the peers' operations fail with it instead of
@@ -80,10 +82,16 @@ class Engine {
   // engine thread without the collective shutdown.
   void Abort(const Status& reason);
 
-  // Asks every rank's engine to stop and waits for this one to. Collective:
-  // the loop ends in the cycle in which all ranks have asked. Requests still
-  // unmatched then fail with an error naming the ranks that never sent them.
+  // Stops the engine of every rank and waits for this one to stop: the loop
+  // ends on every rank in the cycle that carries the first rank's request
+  // (as Horovod's shutdown does), so a rank that shuts down never waits for
+  // peers that will not. Requests still unmatched then fail on every rank,
+  // naming the ranks that never sent them or the rank that shut down.
   Status Shutdown();
+
+  // Whether the engine has stopped for good (Shutdown, a failure, a peer's
+  // shutdown, a deadlock): a runtime whose engine stopped needs a new Init.
+  bool Stopped();
 
  private:
   void Loop();
@@ -107,8 +115,9 @@ class Engine {
   void FailStalled(ProcessSet& set, const std::string& name);
   // "rank 1 (host a, pid 7), rank 3 (host b, pid 9)"; `ranks` are positions in the set.
   std::string DescribeRanks(const ProcessSet& set, const std::vector<int>& ranks) const;
-  // After every rank asked to stop: fails what can no longer complete.
-  void FailUnfinished();
+  // After a rank asked to stop (`who`: the first such, described): fails
+  // what can no longer complete.
+  void FailUnfinished(const std::string& who);
   // Fails the tensors of `set` that wait for a rank which asked to stop:
   // that rank submits nothing more, so they could never complete.
   void FailAbandoned(ProcessSet& set);
@@ -128,6 +137,12 @@ class Engine {
   Request TakePending(int set, const std::string& name);
   // Engine thread: what every set's table is waiting for (see WaitReport).
   WaitSnapshot SnapshotWaiting() const;
+  // Engine thread (engine_deadlock.cc): what this rank is stuck waiting for
+  // (see StuckWait), empty unless it has made no progress for the deadlock time.
+  std::vector<StuckWait> StuckWaits();
+  // Every rank, from set 0's messages: a Mismatch naming who waits for what
+  // when ranks are deadlocked (engine/deadlock.h), else OK.
+  Status FindDeadlock(const std::vector<CycleMessage>& all) const;
 
   Communicator& comm_;  // the whole job's
   const EngineOptions options_;
@@ -142,6 +157,8 @@ class Engine {
   // wait for other ranks, so the next cycle starts without idling.
   bool rejoin_at_once_ = false;
   std::vector<bool> leaving_;  // engine thread: job ranks that asked to stop
+  // Engine thread: when this rank last submitted or completed an operation.
+  Clock::time_point last_progress_ = Clock::now();
 
   // The running timeline. Swapped by user threads; the engine thread takes
   // one reference per cycle (`tl_`), so a timeline stopped mid-cycle stays
@@ -160,6 +177,7 @@ class Engine {
   std::map<std::pair<int, std::string>, Request> in_flight_;
   bool shutdown_requested_ = false;  // guarded by mu_
   bool stopped_ = false;             // guarded by mu_
+  std::string stopped_by_;           // guarded by mu_: the peer whose shutdown stopped it
   Status failure_;                   // guarded by mu_
 
   std::thread thread_;

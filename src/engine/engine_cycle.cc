@@ -37,6 +37,7 @@ Status Engine::Cycle() {
     }
     shutdown = shutdown_requested_;
   }
+  if (!queued.empty()) last_progress_ = Clock::now();
   bool mark_cycle = false;
   {
     std::lock_guard<std::mutex> lock(timeline_mu_);
@@ -48,9 +49,17 @@ Status Engine::Cycle() {
   COHORT_RETURN_IF_ERROR(
       CycleSet(*sets_.at(kGlobalProcessSet), queued[kGlobalProcessSet], shutdown, &stop));
   if (stop) {
-    FailUnfinished();
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
+    const int first =
+        static_cast<int>(std::find(leaving_.begin(), leaving_.end(), true) - leaving_.begin());
+    const std::string who = comm_.mesh().Describe(first);
+    {
+      // Stopped before any handle fails: a thread woken by that failure
+      // must find the engine stopped (IsRunning, Enqueue).
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+      if (!shutdown_requested_) stopped_by_ = who;
+    }
+    FailUnfinished(who);
     return Status::OK();
   }
   // Sets added in this cycle start with the next one; removed ones are gone.
@@ -82,6 +91,7 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   Announce(set, queued, &mine);
   mine.shutdown = shutdown;
   InspectStalls(set, &mine);
+  if (set.id == kGlobalProcessSet) mine.stuck = StuckWaits();
   if (tl_) {
     const Clock::time_point now = Clock::now();
     for (const Announcement& a : mine.announcements) {
@@ -105,11 +115,12 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   // The set's first rank decided on stalls before this cycle's announcements;
   // every rank applies its decision first, so all tables stay identical.
   for (const std::string& name : all[0].stalled) FailStalled(set, name);
+  if (set.id == kGlobalProcessSet) COHORT_RETURN_IF_ERROR(FindDeadlock(all));
   std::vector<std::vector<Announcement>> per_rank;
-  bool all_shutdown = true;
+  bool any_shutdown = false;
   for (size_t r = 0; r < all.size(); ++r) {
     per_rank.push_back(std::move(all[r].announcements));
-    all_shutdown = all_shutdown && all[r].shutdown;
+    any_shutdown = any_shutdown || all[r].shutdown;
     if (all[r].shutdown) leaving_[set.ranks[r]] = true;  // only set 0 carries the flag
   }
   set.table.Apply(per_rank);
@@ -125,7 +136,10 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
                                                            : options_.fusion_max_tensor_bytes;
   const std::vector<Response> responses =
       set.table.TakeResponses(options_.fusion_threshold_bytes, max_fused);
-  if (!responses.empty()) cycles_.fetch_add(1, std::memory_order_relaxed);
+  if (!responses.empty()) {
+    cycles_.fetch_add(1, std::memory_order_relaxed);
+    last_progress_ = Clock::now();
+  }
   // Every rank caches the same successful announcements in the same order.
   for (const Response& response : responses) {
     if (!response.error.ok() || response.kind == RequestKind::kAllgather ||
@@ -149,7 +163,7 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
     }
     COHORT_RETURN_IF_ERROR(Execute(set, response));
   }
-  if (stop != nullptr) *stop = all_shutdown;
+  if (stop != nullptr) *stop = any_shutdown;
   return Status::OK();
 }
 
@@ -214,13 +228,15 @@ Status Engine::Exchange(ProcessSet& set, const CycleMessage& mine, std::vector<C
   return Status::OK();
 }
 
-void Engine::FailUnfinished() {
-  // Every rank has stopped submitting (all are in leaving_): what is still
-  // unmatched never will be.
+void Engine::FailUnfinished(const std::string& who) {
+  // The engine stops on every rank in this cycle: what is still unmatched
+  // never will be. Names some leaving rank never sent say so; the rest fail
+  // naming the rank whose shutdown ended the job.
   for (auto& [id, set] : sets_) {
     if (set->member()) FailAbandoned(*set);
   }
-  FailSet(-1, Status::NotInitialized("the engine shut down before this operation ran"));
+  FailSet(-1, Status::NotInitialized("the engine shut down (" + who +
+                                     " called shutdown) before this operation ran"));
 }
 
 void Engine::FailAbandoned(ProcessSet& set) {

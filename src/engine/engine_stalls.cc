@@ -69,7 +69,7 @@ WaitSnapshot Engine::SnapshotWaiting() const {
   return snapshot;
 }
 
-Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds) {
+Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds, const std::string& setting) {
   std::string what = "handle " + std::to_string(handle), name;
   int set_id = kGlobalProcessSet;
   {
@@ -93,7 +93,8 @@ Status Engine::ExplainTimeout(int64_t handle, double timeout_seconds) {
     if (done.ok() && *done)
       return late.ok() ? late : Status(late.code(), what + ": " + late.message());
   }
-  return Status::Timeout(DescribeTimedOutWait(what, set_id, name, timeout_seconds, snapshot));
+  return Status::Timeout(
+      DescribeTimedOutWait(what, set_id, name, timeout_seconds, setting, snapshot));
 }
 
 }  // namespace cohort

@@ -44,6 +44,16 @@ Status HandleTable::Wait(int64_t handle, Deadline deadline,
   if (it == states_.end()) {
     return Status::InvalidArgument("unknown handle " + std::to_string(handle));
   }
+  if (it->second.waiters++ == 0) it->second.waited_from = Clock::now();
+  // Counts this thread out however the wait ends (the state may be gone).
+  struct Leave {
+    HandleTable* table;
+    int64_t handle;
+    ~Leave() {
+      auto left = table->states_.find(handle);
+      if (left != table->states_.end()) --left->second.waiters;
+    }
+  } leave{this, handle};  // destroyed while `lock` is still held
   for (;;) {
     const auto until =
         interrupted ? std::min(deadline.at(), Clock::now() + kCheckEvery) : deadline.at();
@@ -79,6 +89,15 @@ Status HandleTable::TakeOutput(int64_t handle, TensorResult* output) {
 void HandleTable::Release(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   states_.erase(handle);
+}
+
+std::vector<int64_t> HandleTable::WaitedSince(Clock::time_point since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int64_t> out;
+  for (const auto& [handle, state] : states_) {
+    if (!state.done && state.waiters > 0 && state.waited_from <= since) out.push_back(handle);
+  }
+  return out;
 }
 
 }  // namespace cohort

@@ -39,6 +39,9 @@ class HandleTable {
   Status TakeOutput(int64_t handle, TensorResult* output);
   // Forgets a completed handle.
   void Release(int64_t handle);
+  // Handles not yet complete that some thread has been waiting for, without
+  // a break, since `since` or earlier (the engine's deadlock check).
+  std::vector<int64_t> WaitedSince(Clock::time_point since);
 
  private:
   struct State {
@@ -50,6 +53,8 @@ class HandleTable {
     Status status;
     CompletionCallback callback;
     TensorResult output;
+    int waiters = 0;                // threads inside Wait() for this handle
+    Clock::time_point waited_from;  // when `waiters` last went from 0 to 1
   };
 
   std::mutex mu_;

@@ -4,6 +4,7 @@
 //   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size
 //   [process-set changes only: i32 set_id | u32 nmembers | nmembers x i32] }
 //   | u32 stalled | stalled x { u32 len | name } | u32 cached_bytes | cached bit vector
+//   | u32 stuck | stuck x { i32 set | u32 len | name | i32 kind | u32 nmissing | nmissing x i32 }
 #include "engine/request.h"
 
 #include <cstring>
@@ -112,6 +113,15 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
   }
   Put<uint32_t>(&out, static_cast<uint32_t>(message.cached.size()));
   out.append(reinterpret_cast<const char*>(message.cached.data()), message.cached.size());
+  Put<uint32_t>(&out, static_cast<uint32_t>(message.stuck.size()));
+  for (const StuckWait& w : message.stuck) {
+    Put<int32_t>(&out, w.set);
+    Put<uint32_t>(&out, static_cast<uint32_t>(w.name.size()));
+    out += w.name;
+    Put<int32_t>(&out, static_cast<int32_t>(w.kind));
+    Put<uint32_t>(&out, static_cast<uint32_t>(w.missing.size()));
+    for (int32_t rank : w.missing) Put<int32_t>(&out, rank);
+  }
   return out;
 }
 
@@ -170,6 +180,22 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
   std::string bits;
   if (!in.Get(&cached) || !in.GetString(cached, &bits)) return false;
   message->cached.assign(bits.begin(), bits.end());
+  uint32_t stuck = 0;
+  if (!in.Get(&stuck) || stuck > bytes.size()) return false;
+  message->stuck.assign(stuck, {});
+  for (StuckWait& w : message->stuck) {
+    uint32_t len = 0, nmissing = 0;
+    int32_t kind = 0;
+    if (!in.Get(&w.set) || !in.Get(&len) || !in.GetString(len, &w.name) || !in.Get(&kind) ||
+        !in.Get(&nmissing) || nmissing > bytes.size()) {
+      return false;
+    }
+    w.kind = static_cast<RequestKind>(kind);
+    w.missing.resize(nmissing);
+    for (int32_t& rank : w.missing) {
+      if (!in.Get(&rank)) return false;
+    }
+  }
   return in.AtEnd();
 }
 

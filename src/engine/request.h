@@ -70,12 +70,23 @@ struct Request {
   int64_t recv_elements = -1;
 };
 
+// An operation a thread of this rank has waited for since COHORT_DEADLOCK_TIME
+// while the rank submitted and completed nothing, and which still lacks the
+// `missing` ranks' submissions (engine/engine_deadlock.cc).
+struct StuckWait {
+  int32_t set = 0;
+  std::string name;
+  RequestKind kind = RequestKind::kAllreduce;
+  std::vector<int32_t> missing;  // job ranks
+};
+
 // One rank's per-cycle negotiation message.
 struct CycleMessage {
   std::vector<Announcement> announcements;  // submitted since the last cycle
   bool shutdown = false;                    // this rank asked to stop
   std::vector<std::string> stalled;         // rank 0 only: names to fail as stalled
   std::vector<uint8_t> cached;              // bit i: the announcement in response-cache slot i
+  std::vector<StuckWait> stuck;             // set 0 only: what this rank is stuck waiting for
 };
 
 // Serialisation of a CycleMessage; decoding fails on malformed bytes.

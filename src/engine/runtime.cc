@@ -23,7 +23,8 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
        {"COHORT_TIMEOUT", "COHORT_TRANSPORT", "COHORT_ALLREDUCE_ALGORITHM",
         "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
         "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
-        "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_TIMELINE",
+        "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME",
+        "COHORT_TIMELINE",
         "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
         "COHORT_ELASTIC_TIMEOUT"}) {
     Result<SettingValue> value = ReadSetting(env, name);
@@ -46,6 +47,7 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.engine.cycle_time_ms = v["COHORT_CYCLE_TIME"].number;
   s.engine.stall_check_seconds = v["COHORT_STALL_CHECK_TIME"].number;
   s.engine.stall_shutdown_seconds = v["COHORT_STALL_SHUTDOWN_TIME"].number;
+  s.engine.deadlock_seconds = v["COHORT_DEADLOCK_TIME"].number;
   s.engine.timeline_path = v["COHORT_TIMELINE"].text;
   s.tcp_streams = static_cast<int>(v["COHORT_TCP_STREAMS"].number);
   s.test_hosts = v["COHORT_TEST_HOSTS"].text;

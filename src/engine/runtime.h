@@ -32,8 +32,8 @@ struct RuntimeSettings {
   size_t chunk_bytes = 256 << 10;                                      // COHORT_CHUNK_BYTES
   size_t shm_slot_bytes = 1 << 20;                                     // COHORT_SHM_SLOT_BYTES
   int tcp_streams = 1;                                                 // COHORT_TCP_STREAMS
-  std::string test_hosts;  // COHORT_TEST_HOSTS (testing knob)
-  EngineOptions engine;    // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
+  std::string test_hosts;                // COHORT_TEST_HOSTS (testing knob)
+  EngineOptions engine;                  // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
   std::string elastic_worker;            // COHORT_ELASTIC_WORKER (set by cohort run)
   double elastic_timeout_seconds = 600;  // COHORT_ELASTIC_TIMEOUT
 };
@@ -53,6 +53,11 @@ class Runtime {
     return engine_.get();
   }
   Engine& StartEngine();
+  // Whether the engine has stopped for good (engine.h, Engine::Stopped).
+  bool EngineStopped() {
+    Engine* e = engine();
+    return e != nullptr && e->Stopped();
+  }
   // Point-to-point messages (p2p/point_to_point.h): the first call builds
   // their mesh, which every rank must do (collective); later calls return it.
   Result<PointToPoint*> OpenPointToPoint();

@@ -23,11 +23,12 @@ void WaitReport::Answer(WaitSnapshot snapshot) {
 }
 
 std::string DescribeTimedOutWait(const std::string& what, int set_id, const std::string& name,
-                                 double timeout_seconds,
+                                 double timeout_seconds, const std::string& setting,
                                  const std::optional<WaitSnapshot>& snapshot) {
   std::ostringstream out;
   out << what << (set_id == 0 ? "" : " of process set " + std::to_string(set_id))
-      << " did not complete within " << timeout_seconds << " s (COHORT_TIMEOUT): ";
+      << " did not complete within " << timeout_seconds << " s"
+      << (setting.empty() ? "" : " (" + setting + ")") << ": ";
   if (!snapshot) {
     out << "the engine is inside a collective that waits for a peer (it fails on its own, "
            "naming the peer)";

@@ -52,9 +52,10 @@ class WaitReport {
 };
 
 // The message of a wait that timed out: `what` ("allreduce 'grad.w'"), its
-// set, the timeout, and what `snapshot` (if any) says about its name.
+// set, the timeout (`setting`: the variable it came from, "" when the caller
+// passed it), and what `snapshot` (if any) says about its name.
 std::string DescribeTimedOutWait(const std::string& what, int set_id, const std::string& name,
-                                 double timeout_seconds,
+                                 double timeout_seconds, const std::string& setting,
                                  const std::optional<WaitSnapshot>& snapshot);
 
 }  // namespace cohort

@@ -56,9 +56,9 @@ std::string Mac(const std::string& secret, const std::string& data) {
   return std::string(reinterpret_cast<const char*>(mac.data()), mac.size());
 }
 
-bool SameBytes(const std::string& a, const std::string& b) { return ConstantTimeEqual(a, b); }
-
 }  // namespace
+
+bool SameBytes(const std::string& a, const std::string& b) { return ConstantTimeEqual(a, b); }
 
 std::string GenerateSecret() {
   static const char kHex[] = "0123456789abcdef";

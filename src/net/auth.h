@@ -18,6 +18,10 @@ class Socket;
 // 32 random bytes from the OS CSPRNG, as 64 hex characters.
 std::string GenerateSecret();
 
+// Whether two secrets are equal, in a time that does not depend on where
+// they differ (only on their length).
+bool SameBytes(const std::string& a, const std::string& b);
+
 // Mutual handshake. `purpose` ("store", "mesh") is mixed into the MAC so a
 // transcript from one kind of connection cannot be replayed on another.
 // A failure returns kUnauthenticated with the reason (the caller logs it and

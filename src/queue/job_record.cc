@@ -7,8 +7,9 @@
 namespace cohort::queue {
 namespace {
 
-constexpr JobState kStates[] = {JobState::kPending, JobState::kRunning,   JobState::kSucceeded,
-                                JobState::kFailed,  JobState::kCancelled, JobState::kPreempted};
+constexpr JobState kStates[] = {JobState::kPending,   JobState::kStarting, JobState::kRunning,
+                                JobState::kSucceeded, JobState::kFailed,   JobState::kCancelled,
+                                JobState::kPreempted};
 
 nlohmann::json TimeOrNull(double t) { return t > 0 ? nlohmann::json(t) : nlohmann::json(); }
 
@@ -18,6 +19,8 @@ const char* StateName(JobState state) {
   switch (state) {
     case JobState::kPending:
       return "pending";
+    case JobState::kStarting:
+      return "starting";
     case JobState::kRunning:
       return "running";
     case JobState::kSucceeded:
@@ -36,8 +39,9 @@ Result<JobState> ParseState(std::string_view text) {
   for (JobState state : kStates) {
     if (text == StateName(state)) return state;
   }
-  return Status::InvalidArgument("unknown job state '" + std::string(text) +
-                                 "' (pending, running, succeeded, failed, cancelled, preempted)");
+  return Status::InvalidArgument(
+      "unknown job state '" + std::string(text) +
+      "' (pending, starting, running, succeeded, failed, cancelled, preempted)");
 }
 
 bool IsFinal(JobState state) {
@@ -47,6 +51,10 @@ bool IsFinal(JobState state) {
 
 bool IsWaiting(JobState state) {
   return state == JobState::kPending || state == JobState::kPreempted;
+}
+
+bool IsRunning(JobState state) {
+  return state == JobState::kStarting || state == JobState::kRunning;
 }
 
 const char* StopReasonName(StopReason reason) {

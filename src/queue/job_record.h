@@ -7,6 +7,12 @@
 //      |                  |----cancel, then exit--> cancelled
 //      |                  '----preempt, then exit--> preempted --start--> running
 //      '--cancel--> cancelled                          '--cancel--> cancelled
+//
+// A job started on the server's own host is `starting` from the moment its
+// start is recorded (before any process exists) until its wrapper's pid is:
+// a server killed in between finds it so on restart and reconciles it
+// through the job's run file (queue/job_process.h) instead of starting it
+// twice.
 #ifndef COHORT_QUEUE_JOB_RECORD_H_
 #define COHORT_QUEUE_JOB_RECORD_H_
 
@@ -23,15 +29,18 @@
 
 namespace cohort::queue {
 
-enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
+enum class JobState { kPending, kStarting, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
 
-// "pending", "running", "succeeded", "failed", "cancelled", "preempted".
+// "pending", "starting", "running", "succeeded", "failed", "cancelled",
+// "preempted".
 const char* StateName(JobState state);
 Result<JobState> ParseState(std::string_view text);
 // Succeeded, failed or cancelled: the job will not run again.
 bool IsFinal(JobState state);
 // Pending or preempted: the policy may start it.
 bool IsWaiting(JobState state);
+// Starting or running: it holds its slots.
+bool IsRunning(JobState state);
 
 // Why a running job is being stopped (SIGTERM sent, SIGKILL after the grace).
 enum class StopReason { kNone, kCancel, kPreempt, kMaxTime, kLost };

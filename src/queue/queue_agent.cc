@@ -49,6 +49,8 @@ Status QueueAgent::Run(const std::function<bool()>& stop) {
   }
   while (!stop()) {
     Status s = Beat();
+    // Refused (no credential, a revoked one): retrying cannot help.
+    if (s.code() == Status::Code::kUnauthenticated) return s;
     if (!s.ok()) {
       // The server may be restarting: jobs go on, heartbeats resume.
       if (!reported_failure_) std::fprintf(stderr, "cohort agent: %s\n", s.message().c_str());
@@ -77,6 +79,9 @@ Status QueueAgent::Beat() {
                                                                {"running", running},
                                                                {"wait_s", wait}});
   if (!answer.ok()) return answer.status();
+  if (answer->status == 401 || answer->status == 403) {
+    return Status::Unauthenticated(answer->ErrorMessage());
+  }
   if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
   json work = json::parse(answer->body, nullptr, false);
   if (!work.is_object()) return Status::InvalidArgument("the heartbeat's answer is not JSON");
@@ -166,7 +171,10 @@ bool QueueAgent::Follow(uint64_t id, Held* held) {
   ShipLog(id, held);
   auto answer = client_->Post("agents/" + options_.name + "/jobs/" + std::to_string(id) + "/exit",
                               {{"exit_code", *code}});
-  if (!answer.ok() || answer->status != 200) return false;  // again at the next heartbeat
+  // 403: the job is no longer this agent's (requeued meanwhile): forget it.
+  if (!answer.ok() || (answer->status != 200 && answer->status != 403)) {
+    return false;  // again at the next heartbeat
+  }
   std::filesystem::remove(LocalPath(id, ".log"));
   std::filesystem::remove(LocalPath(id, ".exit"));
   return true;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "server/mlflow_api.h"
 #include "server/request_fields.h"
@@ -28,12 +29,6 @@ std::optional<uint64_t> ParseNumber(const std::string& text) {
     return std::nullopt;
   }
   return std::stoull(text);
-}
-
-std::string RequestUser(const HttpRequest& request, const std::string& user) {
-  if (!user.empty()) return user;
-  std::string claimed = request.Header("x-cohort-user");
-  return claimed.empty() ? "anonymous" : claimed;
 }
 
 Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
@@ -87,12 +82,16 @@ Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
   return job;
 }
 
+}  // namespace
+
 bool ValidAgentName(const std::string& name) {
   return !name.empty() && name.size() <= 64 && name != kLocalHost &&
          name.find_first_not_of(
              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
              std::string::npos;
 }
+
+namespace {
 
 json AgentWorkJson(const AgentWork& work) {
   json start = json::array();
@@ -111,7 +110,8 @@ json AgentWorkJson(const AgentWork& work) {
 
 }  // namespace
 
-HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string& rest) {
+HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string& rest,
+                                   const QueueCaller& caller) {
   size_t slash = rest.find('/');
   std::string name = rest.substr(0, slash);
   std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
@@ -121,6 +121,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
                            "' is not an agent name (letters, digits, '.', '_', '-'; "
                            "at most 64; not 'local')");
   }
+  if (auto denied = access_->MayActAs(caller, name)) return *denied;
   if (action == "heartbeat") {
     auto fields = server::RequestFields::FromRequest(request);
     if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
@@ -165,11 +166,23 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
   auto id = ParseNumber(action.substr(0, slash));
   std::string what = slash == std::string::npos ? "" : action.substr(slash + 1);
   if (!id) return MlflowError("INVALID_PARAMETER_VALUE", "'" + action + "' is not a job id");
+  // Only the agent a job runs on reports its output and its end.
+  auto runs_here = [&]() -> std::optional<HttpResponse> {
+    auto found = service_->Get(*id);
+    if (!found.ok()) return MlflowError("INTERNAL_ERROR", found.status().ToString());
+    if (!found->has_value()) {
+      return MlflowError("RESOURCE_DOES_NOT_EXIST", "no job " + std::to_string(*id));
+    }
+    if (IsRunning((*found)->state) && (*found)->host == name) return std::nullopt;
+    return MlflowError("PERMISSION_DENIED",
+                       "job " + std::to_string(*id) + " does not run on agent " + name);
+  };
   if (what == "log") {
     auto query = server::ParseQuery(request.query);
     auto it = query.find("offset");
     auto offset = it == query.end() ? std::nullopt : ParseNumber(it->second);
     if (!offset) return MlflowError("INVALID_PARAMETER_VALUE", "log: needs ?offset=BYTES");
+    if (auto denied = runs_here()) return *denied;
     auto size = service_->AppendLog(name, *id, *offset, request.body);
     if (!size.ok()) return Invalid(size.status());
     return JsonResponse(200, {{"offset", *size}});
@@ -182,6 +195,7 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
     if (*code < 0 || *code > 255) {
       return MlflowError("INVALID_PARAMETER_VALUE", "exit_code: must be 0-255");
     }
+    if (auto denied = runs_here()) return *denied;
     Status s = service_->ReportExit(name, *id, static_cast<int>(*code));
     if (!s.ok()) return Invalid(s);
     return JsonResponse(200, json::object());
@@ -189,22 +203,26 @@ HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string
   return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
 }
 
-HttpResponse QueueApi::Handle(const HttpRequest& request, const std::string& user) {
+HttpResponse QueueApi::Handle(const HttpRequest& request) {
   std::string rest = request.path.substr(std::string(kPrefix).size());
   auto not_found = [&] {
     return MlflowError("ENDPOINT_NOT_FOUND",
                        request.method + " " + request.path + " is not a queue endpoint");
   };
+  const bool agent_endpoint = rest.rfind("agents/", 0) == 0;
+  QueueCaller caller;
+  if (auto refused = access_->Identify(request, agent_endpoint, &caller)) return *refused;
+  if (agent_endpoint && request.method == "POST") {
+    return HandleAgent(request, rest.substr(7), caller);
+  }
+  if (auto denied = access_->MayUseJobs(caller)) return *denied;
   if (rest == "jobs") {
-    if (request.method == "POST") return SubmitJob(request, user);
-    if (request.method == "GET") return ListJobs();
+    if (request.method == "POST") return SubmitJob(request, caller);
+    if (request.method == "GET") return ListJobs(caller);
     return not_found();
   }
   if (rest == "agents" && request.method == "GET") {
     return JsonResponse(200, {{"agents", service_->AgentsJson()}});
-  }
-  if (rest.rfind("agents/", 0) == 0 && request.method == "POST") {
-    return HandleAgent(request, rest.substr(7));
   }
   if (rest.rfind("jobs/", 0) != 0) return not_found();
   rest = rest.substr(5);
@@ -219,10 +237,9 @@ HttpResponse QueueApi::Handle(const HttpRequest& request, const std::string& use
     return MlflowError("RESOURCE_DOES_NOT_EXIST", "no job " + std::to_string(*id));
   }
   const JobRecord& job = **found;
+  if (auto denied = access_->MayRead(caller, job)) return *denied;
   if (action.empty() && request.method == "GET") return ShowJob(job);
-  if (action == "cancel" && request.method == "POST") {
-    return CancelJob(job, RequestUser(request, user));
-  }
+  if (action == "cancel" && request.method == "POST") return CancelJob(job, caller.name);
   if (action == "log" && request.method == "GET") return ReadLog(request, job);
   return not_found();
 }
@@ -232,25 +249,29 @@ json QueueApi::JobJson(const JobRecord& job) {
   return ToJson(job, pending ? &*pending : nullptr);
 }
 
-HttpResponse QueueApi::SubmitJob(const HttpRequest& request, const std::string& user) {
+HttpResponse QueueApi::SubmitJob(const HttpRequest& request, const QueueCaller& caller) {
   auto fields = server::RequestFields::FromRequest(request);
   if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
   auto job = ParseSubmission(*fields);
   if (!job.ok()) return Invalid(job.status());
-  job->user = RequestUser(request, user);
+  if (auto denied = access_->MaySubmit(caller, job->project)) return *denied;
+  job->user = caller.name;
   auto id = service_->Submit(std::move(*job));
   if (!id.ok()) return Invalid(id.status());
   return JsonResponse(200, {{"id", *id}});
 }
 
-HttpResponse QueueApi::ListJobs() {
+HttpResponse QueueApi::ListJobs(const QueueCaller& caller) {
   auto jobs = service_->List();
   if (!jobs.ok()) return MlflowError("INTERNAL_ERROR", jobs.status().ToString());
   std::vector<json> listed;
-  for (const JobRecord& job : *jobs) listed.push_back(JobJson(job));
+  std::map<std::string, std::string> levels;  // the caller's, per project
+  for (const JobRecord& job : *jobs) {
+    if (access_->CanRead(caller, job, &levels)) listed.push_back(JobJson(job));
+  }
   // Running first, then waiting jobs by their place in the queue, then the rest by id.
   auto rank = [](const json& j) {
-    if (j["state"] == "running") return 0;
+    if (j["state"] == "running" || j["state"] == "starting") return 0;
     return j["position"].is_null() ? (j["state"] == "pending" || j["state"] == "preempted" ? 2 : 3)
                                    : 1;
   };

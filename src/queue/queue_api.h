@@ -26,12 +26,16 @@
 //   POST /api/queue/agents/NAME/jobs/ID/exit           {"exit_code"} -> {}
 //
 // Errors are JSON {"error_code", "message"} as the MLflow API answers them.
+// Every request needs a secret (queue/queue_access.h says whose, and what it
+// allows): a caller sees only the jobs it may read (403 on another's), and
+// only the agent a job runs on may report its log and exit (403).
 // Without --auth the user is the X-Cohort-User header ("anonymous" when absent).
 #ifndef COHORT_QUEUE_QUEUE_API_H_
 #define COHORT_QUEUE_QUEUE_API_H_
 
 #include <string>
 
+#include "queue/queue_access.h"
 #include "queue/queue_service.h"
 #include "server/http_server.h"
 
@@ -41,21 +45,25 @@ class QueueApi {
  public:
   static constexpr char kPrefix[] = "/api/queue/";
 
-  explicit QueueApi(QueueService* service) : service_(service) {}
-  // `user`: the token's user under --auth, else "".
-  server::HttpResponse Handle(const server::HttpRequest& request, const std::string& user);
+  QueueApi(QueueService* service, const QueueAccess* access) : service_(service), access_(access) {}
+  server::HttpResponse Handle(const server::HttpRequest& request);
 
  private:
-  server::HttpResponse SubmitJob(const server::HttpRequest& request, const std::string& user);
-  server::HttpResponse ListJobs();
+  server::HttpResponse SubmitJob(const server::HttpRequest& request, const QueueCaller& caller);
+  server::HttpResponse ListJobs(const QueueCaller& caller);
   server::HttpResponse ShowJob(const JobRecord& job);
   server::HttpResponse CancelJob(const JobRecord& job, const std::string& user);
   server::HttpResponse ReadLog(const server::HttpRequest& request, const JobRecord& job);
-  server::HttpResponse HandleAgent(const server::HttpRequest& request, const std::string& rest);
+  server::HttpResponse HandleAgent(const server::HttpRequest& request, const std::string& rest,
+                                   const QueueCaller& caller);
   nlohmann::json JobJson(const JobRecord& job);
 
   QueueService* service_;
+  const QueueAccess* access_;
 };
+
+// Letters, digits, '.', '_', '-'; at most 64; not "local" (this host).
+bool ValidAgentName(const std::string& name);
 
 }  // namespace cohort::queue
 

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "queue/queue_token.h"
+
 namespace cohort::queue {
 namespace {
 
@@ -57,6 +59,7 @@ QueueClient::QueueClient(std::string server)
       user_(CurrentUser()),
       http_(ClientPolicy(), /*max_in_flight=*/1) {
   while (!server_.empty() && server_.back() == '/') server_.pop_back();
+  queue_token_ = FindQueueToken(server_);
 }
 
 QueueClient::QueueClient(std::string server, std::string source) : QueueClient(std::move(server)) {
@@ -89,6 +92,9 @@ Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string 
 
 Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
   if (!token_.empty()) request.headers.push_back("Authorization: Bearer " + token_);
+  if (!queue_token_.empty()) {
+    request.headers.push_back(std::string(kQueueTokenHeader) + ": " + queue_token_);
+  }
   request.headers.push_back("X-Cohort-User: " + user_);
   auto response = http_.Perform(request);
   if (!response.ok()) {

@@ -1,7 +1,9 @@
 // QueueClient: the queue's HTTP endpoints (queue/queue_api.h) as the CLI
 // calls them. The server comes from COHORT_SERVER (default
-// http://127.0.0.1:5000), the token from COHORT_TRACKING_TOKEN or
-// MLFLOW_TRACKING_TOKEN, and the user it claims without --auth from $USER.
+// http://127.0.0.1:5000); a user's token (--auth) from COHORT_TRACKING_TOKEN
+// or MLFLOW_TRACKING_TOKEN; the queue's token (without --auth) from
+// COHORT_QUEUE_TOKEN or the server's record on this host
+// (queue/queue_token.h); the user it claims without --auth from $USER.
 #ifndef COHORT_QUEUE_QUEUE_CLIENT_H_
 #define COHORT_QUEUE_QUEUE_CLIENT_H_
 
@@ -37,6 +39,8 @@ class QueueClient {
   // `server` as `source` named it (a flag, "--queue"), which errors quote.
   QueueClient(std::string server, std::string source);
   const std::string& server() const { return server_; }
+  // Sends `credential` (an agent's) as the bearer instead of a user's token.
+  void UseCredential(std::string credential) { token_ = std::move(credential); }
 
   // `path` is below /api/queue/ ("jobs/3/cancel").
   Result<QueueAnswer> Get(const std::string& path);
@@ -49,7 +53,8 @@ class QueueClient {
 
   std::string server_;
   std::string source_ = "COHORT_SERVER";
-  std::string token_;
+  std::string token_;        // the bearer: a user's token or an agent's credential
+  std::string queue_token_;  // the queue's token, "" when none was found
   std::string user_;
   data::HttpClient http_;
 };

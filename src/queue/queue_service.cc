@@ -89,6 +89,10 @@ std::string QueueService::ExitPath(uint64_t id) const {
   return options_.log_dir + "/" + std::to_string(id) + ".exit";
 }
 
+std::string QueueService::RunPath(uint64_t id) const {
+  return options_.log_dir + "/" + std::to_string(id) + ".run";
+}
+
 std::vector<sched::Host> QueueService::PoolHosts(const std::string& pool, double now) const {
   std::vector<sched::Host> hosts;
   if (slurm_ != nullptr && pool == slurm_->pool()) return {{kSlurmHost, slurm_->slots()}};
@@ -175,7 +179,7 @@ Status QueueService::Cancel(uint64_t id, const std::string& by) {
                                    StateName(job.state));
   }
   std::string why = "cancelled by " + (by.empty() ? std::string("anonymous") : by);
-  if (job.state == JobState::kRunning) {
+  if (IsRunning(job.state)) {
     if (job.stop == StopReason::kCancel) return Status::OK();
     COHORT_RETURN_IF_ERROR(StopJob(&job, StopReason::kCancel, why, WallClock()));
   } else {
@@ -211,9 +215,9 @@ Status QueueService::Pass(double now) {
   if (!active.ok()) return active.status();
   std::vector<sched::RunningJob> running;
   for (JobRecord& job : *active) {
-    if (job.state != JobState::kRunning) continue;
+    if (!IsRunning(job.state)) continue;
     COHORT_RETURN_IF_ERROR(Follow(&job, now));
-    if (job.state == JobState::kRunning) running.push_back({ToSpec(job), job.started, {}});
+    if (IsRunning(job.state)) running.push_back({ToSpec(job), job.started, {}});
   }
   sched::AdvanceUsage(running, std::max(0.0, now - last_pass_), options_.usage_half_life_s,
                       &usage_);
@@ -242,7 +246,7 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
     if (job.pool != pool) continue;
     by_id[job.id] = &job;
     if (IsWaiting(job.state)) state.pending.push_back(ToSpec(job));
-    if (job.state != JobState::kRunning) continue;
+    if (!IsRunning(job.state)) continue;
     sched::RunningJob run;
     run.spec = ToSpec(job);
     run.started = job.started;
@@ -311,6 +315,10 @@ Status QueueService::Launch(JobRecord* job, double now) {
   job->stop_since = 0;
   job->slurm_id.clear();
   if (job->host == kSlurmHost) {
+    // The intent first: a restart finds a `starting` job's SLURM job by its
+    // name (FollowStarting) rather than submitting it again.
+    job->state = JobState::kStarting;
+    COHORT_RETURN_IF_ERROR(store_->Update(*job));
     auto id = slurm_->Submit(*job, JobEnv(*job), LogPath(job->id));
     if (!id.ok()) {
       job->state = JobState::kFailed;
@@ -318,17 +326,27 @@ Status QueueService::Launch(JobRecord* job, double now) {
       job->reason = "could not start: " + id.status().message();
       return store_->Update(*job);
     }
+    job->state = JobState::kRunning;
     job->slurm_id = *id;
     return store_->Update(*job);
   }
   // An agent's job starts when the agent's next heartbeat collects it.
   if (job->host != kLocalHost) return store_->Update(*job);
+  // The intent first, durably, and nothing of an earlier run left to be
+  // mistaken for this one's: a restart reconciles a `starting` job through
+  // its run file (FollowStarting) rather than starting it again.
+  std::error_code ignored;
+  std::filesystem::remove(ExitPath(job->id), ignored);
+  std::filesystem::remove(RunPath(job->id), ignored);
+  job->state = JobState::kStarting;
+  COHORT_RETURN_IF_ERROR(store_->Update(*job));
   JobLaunch launch;
   launch.command = job->command;
   launch.env = JobEnv(*job);
   launch.cwd = job->cwd;
   launch.log_path = LogPath(job->id);
   launch.exit_path = ExitPath(job->id);
+  launch.run_path = RunPath(job->id);
   auto process = StartJob(launch);
   if (!process.ok()) {
     job->state = JobState::kFailed;
@@ -337,6 +355,7 @@ Status QueueService::Launch(JobRecord* job, double now) {
     job->host.clear();
     return store_->Update(*job);
   }
+  job->state = JobState::kRunning;
   job->wrapper_pid = process->wrapper_pid;
   job->wrapper_start = process->wrapper_start;
   job->job_pgid = process->job_pgid;
@@ -351,11 +370,15 @@ Status QueueService::StopJob(JobRecord* job, StopReason reason, const std::strin
   COHORT_RETURN_IF_ERROR(store_->Update(*job));  // before the signal: a restart knows why
   // An agent's job is signalled through the agent's heartbeat.
   if (job->host == kLocalHost) SignalJob(job->job_pgid, SIGTERM);
-  if (job->host == kSlurmHost) return slurm_->Signal(job->slurm_id, /*kill=*/false);
+  // A job still `starting` has no SLURM id yet: it is signalled once adopted.
+  if (job->host == kSlurmHost && !job->slurm_id.empty()) {
+    return slurm_->Signal(job->slurm_id, /*kill=*/false);
+  }
   return Status::OK();
 }
 
 Status QueueService::Follow(JobRecord* job, double now) {
+  if (job->state == JobState::kStarting) return FollowStarting(job, now);
   if (job->host == kLocalHost) return FollowLocal(job, now);
   if (job->host == kSlurmHost) return FollowSlurm(job, now);
   std::string lost;
@@ -397,11 +420,71 @@ Status QueueService::FollowSlurm(JobRecord* job, double now) {
   return Status::OK();
 }
 
+Status QueueService::FollowStarting(JobRecord* job, double now) {
+  if (job->host == kSlurmHost) {
+    if (slurm_ == nullptr) return FollowSlurm(job, now);  // fails it as lost
+    auto found = slurm_->Find(*job);
+    if (!found.ok()) return found.status();
+    if (found->has_value()) {  // submitted by a server that died before recording it
+      job->state = JobState::kRunning;
+      job->slurm_id = **found;
+      COHORT_RETURN_IF_ERROR(store_->Update(*job));
+      if (job->stop != StopReason::kNone) {  // stopped meanwhile
+        COHORT_RETURN_IF_ERROR(slurm_->Signal(job->slurm_id, /*kill=*/false));
+      }
+      return FollowSlurm(job, now);
+    }
+    return Requeue(job, now);
+  }
+  if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
+  RunFile run = ReadRunFile(RunPath(job->id));
+  if (run.locked) {
+    if (run.wrapper_pid == 0) return Status::OK();  // being started: look again next pass
+    // Started by a server that died before recording it: follow it.
+    job->state = JobState::kRunning;
+    job->wrapper_pid = run.wrapper_pid;
+    job->wrapper_start = ProcessStartTime(run.wrapper_pid);
+    job->job_pgid = run.job_pgid;
+    COHORT_RETURN_IF_ERROR(store_->Update(*job));
+    if (job->stop != StopReason::kNone) SignalJob(job->job_pgid, SIGTERM);  // stopped meanwhile
+    return FollowLocal(job, now);
+  }
+  if (run.wrapper_pid != 0) {
+    // It ran, and its wrapper is gone without an exit status: it is not
+    // started again (at most once), and what is left of it is killed.
+    if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
+    KillOrphanedJob(run.job_pgid, run.wrapper_pid);
+    job->stop = StopReason::kLost;
+    job->reason = "lost: its wrapper process " + std::to_string(run.wrapper_pid) +
+                  " ended without writing an exit status";
+    return Finish(job, -1, now);
+  }
+  return Requeue(job, now);
+}
+
+Status QueueService::Requeue(JobRecord* job, double now) {
+  // Never started (the server died before the job could run): it waits
+  // again, and the policy starts it.
+  job->state = job->restarts > 0 ? JobState::kPreempted : JobState::kPending;
+  job->started = 0;
+  job->host.clear();
+  job->borrowed = false;
+  if (job->stop == StopReason::kCancel) {
+    job->state = JobState::kCancelled;
+    job->finished = now;
+  }
+  job->stop = StopReason::kNone;
+  job->stop_since = 0;
+  return store_->Update(*job);
+}
+
 Status QueueService::FollowLocal(JobRecord* job, double now) {
   if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
   if (!WrapperAlive(job->wrapper_pid, job->wrapper_start)) {
     // The wrapper may have written the file between the two looks.
     if (auto code = ReadExitFile(ExitPath(job->id))) return Finish(job, *code, now);
+    // Whatever of the job outlived its wrapper is the server's no longer.
+    KillOrphanedJob(job->job_pgid, job->wrapper_pid);
     job->stop = StopReason::kLost;
     job->reason = "lost: its wrapper process " + std::to_string(job->wrapper_pid) +
                   " ended without writing an exit status";
@@ -449,9 +532,10 @@ Status QueueService::Finish(JobRecord* job, int exit_code, double now) {
   job->job_pgid = 0;
   job->stop = StopReason::kNone;
   job->stop_since = 0;
+  std::error_code ignored;
+  std::filesystem::remove(RunPath(job->id), ignored);  // it says nothing of a next run
   return store_->Update(*job);
 }
-
 
 Result<AgentWork> QueueService::Heartbeat(const std::string& agent, const std::string& address,
                                           const std::string& pool, int slots,

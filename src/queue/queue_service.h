@@ -121,6 +121,7 @@ class QueueService {
   QueueService(QueueOptions options, std::unique_ptr<QueueStore> store)
       : options_(std::move(options)), store_(std::move(store)) {}
   std::string ExitPath(uint64_t id) const;
+  std::string RunPath(uint64_t id) const;  // the run file of a job of this host
   struct Agent {
     std::string address;  // how `cohort run -H` reaches it
     std::string pool;
@@ -137,6 +138,12 @@ class QueueService {
   void Loop();
   Status Pass(double now);
   Status Follow(JobRecord* job, double now);
+  // A `starting` job after a restart: adopted when its wrapper runs (or
+  // SLURM has it), failed (its leftovers killed) when it ran and the wrapper
+  // is gone, back in the queue when it never ran.
+  Status FollowStarting(JobRecord* job, double now);
+  // A `starting` job that never started waits in the queue again.
+  Status Requeue(JobRecord* job, double now);
   Status FollowLocal(JobRecord* job, double now);
   Status FollowSlurm(JobRecord* job, double now);
   Status Finish(JobRecord* job, int exit_code, double now);

@@ -126,7 +126,7 @@ Result<std::optional<JobRecord>> QueueStore::Get(uint64_t id) {
 Result<std::vector<JobRecord>> QueueStore::List() { return Select(""); }
 
 Result<std::vector<JobRecord>> QueueStore::Active() {
-  return Select("WHERE state IN ('pending', 'running', 'preempted')");
+  return Select("WHERE state IN ('pending', 'starting', 'running', 'preempted')");
 }
 
 Status QueueStore::Update(const JobRecord& job) {

@@ -28,7 +28,7 @@ class QueueStore {
   Result<std::optional<JobRecord>> Get(uint64_t id);
   // Every job, by id.
   Result<std::vector<JobRecord>> List();
-  // Jobs that are pending, running or preempted, by id.
+  // Jobs that are pending, starting, running or preempted, by id.
   Result<std::vector<JobRecord>> Active();
   // Writes every field of `job` but its id and what was submitted.
   Status Update(const JobRecord& job);

@@ -139,7 +139,7 @@ Result<std::string> SlurmPool::Submit(const JobRecord& job, const std::vector<st
   }
   std::vector<std::string> args = {"sbatch", "--parsable", "--open-mode=append", "--export=ALL"};
   args.push_back("--ntasks=" + std::to_string(job.slots));
-  args.push_back("--job-name=cohort-" + std::to_string(job.id));
+  args.push_back("--job-name=" + JobName(job));
   args.push_back("--output=" + log_path);
   args.push_back("--wrap=" + script);
   if (!job.cwd.empty()) args.push_back("--chdir=" + job.cwd);
@@ -158,6 +158,22 @@ Result<std::string> SlurmPool::Submit(const JobRecord& job, const std::vector<st
     return Status::IoError("sbatch failed: " + run->Message());
   }
   return id;
+}
+
+std::string SlurmPool::JobName(const JobRecord& job) {
+  return "cohort-" + std::to_string(job.id) + "-" + std::to_string(job.restarts);
+}
+
+Result<std::optional<std::string>> SlurmPool::Find(const JobRecord& job) {
+  auto squeue =
+      RunCommand({"squeue", "-h", "--states=all", "--name=" + JobName(job), "-o", "%i"}, {});
+  if (!squeue.ok()) return squeue.status();
+  if (squeue->exit_code != 0) return Status::IoError("squeue failed: " + squeue->Message());
+  std::string id = squeue->out.substr(0, squeue->out.find('\n'));
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(id);
 }
 
 Result<std::optional<int>> SlurmPool::Poll(const std::string& slurm_id) {

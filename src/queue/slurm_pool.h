@@ -27,9 +27,15 @@ class SlurmPool {
   int slots() const { return slots_; }
 
   // sbatch: the job's command in its directory with `env`, stdout and stderr
-  // appended to `log_path`. Returns SLURM's job id.
+  // appended to `log_path`, named JobName(job). Returns SLURM's job id.
   Result<std::string> Submit(const JobRecord& job, const std::vector<std::string>& env,
                              const std::string& log_path);
+  // "cohort-ID-RESTARTS": one name per run of a job, so that a server that
+  // died between sbatch and recording its answer finds the job by it.
+  static std::string JobName(const JobRecord& job);
+  // SLURM's id of this run of `job` (squeue --states=all --name), nullopt
+  // when SLURM has none: never submitted, or forgotten (MinJobAge).
+  Result<std::optional<std::string>> Find(const JobRecord& job);
   // nullopt while SLURM holds the job; its exit status (128+N for signal N)
   // once it ended.
   Result<std::optional<int>> Poll(const std::string& slurm_id);

@@ -1,413 +1,408 @@
-// The HTTP/1.1 server: accept loop, per-connection request parsing and
-// keep-alive.
+// The HTTP server's event loop: epoll over the listener and every
+// connection, handler threads for complete requests, deadlines, and the
+// caps on connections (the oldest idle ones close for new ones).
 #include "server/http_server.h"
 
-#include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cctype>
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <optional>
+#include <exception>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
+#include "common/logging.h"
 #include "net/socket.h"
+#include "server/handler_pool.h"
+#include "server/http_connection.h"
 
 namespace cohort::server {
 namespace {
 
-// Bytes of one connection, read as requests need them.
-class ConnectionReader {
- public:
-  ConnectionReader(int fd, int idle_timeout_ms) : fd_(fd), timeout_ms_(idle_timeout_ms) {}
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr int kListenBacklog =
+    4096;  // a burst of connections waits in the kernel, not in SYN retries
+constexpr size_t kScratchBytes = 256 << 10;
+constexpr auto kDeadlineScan = std::chrono::milliseconds(100);
+constexpr auto kAcceptPause =
+    std::chrono::milliseconds(100);  // out of descriptors, nothing to evict
 
-  // Reads more bytes; false on EOF, error or timeout.
-  bool Fill() {
-    pollfd p{fd_, POLLIN, 0};
-    int r = poll(&p, 1, timeout_ms_);
-    if (r <= 0) return false;
-    char chunk[64 << 10];
-    ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
-    if (n <= 0) return false;
-    buffer_.append(chunk, static_cast<size_t>(n));
-    return true;
+// Raises the soft descriptor limit to the hard one and returns how many
+// connections fit, leaving room for the store, files and jobs.
+int ConnectionCap(int wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
-
-  std::string& buffer() { return buffer_; }
-
- private:
-  int fd_;
-  int timeout_ms_;
-  std::string buffer_;
-};
-
-bool SendAll(int fd, const std::string& bytes) {
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, 30000) <= 0) return false;
-      continue;
-    }
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
-HttpResponse PlainError(int status, const std::string& message) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "text/plain; charset=utf-8";
-  r.body = message + "\n";
-  return r;
-}
-
-std::string Serialize(const HttpResponse& r, bool keep_alive, bool head_only) {
-  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + ReasonPhrase(r.status) +
-                    "\r\nContent-Type: " + r.content_type +
-                    "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                    (keep_alive ? "\r\nConnection: keep-alive" : "\r\nConnection: close");
-  for (const auto& [name, value] : r.headers) out += "\r\n" + name + ": " + value;
-  out += "\r\n\r\n";
-  if (!head_only) out += r.body;
-  return out;
-}
-
-// Parses the head (request line and headers); an error is the response to send.
-std::optional<HttpResponse> ParseHead(const std::string& head, HttpRequest* req, bool* http10) {
-  size_t line_end = head.find("\r\n");
-  std::string line = head.substr(0, line_end);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) return PlainError(400, "malformed request line");
-  req->method = line.substr(0, sp1);
-  std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string version = line.substr(sp2 + 1);
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    return PlainError(version.rfind("HTTP/", 0) == 0 ? 505 : 400, "unsupported HTTP version");
-  }
-  *http10 = version == "HTTP/1.0";
-  for (char c : req->method) {
-    if (!std::isupper(static_cast<unsigned char>(c))) return PlainError(400, "malformed method");
-  }
-  if (target.empty() || target[0] != '/') return PlainError(400, "malformed request target");
-  size_t q = target.find('?');
-  req->path = PercentDecode(target.substr(0, q));
-  if (q != std::string::npos) req->query = target.substr(q + 1);
-  size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
-  while (pos < head.size()) {
-    size_t end = head.find("\r\n", pos);
-    if (end == std::string::npos) end = head.size();
-    std::string h = head.substr(pos, end - pos);
-    pos = end + 2;
-    if (h.empty()) continue;
-    size_t colon = h.find(':');
-    if (colon == std::string::npos || colon == 0) return PlainError(400, "malformed header");
-    req->headers[Lower(Trim(h.substr(0, colon)))] = Trim(h.substr(colon + 1));
-  }
-  return std::nullopt;
-}
-
-// Decodes a chunked body from `in` starting at *pos; nullopt while incomplete,
-// an error message when malformed.
-enum class ChunkResult { kDone, kNeedMore, kBad, kTooLarge };
-ChunkResult DecodeChunked(const std::string& in, size_t* pos, size_t limit, std::string* body) {
-  while (true) {
-    size_t line_end = in.find("\r\n", *pos);
-    if (line_end == std::string::npos) return ChunkResult::kNeedMore;
-    std::string size_text = in.substr(*pos, line_end - *pos);
-    size_t semi = size_text.find(';');
-    if (semi != std::string::npos) size_text.resize(semi);
-    if (size_text.empty() || size_text.size() > 15 ||
-        size_text.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
-      return ChunkResult::kBad;
-    }
-    size_t size = std::stoul(size_text, nullptr, 16);
-    if (body->size() + size > limit) return ChunkResult::kTooLarge;
-    if (size == 0) {
-      size_t end = in.find("\r\n\r\n", line_end);  // trailers end with an empty line
-      if (end == std::string::npos) {
-        if (in.compare(line_end, 4, "\r\n\r\n") != 0) return ChunkResult::kNeedMore;
-      }
-      *pos = (end == std::string::npos ? line_end : end) + 4;
-      return ChunkResult::kDone;
-    }
-    if (in.size() < line_end + 2 + size + 2) return ChunkResult::kNeedMore;
-    body->append(in, line_end + 2, size);
-    if (in.compare(line_end + 2 + size, 2, "\r\n") != 0) return ChunkResult::kBad;
-    *pos = line_end + 2 + size + 2;
-  }
+  if (limit.rlim_cur == RLIM_INFINITY) return wanted;
+  int64_t soft = static_cast<int64_t>(limit.rlim_cur);
+  int64_t room = soft - std::max<int64_t>(64, soft / 8);
+  return static_cast<int>(std::max<int64_t>(16, std::min<int64_t>(wanted, room)));
 }
 
 }  // namespace
 
-std::string HttpRequest::Header(const std::string& name) const {
-  auto it = headers.find(name);
-  return it == headers.end() ? "" : it->second;
-}
+class HttpServer::Loop {
+ public:
+  Loop(Fd listener, Fd epoll, Fd wake, HttpHandler handler, HttpServerOptions options)
+      : listener_(std::move(listener)),
+        epoll_(std::move(epoll)),
+        wake_(std::move(wake)),
+        handler_(std::move(handler)),
+        options_(std::move(options)),
+        max_connections_(ConnectionCap(options_.max_connections)),
+        pool_(options_.handler_threads),
+        scratch_(kScratchBytes) {}
 
-const char* ReasonPhrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Payload Too Large";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
+  void Run();
+  void RequestStop() {
+    stopping_ = true;
+    Wake();
   }
-}
+  void StopHandlers() { pool_.Stop(); }
 
-std::string PercentDecode(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
+ private:
+  struct Slot {
+    std::unique_ptr<HttpConnection> conn;
+    uint32_t events = 0;  // registered with epoll; 0 = not registered
+    bool idle = false;
+    std::list<uint64_t>::iterator idle_pos;
+  };
 
-std::multimap<std::string, std::string> ParseQuery(const std::string& query) {
-  std::multimap<std::string, std::string> out;
-  size_t pos = 0;
-  while (pos <= query.size() && !query.empty()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string::npos) amp = query.size();
-    std::string pair = query.substr(pos, amp - pos);
-    for (char& c : pair) {
-      if (c == '+') c = ' ';
-    }
-    size_t eq = pair.find('=');
-    if (!pair.empty()) {
-      out.emplace(PercentDecode(pair.substr(0, eq)),
-                  eq == std::string::npos ? "" : PercentDecode(pair.substr(eq + 1)));
-    }
-    pos = amp + 1;
+  void Wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
   }
-  return out;
-}
+  void Accept(Clock::time_point now);
+  bool EvictForNewConnection();
+  void OnEvent(uint64_t id, uint32_t events, Clock::time_point now);
+  // Carries out what a connection asked for, and files it by its new phase.
+  void Apply(uint64_t id, HttpConnection::Next next, Clock::time_point now);
+  void Dispatch(uint64_t id, HttpConnection& conn);
+  HttpResponse RunHandler(const HttpRequest& request);
+  void Post(uint64_t id, HttpResponse response);
+  void TakeAnswers(Clock::time_point now);
+  void ExpireDeadlines(Clock::time_point now);
+  void SetInterest(uint64_t id, Slot& slot);
+  void SetIdle(uint64_t id, Slot& slot);
+  void Close(uint64_t id);
+  void PauseAccepting(Clock::time_point now);
+
+  Fd listener_;
+  Fd epoll_;
+  Fd wake_;
+  HttpHandler handler_;
+  HttpServerOptions options_;
+  const int max_connections_;
+  HandlerPool pool_;
+  std::vector<char> scratch_;  // every connection reads through it (one thread)
+
+  std::atomic<bool> stopping_{false};
+  std::unordered_map<uint64_t, Slot> slots_;
+  std::list<uint64_t> idle_;  // idle connections, the longest idle first
+  uint64_t next_id_ = 2;
+  bool accepting_ = true;
+  Clock::time_point accept_resume_;
+
+  std::mutex answers_mu_;
+  std::vector<std::pair<uint64_t, HttpResponse>> answers_;  // from handler threads
+};
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& host, int port,
                                                       HttpHandler handler,
                                                       HttpServerOptions options) {
-  auto listener = Socket::Listen(host, port);
+  auto listener = Socket::Listen(host, port, kListenBacklog);
   if (!listener.ok()) return listener.status().WithContext("cohort server");
   auto bound = listener->LocalPort();
   if (!bound.ok()) return bound.status();
-  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) return Status::IoError(std::string("eventfd: ") + std::strerror(errno));
-  std::unique_ptr<HttpServer> server(
-      new HttpServer(listener->Release(), wake, *bound, std::move(handler), options));
-  server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  Fd listen_fd(listener->Release());
+  Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll.valid()) return Status::IoError("epoll_create1: " + ErrnoText(errno));
+  Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid()) return Status::IoError("eventfd: " + ErrnoText(errno));
+  for (auto [fd, id] : {std::pair{listen_fd.get(), kListenerId}, std::pair{wake.get(), kWakeId}}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return Status::IoError("epoll_ctl: " + ErrnoText(errno));
+    }
+  }
+  std::unique_ptr<HttpServer> server(new HttpServer(*bound));
+  server->loop_ = std::make_unique<Loop>(std::move(listen_fd), std::move(epoll), std::move(wake),
+                                         std::move(handler), std::move(options));
+  server->thread_ = std::thread([loop = server->loop_.get()] { loop->Run(); });
   return server;
 }
 
-HttpServer::HttpServer(int listen_fd, int wake_fd, int port, HttpHandler handler,
-                       HttpServerOptions options)
-    : listen_fd_(listen_fd),
-      wake_fd_(wake_fd),
-      port_(port),
-      handler_(std::move(handler)),
-      options_(options) {}
+HttpServer::HttpServer(int port) : port_(port) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    for (auto& [fd, thread] : connections_) shutdown(fd, SHUT_RDWR);
-  }
-  uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof one);
-  if (acceptor_.joinable()) acceptor_.join();
-  // Connection threads remove themselves; wait for the last to go.
-  while (true) {
-    std::vector<std::thread> done;
-    bool empty;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done.swap(finished_);
-      empty = connections_.empty();
-    }
-    for (std::thread& t : done) t.join();
-    if (empty && done.empty()) break;
-    if (done.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  close(listen_fd_);
-  close(wake_fd_);
+  if (!thread_.joinable()) return;
+  loop_->RequestStop();
+  thread_.join();
+  loop_->StopHandlers();
 }
 
-void HttpServer::AcceptLoop() {
-  while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+void HttpServer::Loop::Run() {
+  // sendfile(2) has no MSG_NOSIGNAL: a client gone mid-download would raise
+  // SIGPIPE and end the process. Blocked here, it stays pending and the call
+  // fails with EPIPE instead (a write's SIGPIPE goes to the thread that wrote).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  std::vector<epoll_event> events(256);
+  Clock::time_point next_scan = Clock::now() + kDeadlineScan;
+  while (!stopping_) {
+    Clock::time_point now = Clock::now();
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_scan - now).count();
+    int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
+                         static_cast<int>(std::max<int64_t>(0, wait)) + 1);
+    if (n < 0 && errno != EINTR) {
+      COHORT_LOG(kError) << "cohort server: epoll_wait: " << ErrnoText(errno);
+      break;
     }
-    if (fds[1].revents) return;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      close(fd);
-      return;
+    now = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      uint64_t id = events[i].data.u64;
+      if (id == kListenerId) {
+        Accept(now);
+      } else if (id == kWakeId) {
+        uint64_t count;
+        (void)!::read(wake_.get(), &count, sizeof count);
+        TakeAnswers(now);
+      } else {
+        OnEvent(id, events[i].events, now);
+      }
     }
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-      SendAll(fd, Serialize(PlainError(503, "too many connections"), false, false));
-      close(fd);
+    if (now >= next_scan) {
+      ExpireDeadlines(now);
+      next_scan = now + kDeadlineScan;
+    }
+    if (!accepting_ && now >= accept_resume_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerId;
+      accepting_ = ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &ev) == 0;
+      if (!accepting_) accept_resume_ = now + kAcceptPause;
+    }
+  }
+  slots_.clear();  // closes every connection
+  idle_.clear();
+}
+
+void HttpServer::Loop::Accept(Clock::time_point now) {
+  for (int k = 0; k < 256; ++k) {
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (EvictForNewConnection()) continue;
+        PauseAccepting(now);
+      }
+      return;  // EAGAIN: none left
+    }
+    if (static_cast<int>(slots_.size()) >= max_connections_ && !EvictForNewConnection()) {
+      // Every connection is busy with a request: say so rather than drop it.
+      static constexpr char kBusy[] =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)!::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
       continue;
     }
-    for (std::thread& t : finished_) t.join();  // each has left Serve already
-    finished_.clear();
-    connections_[fd] = std::thread([this, fd] { Serve(fd); });
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    uint64_t id = next_id_++;
+    Slot& slot = slots_[id];
+    slot.conn = std::make_unique<HttpConnection>(Fd(fd), options_, now);
+    SetInterest(id, slot);
+    SetIdle(id, slot);
   }
 }
 
-void HttpServer::Serve(int fd) {
-  ConnectionReader reader(fd, options_.idle_timeout_ms);
-  std::string& buf = reader.buffer();
-  bool keep_alive = true;
-  while (keep_alive) {
-    size_t head_end;
-    while ((head_end = buf.find("\r\n\r\n")) == std::string::npos) {
-      if (buf.size() > options_.max_header_bytes) break;
-      if (!reader.Fill()) {
-        keep_alive = false;
-        break;
-      }
-    }
-    if (!keep_alive) break;
-    if (head_end == std::string::npos || head_end > options_.max_header_bytes) {
-      SendAll(fd, Serialize(PlainError(431, "request header too large"), false, false));
-      break;
-    }
-    HttpRequest req;
-    bool http10 = false;
-    if (auto error = ParseHead(buf.substr(0, head_end), &req, &http10)) {
-      SendAll(fd, Serialize(*error, false, false));
-      break;
-    }
-    size_t pos = head_end + 4;
-    if (Lower(req.Header("transfer-encoding")) == "chunked") {
-      ChunkResult r;
-      while ((r = DecodeChunked(buf, &pos, options_.max_body_bytes, &req.body)) ==
-             ChunkResult::kNeedMore) {
-        req.body.clear();
-        pos = head_end + 4;
-        if (!reader.Fill()) break;
-      }
-      if (r != ChunkResult::kDone) {
-        if (r != ChunkResult::kNeedMore) {
-          SendAll(fd, Serialize(PlainError(r == ChunkResult::kBad ? 400 : 413,
-                                           r == ChunkResult::kBad ? "malformed chunked body"
-                                                                  : "request body too large"),
-                                false, false));
-        }
-        break;
-      }
-    } else if (!req.Header("transfer-encoding").empty()) {
-      SendAll(fd, Serialize(PlainError(501, "unsupported transfer-encoding"), false, false));
-      break;
-    } else {
-      std::string length_text = req.Header("content-length");
-      size_t length = 0;
-      if (!length_text.empty()) {
-        if (length_text.size() > 15 ||
-            length_text.find_first_not_of("0123456789") != std::string::npos) {
-          SendAll(fd, Serialize(PlainError(400, "malformed Content-Length"), false, false));
-          break;
-        }
-        length = std::stoull(length_text);
-      }
-      if (length > options_.max_body_bytes) {
-        SendAll(fd,
-                Serialize(PlainError(413, "request body too large (limit " +
-                                              std::to_string(options_.max_body_bytes) + " bytes)"),
-                          false, false));
-        break;
-      }
-      bool complete = true;
-      while (buf.size() < pos + length) {
-        if (!reader.Fill()) {
-          complete = false;
-          break;
-        }
-      }
-      if (!complete) break;
-      req.body = buf.substr(pos, length);
-      pos += length;
-    }
-    buf.erase(0, pos);
-    std::string connection = Lower(req.Header("connection"));
-    keep_alive = http10 ? connection == "keep-alive" : connection != "close";
-    HttpResponse response = handler_(req);
-    if (!SendAll(fd, Serialize(response, keep_alive, req.method == "HEAD"))) break;
+// Frees a place: the connection idle the longest, else one already answered
+// and closing, else the one whose head has been arriving the longest (a
+// slow-header client, not a real one whose head takes milliseconds). False
+// when every connection is mid-request.
+bool HttpServer::Loop::EvictForNewConnection() {
+  if (!idle_.empty()) {
+    Close(idle_.front());
+    return true;
   }
-  // Closed under the lock: once the fd number is free, accept may reuse it
-  // for a new entry in connections_.
-  std::lock_guard<std::mutex> lock(mu_);
-  close(fd);
-  auto it = connections_.find(fd);
-  if (it != connections_.end()) {
-    finished_.push_back(std::move(it->second));
-    connections_.erase(it);
+  uint64_t lingering = 0, slowest = 0;
+  Clock::time_point since = Clock::time_point::max();
+  for (const auto& [id, slot] : slots_) {
+    HttpConnection::Phase phase = slot.conn->phase();
+    if (phase == HttpConnection::Phase::kLingering) lingering = id;
+    if (phase == HttpConnection::Phase::kHead && slot.conn->phase_start() < since) {
+      since = slot.conn->phase_start();
+      slowest = id;
+    }
   }
+  uint64_t evicted = lingering != 0 ? lingering : slowest;
+  if (evicted == 0) return false;
+  Close(evicted);
+  return true;
+}
+
+void HttpServer::Loop::PauseAccepting(Clock::time_point now) {
+  if (!accepting_) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_.get(), nullptr);
+  accepting_ = false;
+  accept_resume_ = now + kAcceptPause;
+  COHORT_LOG(kWarning) << "cohort server: out of file descriptors with " << slots_.size()
+                       << " connections open; accepting again in 100 ms";
+}
+
+void HttpServer::Loop::OnEvent(uint64_t id, uint32_t events, Clock::time_point now) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;  // closed earlier in this round
+  HttpConnection& conn = *it->second.conn;
+  HttpConnection::Next next = HttpConnection::Next::kWait;
+  if (conn.phase() == HttpConnection::Phase::kWriting) {
+    if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) next = conn.OnWritable(now);
+  } else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+    next = conn.OnReadable(scratch_.data(), scratch_.size(), now);
+  }
+  Apply(id, next, now);
+}
+
+void HttpServer::Loop::Apply(uint64_t id, HttpConnection::Next next, Clock::time_point now) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;
+  Slot& slot = it->second;
+  HttpConnection& conn = *slot.conn;
+  // Pipelined requests, one after another: their bytes are already read.
+  while (next == HttpConnection::Next::kWait && conn.HasBufferedRequest()) next = conn.Resume(now);
+  if (next == HttpConnection::Next::kClose) {
+    Close(id);
+    return;
+  }
+  if (next == HttpConnection::Next::kDispatch) Dispatch(id, conn);
+  SetInterest(id, slot);
+  SetIdle(id, slot);
+}
+
+void HttpServer::Loop::Dispatch(uint64_t id, HttpConnection& conn) {
+  pool_.Submit([this, id, request = conn.TakeRequest()]() mutable {
+    HttpResponse response = RunHandler(request);
+    request = HttpRequest();  // a spooled body's file goes before the answer does
+    Post(id, std::move(response));
+  });
+}
+
+// The last resort: a handler that throws answers 500 (and is logged) instead
+// of ending the process. Handlers report errors as values; this is for bugs.
+HttpResponse HttpServer::Loop::RunHandler(const HttpRequest& request) {
+  try {
+    return handler_(request);
+  } catch (const std::exception& e) {
+    COHORT_LOG(kError) << "cohort server: " << request.method << " " << request.path
+                       << " failed: " << e.what();
+  } catch (...) {
+    COHORT_LOG(kError) << "cohort server: " << request.method << " " << request.path
+                       << " failed with an unknown exception";
+  }
+  return PlainError(500, "internal error: the request failed (the server's log says why)");
+}
+
+void HttpServer::Loop::Post(uint64_t id, HttpResponse response) {
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    answers_.emplace_back(id, std::move(response));
+  }
+  Wake();
+}
+
+void HttpServer::Loop::TakeAnswers(Clock::time_point now) {
+  std::vector<std::pair<uint64_t, HttpResponse>> answers;
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    answers.swap(answers_);
+  }
+  for (auto& [id, response] : answers) {
+    auto it = slots_.find(id);
+    if (it == slots_.end()) continue;  // the connection is gone
+    Apply(id, it->second.conn->Respond(std::move(response), now), now);
+  }
+}
+
+void HttpServer::Loop::ExpireDeadlines(Clock::time_point now) {
+  std::vector<uint64_t> expired;
+  for (const auto& [id, slot] : slots_) {
+    if (slot.conn->phase() != HttpConnection::Phase::kHandling && slot.conn->deadline() <= now) {
+      expired.push_back(id);
+    }
+  }
+  for (uint64_t id : expired) {
+    auto it = slots_.find(id);
+    if (it != slots_.end()) Apply(id, it->second.conn->OnDeadline(now), now);
+  }
+}
+
+// Reads while a request is arriving, writes while answering, nothing while a
+// handler has it (off epoll entirely: a hang-up would be reported again and again).
+void HttpServer::Loop::SetInterest(uint64_t id, Slot& slot) {
+  uint32_t want = EPOLLIN;
+  switch (slot.conn->phase()) {
+    case HttpConnection::Phase::kWriting:
+      want = EPOLLOUT;
+      break;
+    case HttpConnection::Phase::kHandling:
+      want = 0;
+      break;
+    default:
+      break;
+  }
+  if (want == slot.events) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = id;
+  int op = want == 0 ? EPOLL_CTL_DEL : slot.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+  if (::epoll_ctl(epoll_.get(), op, slot.conn->fd(), &ev) != 0) {
+    COHORT_LOG(kError) << "cohort server: epoll_ctl: " << ErrnoText(errno);
+  }
+  slot.events = want;
+}
+
+void HttpServer::Loop::SetIdle(uint64_t id, Slot& slot) {
+  bool idle = slot.conn->phase() == HttpConnection::Phase::kIdle;
+  if (idle == slot.idle) return;
+  if (idle) {
+    slot.idle_pos = idle_.insert(idle_.end(), id);
+  } else {
+    idle_.erase(slot.idle_pos);
+  }
+  slot.idle = idle;
+  while (static_cast<int>(idle_.size()) > std::max(options_.max_idle_connections, 1)) {
+    Close(idle_.front());
+  }
+}
+
+void HttpServer::Loop::Close(uint64_t id) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;
+  if (it->second.idle) idle_.erase(it->second.idle_pos);
+  if (it->second.events != 0)
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.conn->fd(), nullptr);
+  slots_.erase(it);  // closes the socket
 }
 
 }  // namespace cohort::server

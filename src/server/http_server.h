@@ -1,52 +1,57 @@
-// HttpServer: a small HTTP/1.1 server for `cohort server`. One thread per
-// connection up to a bound (more are answered 503 and closed), keep-alive,
-// limits on header and body size, and an idle timeout; a malformed request
-// gets a 4xx and the connection closes, never a crash.
+// HttpServer: the HTTP/1.1 server of `cohort server`. One event-loop thread
+// accepts connections and reads every request's head and body without
+// blocking (so idle or slow clients cost a descriptor and a few bytes, not a
+// thread); complete requests go to a bounded pool of handler threads, and
+// the loop writes their answers. Each connection has deadlines (its head,
+// its body, its idle time between requests, a stalled answer), the idle ones
+// are capped (the oldest are closed for new ones), and a malformed request
+// gets a 4xx, never a crash.
 #ifndef COHORT_SERVER_HTTP_SERVER_H_
 #define COHORT_SERVER_HTTP_SERVER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "cohort/status.h"
+#include "server/http_message.h"
 
 namespace cohort::server {
 
-struct HttpRequest {
-  std::string method;                          // "GET", "POST", ...
-  std::string path;                            // percent-decoded, without the query
-  std::string query;                           // raw, after '?'
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-  // The header's value, or "" when absent. `name` in lower case.
-  std::string Header(const std::string& name) const;
+// What to do with a request whose head has arrived, decided before its body
+// is read (HttpServerOptions::admit).
+struct Admission {
+  std::optional<HttpResponse> refuse;  // answered at once; the body is never read
+  uint64_t body_limit = 0;             // the most body bytes the request may send
+  std::string spool_dir;               // non-empty: stream the body to a file there
 };
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
-};
-
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
-  int max_connections = 64;
+  int handler_threads = 32;         // requests handled at once
+  int max_connections = 10000;      // open at once (also kept below RLIMIT_NOFILE)
+  int max_idle_connections = 1000;  // kept alive between requests; past it the oldest close
   size_t max_header_bytes = 64 << 10;
-  size_t max_body_bytes = 512u << 20;  // artifact uploads
-  int idle_timeout_ms = 60000;         // a kept-alive connection quiet this long is closed
+  int idle_timeout_ms = 60000;    // between requests (and before the first)
+  int header_timeout_ms = 20000;  // from a request's first byte to the end of its head
+  // A body must arrive within body_timeout_ms plus one second per
+  // min_body_rate bytes received (a slow upload goes on while it moves).
+  int body_timeout_ms = 30000;
+  uint64_t min_body_rate = 16 << 10;
+  int send_timeout_ms = 60000;  // an answer the client stops reading is dropped
+  // Called on the event loop (so it must not block) for each request's head
+  // (method, path, query, headers). Absent: bodies up to 16 MiB, in memory.
+  std::function<Admission(const HttpRequest& head)> admit;
 };
 
 class HttpServer {
  public:
   // Listens on host:port (0 = a free port) and serves on background threads.
+  // Raises this process's soft RLIMIT_NOFILE to its hard limit (each
+  // connection is a descriptor).
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& host, int port,
                                                    HttpHandler handler,
                                                    HttpServerOptions options = {});
@@ -55,32 +60,17 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
-  // Stops accepting, closes every connection and joins every thread.
+  // Stops accepting, closes every connection, waits for running handlers.
   void Stop();
 
  private:
-  HttpServer(int listen_fd, int wake_fd, int port, HttpHandler handler, HttpServerOptions options);
-  void AcceptLoop();
-  void Serve(int fd);
+  class Loop;
+  explicit HttpServer(int port);
 
-  int listen_fd_;
-  int wake_fd_;
   int port_;
-  HttpHandler handler_;
-  HttpServerOptions options_;
-  std::thread acceptor_;
-
-  std::mutex mu_;
-  bool stopping_ = false;
-  std::map<int, std::thread> connections_;  // fd -> its thread
-  std::vector<std::thread> finished_;       // threads whose connection ended, to join
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
 };
-
-// Percent-decoding of a path or query component ('+' stays '+').
-std::string PercentDecode(const std::string& text);
-// "a=1&b=x%20y" -> {a: [1], b: ["x y"]} ('+' is a space in a query).
-std::multimap<std::string, std::string> ParseQuery(const std::string& query);
-const char* ReasonPhrase(int status);
 
 }  // namespace cohort::server
 

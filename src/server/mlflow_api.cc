@@ -26,6 +26,7 @@ constexpr int kMaxSearchResults = 50000;
 constexpr int kDefaultBulkResults = 320;
 constexpr int kMaxBulkResults = 2500;
 constexpr size_t kMaxBulkRuns = 100;
+constexpr size_t kMaxArtifactNameBytes = 255;  // NAME_MAX of local file systems
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -433,18 +434,33 @@ const std::map<std::string, Route>& Routes() {
   return *routes;
 }
 
-// An artifact path: relative, no "..", no empty components.
-bool SafeArtifactPath(const std::string& path) {
-  if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return false;
+// Why `path` cannot name an artifact, or "" when it can: it must be
+// relative, without "." or ".." or empty components, and no component may be
+// named like the stores' scratch and lock files (it would never be listed).
+std::string ArtifactPathProblem(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return "-";
   size_t start = 0;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
     if (slash == std::string::npos) slash = path.size();
     std::string part = path.substr(start, slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
+    if (part.empty() || part == "." || part == "..") return "-";
+    if (part.size() > kMaxArtifactNameBytes) {
+      return "a name is longer than " + std::to_string(kMaxArtifactNameBytes) + " bytes";
+    }
+    if (IsScratchName(part)) {
+      return "a name containing '.tmp.' or ending in '.lock' is reserved for the store's scratch "
+             "files";
+    }
     start = slash + 1;
   }
-  return true;
+  return "";
+}
+
+HttpResponse InvalidArtifactPath(const std::string& what, const std::string& path,
+                                 const std::string& problem) {
+  return MlflowError("INVALID_PARAMETER_VALUE", "Invalid " + what + " '" + path + "'" +
+                                                    (problem == "-" ? "" : ": " + problem));
 }
 
 }  // namespace
@@ -517,76 +533,65 @@ HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::s
     return MlflowError("NOT_IMPLEMENTED",
                        "This server serves no artifacts: start it with --artifacts LOCATION");
   }
-  if (request.method == "GET" && path.empty()) {  // list
-    auto fields = RequestFields::FromRequest(request);
-    if (!fields.ok()) return MlflowError(fields.status());
-    auto dir = fields->OptionalString("path");
-    if (!dir.ok()) return MlflowError(dir.status());
-    std::string prefix = dir->value_or("");
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    if (!prefix.empty() && !SafeArtifactPath(prefix)) {
-      return MlflowError("INVALID_PARAMETER_VALUE", "Invalid path '" + prefix + "'");
-    }
-    // A directory for local storage, a string prefix for S3: keys are
-    // checked against "prefix/" either way.
-    auto keys = artifacts_->List(prefix);
-    if (!keys.ok()) return MlflowError(keys.status());
-    json files = json::array();
-    std::set<std::string> dirs;
-    size_t skip = prefix.empty() ? 0 : prefix.size() + 1;
-    for (const std::string& key : *keys) {
-      if (skip > 0 && key.compare(0, skip, prefix + "/") != 0) continue;
-      std::string rest = key.substr(skip);
-      size_t slash = rest.find('/');
-      if (slash != std::string::npos) {
-        if (dirs.insert(rest.substr(0, slash)).second) {
-          files.push_back({{"path", rest.substr(0, slash)}, {"is_dir", true}});
-        }
-        continue;
-      }
-      auto bytes = artifacts_->Get(key);
-      int64_t size = bytes.ok() && bytes->has_value() ? static_cast<int64_t>((*bytes)->size()) : 0;
-      files.push_back({{"path", rest}, {"is_dir", false}, {"file_size", size}});
-    }
-    json out = json::object();
-    if (!files.empty()) out["files"] = files;
-    return JsonResponse(200, out);
-  }
-  if (!SafeArtifactPath(path)) {
-    return MlflowError("INVALID_PARAMETER_VALUE", "Invalid artifact path '" + path + "'");
+  if (request.method == "GET" && path.empty()) return ListArtifacts(request);
+  if (std::string problem = ArtifactPathProblem(path); !problem.empty()) {
+    return InvalidArtifactPath("artifact path", path, problem);
   }
   if (request.method == "GET") {
-    auto bytes = artifacts_->Get(path);
-    if (!bytes.ok()) return MlflowError(bytes.status());
-    if (!bytes->has_value()) {
+    auto content = artifacts_->Read(path);
+    if (!content.ok()) return MlflowError(content.status());
+    if (!content->has_value()) {
       return MlflowError("RESOURCE_DOES_NOT_EXIST", "Artifact '" + path + "' does not exist");
     }
     HttpResponse r;
     r.content_type = "application/octet-stream";
-    r.body = std::move(**bytes);
+    r.file = std::move((*content)->file);
+    r.body = std::move((*content)->bytes);
     return r;
   }
+  Status s;
   if (request.method == "PUT") {
-    Status s = artifacts_->Put(path, request.body);
-    if (!s.ok()) return MlflowError(s);
-    return JsonResponse(200, json::object());
+    s = artifacts_->Write(path, request.body_file.get(), request.body);
+  } else if (request.method == "DELETE") {
+    s = artifacts_->Delete(path);
+  } else {
+    return MethodNotAllowed(request);
   }
-  if (request.method == "DELETE") {
-    // The path is a file or a folder (everything under "path/"), as MLflow's
-    // artifact repositories delete either; deleting what is absent is no error.
-    // A folder lists its objects; a file lists nothing (or, on a directory
-    // store, fails to list), and is the one key to delete.
-    auto listed = artifacts_->List(path);
-    std::vector<std::string> keys{path};
-    if (listed.ok() && !listed->empty()) keys = std::move(*listed);
-    for (const std::string& key : keys) {
-      if (key != path && key.compare(0, path.size() + 1, path + "/") != 0) continue;
-      Status s = artifacts_->Delete(key);
-      if (!s.ok()) return MlflowError(s);
+  if (!s.ok()) return MlflowError(s);
+  return JsonResponse(200, json::object());
+}
+
+HttpResponse MlflowApi::ListArtifacts(const HttpRequest& request) {
+  auto fields = RequestFields::FromRequest(request);
+  if (!fields.ok()) return MlflowError(fields.status());
+  auto dir = fields->OptionalString("path");
+  if (!dir.ok()) return MlflowError(dir.status());
+  std::string prefix = dir->value_or("");
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (std::string problem = ArtifactPathProblem(prefix); !prefix.empty() && !problem.empty()) {
+    return InvalidArtifactPath("path", prefix, problem);
+  }
+  auto entries = artifacts_->List(prefix);
+  if (!entries.ok()) return MlflowError(entries.status());
+  json files = json::array();
+  for (const ArtifactEntry& e : *entries) {
+    if (e.is_dir) {
+      files.push_back({{"path", e.name}, {"is_dir", true}});
+    } else {
+      files.push_back({{"path", e.name}, {"is_dir", false}, {"file_size", e.size}});
     }
-    return JsonResponse(200, json::object());
   }
-  return MethodNotAllowed(request);
+  json out = json::object();
+  if (!files.empty()) out["files"] = files;
+  return JsonResponse(200, out);
+}
+
+bool MlflowApi::ServesArtifacts(const std::string& path) {
+  for (const char* prefix : kArtifactPrefixes) {
+    std::string p = prefix;
+    if (path == p || path.rfind(p + "/", 0) == 0) return true;
+  }
+  return false;
 }
 
 HttpResponse MethodNotAllowed(const HttpRequest& request) {

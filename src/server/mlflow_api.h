@@ -1,6 +1,6 @@
 // MlflowApi: MLflow's REST API 2.0 over a TrackingStore, served under
 // /api/2.0/mlflow/ and /ajax-api/2.0/mlflow/, plus the artifact proxy
-// (/api/2.0/mlflow-artifacts/artifacts) over a dataset Storage. Requests and
+// (/api/2.0/mlflow-artifacts/artifacts) over an ArtifactStore. Requests and
 // answers use MLflow's field names; errors are MLflow's
 // {"error_code": ..., "message": ...} with MLflow's HTTP statuses.
 // docs/tracking.md lists the supported subset.
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "data/storage.h"
-#include "server/http_server.h"
+#include "server/artifact_store.h"
+#include "server/http_message.h"
 #include "track/store.h"
 
 namespace cohort::server {
@@ -21,18 +21,21 @@ class MlflowApi {
  public:
   // `artifacts` may be null: the artifact endpoints then answer
   // NOT_IMPLEMENTED (the server was started without --artifacts).
-  MlflowApi(track::TrackingStore* store, data::Storage* artifacts)
+  MlflowApi(track::TrackingStore* store, ArtifactStore* artifacts)
       : store_(store), artifacts_(artifacts) {}
 
   // True when `path` is one of this API's (the server sends others elsewhere).
   static bool Serves(const std::string& path);
+  // True when `path` is the artifact proxy's (uploads: bytes, streamed to disk).
+  static bool ServesArtifacts(const std::string& path);
   HttpResponse Handle(const HttpRequest& request);
 
  private:
   HttpResponse HandleArtifacts(const HttpRequest& request, const std::string& rest);
+  HttpResponse ListArtifacts(const HttpRequest& request);
 
   track::TrackingStore* store_;
-  data::Storage* artifacts_;
+  ArtifactStore* artifacts_;
 };
 
 // {"error_code": code, "message": message} with MLflow's status for `code`.

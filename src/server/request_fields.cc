@@ -1,8 +1,11 @@
 // Typed, validated access to an MLflow request's fields.
 #include "server/request_fields.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
+
+#include "server/json_body.h"
 
 namespace cohort::server {
 namespace {
@@ -20,6 +23,14 @@ Result<RequestFields> RequestFields::FromRequest(const HttpRequest& request) {
   if (request.method == "GET" || request.method == "HEAD") {
     nlohmann::json fields = nlohmann::json::object();
     for (const auto& [key, value] : ParseQuery(request.query)) {
+      // The store keeps text as UTF-8 (PostgreSQL refuses anything else).
+      if (!IsUtf8(key)) {
+        return Status::InvalidArgument("Invalid query string: a parameter name is not UTF-8");
+      }
+      if (!IsUtf8(value)) {
+        return Status::InvalidArgument("Invalid value for parameter '" + key +
+                                       "' supplied: it is not UTF-8");
+      }
       if (!fields.contains(key)) {
         fields[key] = value;
       } else {
@@ -30,12 +41,9 @@ Result<RequestFields> RequestFields::FromRequest(const HttpRequest& request) {
     return RequestFields(std::move(fields));
   }
   if (request.body.empty()) return RequestFields(nlohmann::json::object());
-  nlohmann::json body;
-  try {
-    body = nlohmann::json::parse(request.body);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidArgument(std::string("Malformed JSON request body: ") + e.what());
-  }
+  Result<nlohmann::json> parsed = ParseJsonBody(request.body);
+  if (!parsed.ok()) return parsed.status();
+  nlohmann::json body = std::move(*parsed);
   if (!body.is_object()) {
     return Status::InvalidArgument("Malformed JSON request body: expected an object, got " +
                                    std::string(body.type_name()));
@@ -77,19 +85,32 @@ Result<std::string> RequestFields::RequiredString(const std::string& name) const
 Result<std::optional<int64_t>> RequestFields::OptionalInt(const std::string& name) const {
   if (!Has(name)) return std::optional<int64_t>();
   const nlohmann::json& v = fields_->at(name);
+  const std::string range = "an integer (" + std::to_string(std::numeric_limits<int64_t>::min()) +
+                            " to " + std::to_string(std::numeric_limits<int64_t>::max()) + ")";
+  if (v.is_number_unsigned()) {
+    // A JSON integer past INT64_MAX (nlohmann reads it as unsigned).
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Invalid(name, v, range);
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(u));
+  }
   if (v.is_number_integer()) return std::optional<int64_t>(v.get<int64_t>());
   if (v.is_number_float()) {
     double d = v.get<double>();
-    if (d == std::floor(d) && std::fabs(d) < 9.2e18) {
-      return std::optional<int64_t>(static_cast<int64_t>(d));
-    }
+    if (d != std::floor(d)) return Invalid(name, v, "an integer");
+    // 2^63 is the first double past the range.
+    if (!(std::fabs(d) < 9223372036854775808.0)) return Invalid(name, v, range);
+    return std::optional<int64_t>(static_cast<int64_t>(d));
   }
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
-    if (s.size() > start && s.size() <= 19 &&
-        s.find_first_not_of("0123456789", start) == std::string::npos) {
-      return std::optional<int64_t>(std::stoll(s));
+    if (s.size() > start && s.find_first_not_of("0123456789", start) == std::string::npos) {
+      int64_t n = 0;
+      auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (error == std::errc() && end == s.data() + s.size()) return std::optional<int64_t>(n);
+      return Invalid(name, v, range);
     }
   }
   return Invalid(name, v, "an integer");

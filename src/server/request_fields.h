@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/status.h"
-#include "server/http_server.h"
+#include "server/http_message.h"
 
 namespace cohort::server {
 

@@ -1,9 +1,12 @@
-// The tracking server: routing between the API, static files and /health.
+// The tracking server: the checks on each request's head, then routing
+// between the API, static files and /health.
 #include "server/tracking_server.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "server/sweep_journal_api.h"
 #include "track/errors.h"
@@ -24,6 +27,19 @@ const char* ContentType(const std::string& path) {
   return "application/octet-stream";
 }
 
+const char kBearer[] = "Bearer ";
+
+bool HasBearerToken(const HttpRequest& request) {
+  std::string header = request.Header("authorization");
+  return header.rfind(kBearer, 0) == 0 && header.size() > sizeof kBearer - 1;
+}
+
+HttpResponse MissingToken() {
+  return MlflowError("UNAUTHENTICATED",
+                     "This server requires a token: send 'Authorization: Bearer TOKEN' "
+                     "(tokens come from `cohort token create USER`)");
+}
+
 HttpResponse NotFound(const std::string& path) {
   HttpResponse r;
   r.status = 404;
@@ -38,22 +54,65 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
     const TrackingServerOptions& options) {
   std::unique_ptr<TrackingServer> server(new TrackingServer());
   server->options_ = options;
+  server->guard_.emplace(options.host, options.allowed_hosts);
+  if (!options.web_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::path root =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(options.web_dir, ec), ec);
+    if (!ec) server->web_root_ = root.string();
+  }
   std::string uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
   auto store = track::OpenStore(uri);
   if (!store.ok()) return store.status();
   server->store_ = std::move(*store);
   if (!options.artifacts.empty()) {
-    auto artifacts = data::OpenStorage(options.artifacts, /*create=*/true);
+    auto artifacts = OpenArtifactStore(options.artifacts);
     if (!artifacts.ok()) return artifacts.status().WithContext("--artifacts " + options.artifacts);
     server->artifacts_ = std::move(*artifacts);
   }
   server->api_ = std::make_unique<MlflowApi>(server->store_.get(), server->artifacts_.get());
   server->access_ = std::make_unique<AccessControl>(server->store_.get());
-  auto http = HttpServer::Start(options.host, options.port,
-                                [s = server.get()](const HttpRequest& r) { return s->Handle(r); });
-  if (!http.ok()) return http.status();
-  server->http_ = std::move(*http);
+  HttpServerOptions http = options.http;
+  http.admit = [s = server.get()](const HttpRequest& head) { return s->Admit(head); };
+  auto started = HttpServer::Start(
+      options.host, options.port, [s = server.get()](const HttpRequest& r) { return s->Handle(r); },
+      http);
+  if (!started.ok()) return started.status();
+  server->http_ = std::move(*started);
   return server;
+}
+
+Admission TrackingServer::Admit(const HttpRequest& head) const {
+  Admission admission;
+  const bool artifacts = MlflowApi::ServesArtifacts(head.path);
+  const bool hook =
+      std::any_of(options_.routes.begin(), options_.routes.end(),
+                  [&](const RouteHook& r) { return head.path.rfind(r.prefix, 0) == 0; });
+  const bool api =
+      hook || MlflowApi::Serves(head.path) || head.path.rfind(kSweepJournalPrefix, 0) == 0;
+  // Uploads are bytes; a hooked service (the queue) parses its own bodies.
+  BodyKind kind = artifacts || hook ? BodyKind::kBytes : BodyKind::kJson;
+  if (std::optional<Refusal> refused = guard_->Check(head, kind)) {
+    admission.refuse =
+        JsonResponse(refused->status,
+                     {{"error_code", refused->status == 403 ? "PERMISSION_DENIED" : "BAD_REQUEST"},
+                      {"message", refused->message}});
+    return admission;
+  }
+  // Without a token there is no need to read a body (the token itself is
+  // checked against the store later, off the event loop). A hooked service
+  // authenticates its own requests.
+  if (options_.auth && api && !hook && !HasBearerToken(head)) {
+    admission.refuse = MissingToken();
+    return admission;
+  }
+  admission.body_limit = artifacts ? options_.max_artifact_bytes
+                         : api     ? options_.max_json_bytes
+                                   : options_.max_other_bytes;
+  if (artifacts && head.method == "PUT" && artifacts_ != nullptr) {
+    admission.spool_dir = artifacts_->spool_dir();
+  }
+  return admission;
 }
 
 HttpResponse TrackingServer::Handle(const HttpRequest& request) {
@@ -74,6 +133,7 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
   for (const RouteHook& route : options_.routes) {
     if (request.path.rfind(route.prefix, 0) != 0) continue;
     std::string user;
+    if (route.own_auth) return route.handle(request, user);
     if (auto refused = Authenticate(request, &user)) return *refused;
     return route.handle(request, user);
   }
@@ -89,14 +149,9 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
 std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& request,
                                                          std::string* user_name) {
   if (!options_.auth) return std::nullopt;
+  if (!HasBearerToken(request)) return MissingToken();
   std::string header = request.Header("authorization");
-  const std::string bearer = "Bearer ";
-  if (header.rfind(bearer, 0) != 0 || header.size() == bearer.size()) {
-    return MlflowError("UNAUTHENTICATED",
-                       "This server requires a token: send 'Authorization: Bearer TOKEN' "
-                       "(tokens come from `cohort token create USER`)");
-  }
-  auto user = store_->UserForToken(header.substr(bearer.size()));
+  auto user = store_->UserForToken(header.substr(sizeof kBearer - 1));
   if (!user.ok()) {
     if (track::KindOf(user.status()) == track::ErrorKind::kNotFound) {
       return MlflowError("UNAUTHENTICATED", "Invalid token");
@@ -107,21 +162,31 @@ std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& requ
   return std::nullopt;
 }
 
+// A file of the web folder, sent from the open file. Nothing outside the
+// folder, whatever the path says; every failure (a name too long, a loop of
+// links) is a 404, never an exception.
 HttpResponse TrackingServer::ServeStatic(const HttpRequest& request) {
   if (request.method != "GET" && request.method != "HEAD") return NotFound(request.path);
-  if (options_.web_dir.empty()) return NotFound(request.path);
+  if (web_root_.empty() || request.path.find('\0') != std::string::npos) {
+    return NotFound(request.path);
+  }
   std::string relative = request.path == "/" ? "index.html" : request.path.substr(1);
-  std::filesystem::path root = std::filesystem::weakly_canonical(options_.web_dir);
-  std::filesystem::path file = std::filesystem::weakly_canonical(root / relative);
-  // Nothing outside the web directory, whatever the path says.
+  const std::filesystem::path root(web_root_);
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::weakly_canonical(root / relative, ec);
+  if (ec) return NotFound(request.path);
   auto [r, f] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
-  if (r != root.end() || !std::filesystem::is_regular_file(file)) return NotFound(request.path);
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  if (r != root.end()) return NotFound(request.path);
+  auto body = std::make_shared<FileBody>();
+  body->fd = Fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st;
+  if (!body->fd.valid() || ::fstat(body->fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return NotFound(request.path);
+  }
+  body->size = static_cast<uint64_t>(st.st_size);
   HttpResponse response;
   response.content_type = ContentType(file.string());
-  response.body = bytes.str();
+  response.file = std::move(body);
   return response;
 }
 

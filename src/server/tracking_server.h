@@ -1,6 +1,8 @@
 // TrackingServer: what `cohort server` runs. The MLflow REST API and the
 // artifact proxy over one store, the dashboard's static files from a web
-// directory, and /health for readiness checks, on one HttpServer.
+// directory, and /health for readiness checks, on one HttpServer. Every
+// request's head passes the RequestGuard (Host, Origin, Content-Type) and
+// gets its endpoint's body limit before its body is read.
 #ifndef COHORT_SERVER_TRACKING_SERVER_H_
 #define COHORT_SERVER_TRACKING_SERVER_H_
 
@@ -11,20 +13,23 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "data/storage.h"
 #include "server/access_control.h"
+#include "server/artifact_store.h"
 #include "server/http_server.h"
 #include "server/mlflow_api.h"
+#include "server/request_guard.h"
 #include "track/store.h"
 
 namespace cohort::server {
 
 // Another service's endpoints (the queue's, src/queue) under `prefix`,
 // behind the same authentication: `user` is the token's user with --auth,
-// else "".
+// else "". A hook with `own_auth` authenticates its requests itself (the
+// queue: its token, agents' credentials) and gets "".
 struct RouteHook {
   std::string prefix;
   std::function<HttpResponse(const HttpRequest& request, const std::string& user)> handle;
+  bool own_auth = false;
 };
 
 struct TrackingServerOptions {
@@ -37,16 +42,27 @@ struct TrackingServerOptions {
   // of a user of the store (`cohort user add`, `cohort token create`).
   bool auth = false;
   std::vector<RouteHook> routes;
+  // Host names besides IP addresses, localhost and `host` that requests
+  // may name (--allowed-hosts): "name", ".domain" (and its subdomains), "*".
+  std::vector<std::string> allowed_hosts;
+  uint64_t max_json_bytes = 16 << 20;        // a JSON API request's body
+  uint64_t max_artifact_bytes = 512u << 20;  // an artifact upload (streamed to disk)
+  uint64_t max_other_bytes = 64 << 10;       // anything else (static files, /health)
+  HttpServerOptions http;                    // connections, deadlines, threads
 };
 
 class TrackingServer {
  public:
   static Result<std::unique_ptr<TrackingServer>> Start(const TrackingServerOptions& options);
   int port() const { return http_->port(); }
+  // The store it serves, for hooks that authenticate themselves.
+  track::TrackingStore* store() const { return store_.get(); }
   void Stop() { http_->Stop(); }
 
  private:
   TrackingServer() = default;
+  // The head's checks and body limit (HttpServerOptions::admit).
+  Admission Admit(const HttpRequest& head) const;
   HttpResponse Handle(const HttpRequest& request);
   HttpResponse ServeStatic(const HttpRequest& request);
   // nullopt when the request may go on (with --auth, *user is who sent
@@ -54,8 +70,10 @@ class TrackingServer {
   std::optional<HttpResponse> Authenticate(const HttpRequest& request, std::string* user);
 
   TrackingServerOptions options_;
+  std::optional<RequestGuard> guard_;
+  std::string web_root_;  // options_.web_dir made absolute and canonical; "" = none
   std::unique_ptr<track::TrackingStore> store_;
-  std::unique_ptr<data::Storage> artifacts_;
+  std::unique_ptr<ArtifactStore> artifacts_;
   std::unique_ptr<MlflowApi> api_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<HttpServer> http_;  // last: stops before what it uses goes

@@ -101,6 +101,11 @@ const std::vector<const char*> kMigrations = {
     "  sweep " COHORT_PG_TEXT " NOT NULL, seq BIGINT NOT NULL, record " COHORT_PG_TEXT
     " NOT NULL,"
     "  PRIMARY KEY (experiment_id, sweep, seq));",
+    // 8: the job queue's grants and the agents' credentials.
+    "CREATE TABLE queue_permissions (project " COHORT_PG_TEXT " NOT NULL, \"user\" " COHORT_PG_TEXT
+    "  NOT NULL REFERENCES users, level " COHORT_PG_TEXT " NOT NULL, PRIMARY KEY (project, \"user\"));"
+    "CREATE TABLE agent_credentials (name " COHORT_PG_TEXT " PRIMARY KEY, secret_sha256 " COHORT_PG_TEXT
+    "  NOT NULL UNIQUE, creation_time BIGINT NOT NULL);",
 };
 
 #undef COHORT_PG_TEXT

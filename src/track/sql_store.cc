@@ -18,12 +18,6 @@ const char* const kUpsertExperimentTag =
     "INSERT INTO experiment_tags VALUES (?, ?, ?) ON CONFLICT (experiment_id, key)"
     " DO UPDATE SET value = excluded.value";
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 const char* RunColumn(const std::string& attribute) {
   if (attribute == "run_id") return "r.run_uuid";
   if (attribute == "run_name") return "r.name";
@@ -73,6 +67,12 @@ std::string LifecycleCondition(const char* column, ViewType view) {
 }
 
 }  // namespace
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 Status SqlStore::Migrate(const std::vector<const char*>& migrations) {
   auto stored = db_->SchemaVersion();

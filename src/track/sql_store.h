@@ -5,7 +5,8 @@
 // postgres_store.h). Experiments, runs, search and users are in
 // sql_store.cc; batches and metric histories in sql_store_metrics.cc;
 // dataset inputs in sql_store_inputs.cc; sweep journals in
-// sql_store_sweeps.cc.
+// sql_store_sweeps.cc; the job queue's grants and agent credentials in
+// sql_store_queue.cc.
 #ifndef COHORT_TRACK_SQL_STORE_H_
 #define COHORT_TRACK_SQL_STORE_H_
 
@@ -22,6 +23,9 @@
 #include "track/store.h"
 
 namespace cohort::track {
+
+// Milliseconds since the epoch: the stores' creation and update times.
+int64_t NowMillis();
 
 // A metric value as stored: NaN is stored as 0 with is_nan set (as MLflow
 // does), since a primary-key column refuses NULL; and read back.
@@ -75,6 +79,13 @@ class SqlStore : public TrackingStore {
   Result<std::string> Permission(const std::string& experiment_id,
                                  const std::string& user) override;
   Result<std::string> ExperimentOfRun(const std::string& run_id) override;
+  Status GrantQueue(const std::string& project, const std::string& user,
+                    const std::string& level) override;
+  Result<std::string> QueuePermission(const std::string& project, const std::string& user) override;
+  Result<std::string> CreateAgentCredential(const std::string& agent) override;
+  Status RevokeAgentCredential(const std::string& agent) override;
+  Result<std::string> AgentForCredential(const std::string& secret) override;
+  Result<std::vector<std::string>> AgentCredentials() override;
   Status AppendSweepRecord(const std::string& experiment_id, const std::string& sweep, int64_t seq,
                            const std::string& record) override;
   Result<std::vector<std::string>> SweepJournal(const std::string& experiment_id,

@@ -90,6 +90,12 @@ const std::vector<const char*> kMigrations = {
     "CREATE TABLE sweep_journal (experiment_id INTEGER NOT NULL REFERENCES experiments,"
     "  sweep TEXT NOT NULL, seq INTEGER NOT NULL, record TEXT NOT NULL,"
     "  PRIMARY KEY (experiment_id, sweep, seq)) WITHOUT ROWID;",
+    // 8: the job queue's grants (per queue project; '*' is every project)
+    // and the agents' credentials (SHA-256 of the secret only).
+    "CREATE TABLE queue_permissions (project TEXT NOT NULL, user TEXT NOT NULL REFERENCES users,"
+    "  level TEXT NOT NULL, PRIMARY KEY (project, user)) WITHOUT ROWID;"
+    "CREATE TABLE agent_credentials (name TEXT PRIMARY KEY, secret_sha256 TEXT NOT NULL UNIQUE,"
+    "  creation_time INTEGER NOT NULL) WITHOUT ROWID;",
 };
 }  // namespace
 

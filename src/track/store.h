@@ -44,6 +44,10 @@ struct Batch {
   std::string batch_id;
 };
 
+// How agent credentials begin (then 64 hex digits), so that one is told
+// from a user's token ("cohort_" and 64 hex digits) wherever it is seen.
+inline constexpr char kAgentCredentialPrefix[] = "cohort_agent_";
+
 class TrackingStore {
  public:
   virtual ~TrackingStore() = default;
@@ -101,6 +105,24 @@ class TrackingStore {
                                          const std::string& user) = 0;
   // The experiment a run belongs to (NotFound for an unknown run).
   virtual Result<std::string> ExperimentOfRun(const std::string& run_id) = 0;
+
+  // The job queue's grants (`cohort server --auth`): per queue project, a
+  // user may "READ" (see its jobs and their logs) or "SUBMIT" (which
+  // includes reading); project "*" is every project. "NONE" takes a grant
+  // back. QueuePermission is the higher of the project's grant and the "*"
+  // one, "" when the user has neither.
+  virtual Status GrantQueue(const std::string& project, const std::string& user,
+                            const std::string& level) = 0;
+  virtual Result<std::string> QueuePermission(const std::string& project,
+                                              const std::string& user) = 0;
+  // Agent credentials (`cohort agent-credential`): one secret per agent
+  // name, shown once when created (the store keeps its SHA-256), valid
+  // until revoked. A name that has one is AlreadyExists; revoking a name
+  // without one, or an unknown secret, is NotFound.
+  virtual Result<std::string> CreateAgentCredential(const std::string& agent) = 0;
+  virtual Status RevokeAgentCredential(const std::string& agent) = 0;
+  virtual Result<std::string> AgentForCredential(const std::string& secret) = 0;
+  virtual Result<std::vector<std::string>> AgentCredentials() = 0;  // names, sorted
 
   // A sweep controller's journal (sweep/journal.h), keyed by the sweep's
   // experiment and its name there: appends `record` as number `seq`,

@@ -105,7 +105,8 @@ class RestTransport : public Transport {
 
 class EmbeddedTransport : public Transport {
  public:
-  EmbeddedTransport(std::unique_ptr<TrackingStore> store, std::unique_ptr<data::Storage> artifacts)
+  EmbeddedTransport(std::unique_ptr<TrackingStore> store,
+                    std::unique_ptr<server::ArtifactStore> artifacts)
       : store_(std::move(store)),
         artifacts_(std::move(artifacts)),
         api_(store_.get(), artifacts_.get()) {}
@@ -137,7 +138,7 @@ class EmbeddedTransport : public Transport {
 
  private:
   std::unique_ptr<TrackingStore> store_;
-  std::unique_ptr<data::Storage> artifacts_;
+  std::unique_ptr<server::ArtifactStore> artifacts_;
   server::MlflowApi api_;
 };
 
@@ -166,7 +167,7 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
   if (path.rfind("~/", 0) == 0)
     path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + path.substr(1);
   std::filesystem::path dir = std::filesystem::path(path).parent_path() / "artifacts";
-  auto artifacts = data::OpenStorage(dir.string(), /*create=*/true);
+  auto artifacts = server::OpenLocalArtifactStore(dir.string());
   if (!artifacts.ok()) return artifacts.status();
   return std::unique_ptr<Transport>(
       new EmbeddedTransport(std::move(*store), std::move(*artifacts)));

@@ -34,6 +34,7 @@ const std::vector<Command>& Commands() {
       {"agent", {"--bogus", "1"}},
       {"user", {"add", "bob", "--bogus"}},
       {"token", {"create", "bob", "--bogus"}},
+      {"agent-credential", {"add", "a1", "--bogus"}},
       {"rerun", {"--bogus"}},
       {"", {"--bogus"}},
   };

@@ -70,6 +70,7 @@ TEST(RuntimeSettings, DefaultsAreTheTables) {
   EXPECT_EQ(read->engine.cycle_time_ms, initial.engine.cycle_time_ms);
   EXPECT_EQ(read->engine.stall_check_seconds, initial.engine.stall_check_seconds);
   EXPECT_EQ(read->engine.stall_shutdown_seconds, initial.engine.stall_shutdown_seconds);
+  EXPECT_EQ(read->engine.deadlock_seconds, initial.engine.deadlock_seconds);
   EXPECT_EQ(read->engine.timeline_path, initial.engine.timeline_path);
   EXPECT_EQ(read->engine.cache_capacity, initial.engine.cache_capacity);
 

@@ -103,6 +103,25 @@ TEST_P(EngineJob, ShutdownOfOneRankFailsWhatWaitsForIt) {
       << f.out << f.err;
 }
 
+// Any rank's shutdown ends the engine on every rank (as Horovod's): it
+// returns without waiting for the others, whose waiting and later operations
+// fail at once naming it; Init on each of them then starts a new runtime.
+TEST_P(EngineJob, ShutdownOfOneRankEndsTheEngineEverywhereAndInitRestarts) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"restart"});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "shutdown restart ok"), GetParam().np) << f.out << f.err;
+}
+
+// Ranks that wait for each other's tensors fail after COHORT_DEADLOCK_TIME
+// (not COHORT_TIMEOUT), every one naming who waits for what; then restart.
+TEST_P(EngineJob, DeadlockedRanksFailNamingWhoWaitsForWhatThenRestart) {
+  Finished f = RunEngineJob(GetParam().np, GetParam().transport, {"deadlock"},
+                            {{"COHORT_DEADLOCK_TIME", "0.5"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "deadlock restart ok"), GetParam().np) << f.out << f.err;
+  EXPECT_LT(f.seconds, 30);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, EngineJob,
                          ::testing::Values(Shape{2, "auto"}, Shape{3, "auto"}, Shape{2, "tcp"},
                                            Shape{3, "tcp"}),

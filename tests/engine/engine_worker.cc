@@ -33,6 +33,15 @@
 //                                 pending handles fail naming it
 //   engine_worker early_shutdown  the last rank shuts down at once; a tensor the
 //                                 others then wait for fails naming it
+//   engine_worker restart         the last rank shuts down and starts again at
+//                                 once; the others' waiting tensor fails naming
+//                                 it, their next Init starts a new runtime, and
+//                                 an allreduce of every rank completes
+//   engine_worker deadlock        rank 0 waits for a tensor only it submitted,
+//                                 the others for one only they submitted: all
+//                                 fail naming who waits for what (run with a
+//                                 short COHORT_DEADLOCK_TIME), then Init again
+//                                 and an allreduce of every rank completes
 //   engine_worker process_sets    two disjoint halves and an overlapping pair
 //                                 {0, n-1} run every kind of collective at the
 //                                 same time as the whole job, with the same
@@ -574,6 +583,66 @@ int RunEarlyShutdown() {
   return g_failures == 0 ? 0 : 1;
 }
 
+// After the engine stopped on this rank: a new Init, then every rank's
+// allreduce of `tag` completes with the exact sum.
+void CheckRestart(const char* tag) {
+  Check(!IsRunning() && IsInitialized(), std::string(tag) + ": the engine has stopped");
+  Status again = Init();
+  Check(again.ok(), std::string(tag) + ": Init after the stop: " + again.ToString());
+  float x = static_cast<float>(Rank() + 1), sum = 0;
+  Status s = Allreduce(&x, &sum, 1, DataType::kFloat32);
+  Check(s.ok() && sum == static_cast<float>(Size() * (Size() + 1) / 2),
+        std::string(tag) + ": allreduce after the restart: " + s.ToString());
+  if (g_failures == 0) std::printf("rank %d: %s restart ok\n", Rank(), tag);
+}
+
+int RunRestart() {
+  const int rank = Rank(), last = Size() - 1;
+  Result<Handle> started = BarrierAsync("engine.started");
+  Check(started.ok() && Wait(*started).ok(), "barrier");
+  if (rank == last) {
+    // Returns without waiting for the others (they never call Shutdown).
+    Check(Shutdown().ok(), "shutdown");
+    Check(Init().ok(), "init after shutdown");
+    float x = static_cast<float>(rank + 1), sum = 0;
+    Status s = Allreduce(&x, &sum, 1, DataType::kFloat32);
+    Check(s.ok() && sum == static_cast<float>(Size() * (Size() + 1) / 2),
+          "allreduce after the restart: " + s.ToString());
+    if (g_failures == 0) std::printf("rank %d: shutdown restart ok\n", rank);
+    return g_failures == 0 ? 0 : 1;
+  }
+  float x = 1;
+  Result<Handle> h = AllreduceAsync("left.behind", &x, &x, {1}, DataType::kFloat32);
+  Status s = h.ok() ? Wait(*h) : h.status();
+  std::printf("rank %d: %s\n", rank, s.ToString().c_str());
+  Check(s.message().find("never submitted by rank " + std::to_string(last) + " (host") !=
+            std::string::npos,
+        "the tensor fails naming the rank that shut down: " + s.ToString());
+  Result<Handle> later = AllreduceAsync("later", &x, &x, {1}, DataType::kFloat32);
+  Check(!later.ok() && later.status().message().find("cohort was shut down by rank " +
+                                                     std::to_string(last)) != std::string::npos,
+        "a later submission fails at once, naming the rank: " + later.status().ToString());
+  CheckRestart("shutdown");
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunDeadlock() {
+  const int rank = Rank();
+  float x = 1;
+  const std::string mine = rank == 0 ? "only.rank0" : "only.others";
+  Result<Handle> h = AllreduceAsync(mine, &x, &x, {1}, DataType::kFloat32);
+  Status s = h.ok() ? Wait(*h) : h.status();
+  std::printf("rank %d: %s\n", rank, s.ToString().c_str());
+  Check(s.code() == Status::Code::kMismatch &&
+            s.message().find("(deadlock): rank 0 (host") != std::string::npos &&
+            s.message().find("waits for allreduce 'only.rank0', which rank") != std::string::npos &&
+            s.message().find("waits for allreduce 'only.others', which rank 0 has not submitted") !=
+                std::string::npos,
+        "the wait fails naming who waits for what: " + s.ToString());
+  CheckRestart("deadlock");
+  return g_failures == 0 ? 0 : 1;
+}
+
 // Sum over the members of value(member) for every element: the expected
 // allreduce of tensors whose element j on job rank r is (r + j) % 5.
 float SetSum(const std::vector<int>& members, size_t j) {
@@ -760,6 +829,8 @@ int main(int argc, char** argv) {
   if (mode == "die") rc = RunDie();
   if (mode == "process_sets") rc = RunProcessSets();
   if (mode == "early_shutdown") rc = RunEarlyShutdown();
+  if (mode == "restart") rc = RunRestart();
+  if (mode == "deadlock") rc = RunDeadlock();
   if (mode == "compression") rc = RunCompression();
   if (mode == "timeline") rc = RunTimeline(argc > 2 ? argv[2] : "timeline.json");
   Shutdown();

@@ -201,6 +201,20 @@ TEST(CycleMessage, RoundTripsEveryAnnouncementField) {
   EXPECT_TRUE(back.shutdown);
 }
 
+TEST(CycleMessage, StuckWaitsRoundTrip) {
+  CycleMessage m;
+  m.stuck = {StuckWait{0, "barrier.noname", RequestKind::kBarrier, {1}},
+             StuckWait{3, "grad.w", RequestKind::kAllreduce, {0, 2}}};
+  CycleMessage back;
+  ASSERT_TRUE(DecodeCycleMessage(EncodeCycleMessage(m), &back));
+  ASSERT_EQ(back.stuck.size(), 2u);
+  EXPECT_EQ(back.stuck[0].name, "barrier.noname");
+  EXPECT_EQ(back.stuck[0].kind, RequestKind::kBarrier);
+  EXPECT_EQ(back.stuck[0].missing, (std::vector<int32_t>{1}));
+  EXPECT_EQ(back.stuck[1].set, 3);
+  EXPECT_EQ(back.stuck[1].missing, (std::vector<int32_t>{0, 2}));
+}
+
 TEST(CycleMessage, ProcessSetChangesCarryTheirOwnFields) {
   Announcement add = Allreduce("add_process_set.0", 0, DataType::kUInt8);
   add.kind = RequestKind::kAddProcessSet;
@@ -237,6 +251,7 @@ TEST(CycleMessage, EveryTruncationIsRejected) {
   add.set_members = {1, 3};
   m.announcements = {Allreduce("a", 4), Allreduce("bb", 8), add};
   m.stalled = {"x"};
+  m.stuck = {StuckWait{2, "w", RequestKind::kBarrier, {0, 3}}};
   const std::string bytes = EncodeCycleMessage(m);
   for (size_t n = 0; n < bytes.size(); ++n) {
     CycleMessage back;

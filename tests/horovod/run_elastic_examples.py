@@ -1,7 +1,8 @@
 """Runs Horovod's elastic PyTorch examples (examples/elastic/pytorch:
-pytorch_synthetic_benchmark_elastic.py and pytorch_mnist_elastic.py), only
-their import changed, as elastic `cohort run` jobs on this host, and changes
-the job under them the way a cluster would:
+pytorch_synthetic_benchmark_elastic.py, pytorch_mnist_elastic.py and
+pytorch_imagenet_resnet50_elastic.py), only their import changed, as elastic
+`cohort run` jobs on this host, and changes the job under them the way a
+cluster would:
 
 - synthetic benchmark: starts on 2 slots; after the first benchmark iteration
   the discovery script shows a third slot (the job grows to 3); after the
@@ -13,11 +14,20 @@ the job under them the way a cluster would:
   batch of epoch 1, a worker that is not rank 0 gets kill -9. Checked: exit 0,
   the launcher reported the round without it, and the test set's loss and
   accuracy are finite.
+- ImageNet ResNet-50: 2 epochs on 3 slots over a tiny generated ImageFolder
+  (example_data.make_image_folder; run through example_main.py for its
+  SummaryWriter stand-in); once epoch 1's checkpoint is written, a worker
+  that is not rank 0 gets kill -9 (tqdm's progress reaches this runner only
+  at an epoch's end: `cohort run` forwards whole lines). Checked: exit 0, the
+  launcher reported the round without it, both checkpoints were written,
+  and epoch 2's train and validation loss and accuracy are logged, finite.
 
 Horovod's scripts are not part of this repository: --examples (or
-COHORT_HOROVOD_ELASTIC_EXAMPLES) names the folder holding copies; without
-them the exit status is 77 (ctest reports a skip)."""
+COHORT_HOROVOD_ELASTIC_EXAMPLES) names the folder holding copies, or
+--horovod (or COHORT_HOROVOD_SUITE) a Horovod checkout; without them the
+exit status is 77 (ctest reports a skip)."""
 import argparse
+import json
 import math
 import os
 import re
@@ -28,10 +38,14 @@ import sys
 import threading
 import time
 
-from horovod_copy import copy_with_cohort_import
+from example_data import make_image_folder, make_mnist
+from horovod_copy import (ELASTIC_EXAMPLES_IN_CHECKOUT, copy_with_cohort_import,
+                          examples_folder)
 
 SYNTHETIC = "pytorch_synthetic_benchmark_elastic.py"
 MNIST = "pytorch_mnist_elastic.py"
+IMAGENET = "pytorch_imagenet_resnet50_elastic.py"
+EXAMPLE_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "example_main.py")
 SKIP = 77
 
 
@@ -39,6 +53,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", default="", help="the folder holding Horovod's elastic PyTorch "
                    "examples (default: $COHORT_HOROVOD_ELASTIC_EXAMPLES)")
+    p.add_argument("--horovod", default="", help="a Horovod checkout, used when no --examples "
+                   "or $COHORT_HOROVOD_ELASTIC_EXAMPLES is given (default: $COHORT_HOROVOD_SUITE)")
     p.add_argument("--cohort", required=True, help="the cohort executable")
     p.add_argument("--stage", required=True, help="a scratch directory (emptied)")
     p.add_argument("--timeout", type=int, default=240, help="seconds each job may take")
@@ -47,33 +63,6 @@ def parse_args():
 
 def fail(message):
     raise SystemExit("run_elastic_examples.py: " + message)
-
-
-def write_idx(path, magic, dims, payload):
-    """One file of MNIST's idx format: magic, big-endian dimensions, bytes."""
-    with open(path, "wb") as f:
-        f.write(magic.to_bytes(4, "big"))
-        for d in dims:
-            f.write(d.to_bytes(4, "big"))
-        f.write(payload)
-
-
-def make_mnist(root, train, test):
-    """root/MNIST/raw/*-ubyte, the files torchvision's MNIST reads instead of
-    downloading: digits drawn as a bright bar whose row is the label, plus noise."""
-    import numpy as np
-    raw = os.path.join(root, "MNIST", "raw")
-    os.makedirs(raw)
-    rng = np.random.default_rng(0)
-    for prefix, count in (("train", train), ("t10k", test)):
-        labels = rng.integers(0, 10, count).astype(np.uint8)
-        images = rng.integers(0, 60, (count, 28, 28)).astype(np.uint8)
-        for i, label in enumerate(labels):
-            images[i, 2 + 2 * label:4 + 2 * label, 4:24] = 255
-        write_idx(os.path.join(raw, prefix + "-images-idx3-ubyte"), 2051, (count, 28, 28),
-                  images.tobytes())
-        write_idx(os.path.join(raw, prefix + "-labels-idx1-ubyte"), 2049, (count,),
-                  labels.tobytes())
 
 
 def worker_pids(script):
@@ -87,7 +76,9 @@ def worker_pids(script):
                 started = int(f.read().rsplit(")", 1)[1].split()[19])
         except OSError:
             continue
-        if argv[:2] == [sys.executable.encode(), script.encode()]:  # not cohort run's argv
+        # The script right after the interpreter (or after example_main.py):
+        # not cohort run's own argv, which holds it further on.
+        if argv[0] == sys.executable.encode() and script.encode() in argv[1:3]:
             found.append((started, int(pid)))
     return [pid for _, pid in sorted(found)]
 
@@ -104,14 +95,15 @@ class ElasticJob:
         self.lines = []
         self.returncode = None
 
-    def run(self, script_args, on_line):
+    def run(self, script_args, on_line, through=()):
         """Runs the job to its end; `on_line` gets each output line (stdout
-        and stderr) as it arrives."""
+        and stderr) as it arrives. `through`: what runs the script (e.g.
+        example_main.py)."""
         # Unbuffered, so that the runner sees progress lines as they happen.
         env = dict(os.environ, COHORT_TIMEOUT="30", PYTHONUNBUFFERED="1")
         cmd = [self.args.cohort, "run", "--host-discovery-script", "cat " + self.hosts,
                "--min-np", "2", "--max-np", "3", "--elastic-timeout", "60", "--",
-               sys.executable, self.script] + script_args
+               sys.executable] + list(through) + [self.script] + script_args
         print("+ " + " ".join(cmd), flush=True)
         self.proc = subprocess.Popen(cmd, cwd=self.args.stage, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -210,25 +202,81 @@ def run_mnist(args, script):
           "accuracy %s%%" % m.groups())
 
 
+def run_imagenet(args, script):
+    for part, per_class, seed in (("train", 6, 1), ("val", 2, 2)):
+        make_image_folder(os.path.join(args.stage, "imagenet", part), 2, per_class, seed)
+    logs = os.path.join(args.stage, "imagenet-logs")
+    checkpoint = os.path.join(args.stage, "imagenet-checkpoint-{epoch}.pth.tar")
+    first = checkpoint.format(epoch=1)
+    done = threading.Event()
+    killed = []
+
+    def kill_after_the_first_epoch():
+        while not done.wait(0.05):
+            if os.path.exists(first):
+                kill_worker(script, oldest=False)
+                killed.append(True)
+                return
+
+    watcher = threading.Thread(target=kill_after_the_first_epoch)
+    watcher.start()
+    job = ElasticJob(args, script, 3)
+    try:
+        job.run(["--no-cuda", "--epochs", "2", "--batch-size", "2", "--val-batch-size", "2",
+                 "--batches-per-commit", "1", "--warmup-epochs", "1",
+                 "--train-dir", os.path.join(args.stage, "imagenet", "train"),
+                 "--val-dir", os.path.join(args.stage, "imagenet", "val"),
+                 "--log-dir", logs, "--checkpoint-format", checkpoint], lambda line: None,
+                through=[EXAMPLE_MAIN])
+    finally:
+        done.set()
+        watcher.join()
+    out = job.output()
+    if job.returncode != 0:
+        fail("ImageNet: cohort run exited %d" % job.returncode)
+    if not killed:
+        fail("ImageNet: no checkpoint of epoch 1 appeared, so nobody was killed")
+    if not re.search(r"elastic round \d+ \(worker \d was killed by signal 9.*\): 2 workers",
+                     out):
+        fail("ImageNet: no round of 2 workers after a worker was killed")
+    if not os.path.isfile(checkpoint.format(epoch=2)):
+        fail("ImageNet: no checkpoint of epoch 2")
+    logged = {}
+    with open(os.path.join(logs, "scalars.jsonl")) as f:
+        for line in f:
+            entry = json.loads(line)
+            if entry["step"] == 1:  # epoch 2
+                logged[entry["tag"]] = entry["value"]
+    tags = ("train/loss", "train/accuracy", "val/loss", "val/accuracy")
+    if sorted(logged) != sorted(tags) or not all(math.isfinite(v) for v in logged.values()):
+        fail("ImageNet: expected finite %s for epoch 2, logged %s" % (", ".join(tags), logged))
+    print("ImageNet ResNet-50: lost a worker after epoch 1, finished epoch 2 on 2 workers; %s" %
+          ", ".join("%s %.4f" % (t, logged[t]) for t in tags))
+
+
 def main():
     args = parse_args()
     args.cohort = os.path.abspath(args.cohort)
-    examples = args.examples or os.environ.get("COHORT_HOROVOD_ELASTIC_EXAMPLES", "")
-    missing = [s for s in (SYNTHETIC, MNIST) if not os.path.isfile(os.path.join(examples, s))]
+    examples = examples_folder(args.examples, "COHORT_HOROVOD_ELASTIC_EXAMPLES",
+                               ELASTIC_EXAMPLES_IN_CHECKOUT, args.horovod)
+    missing = [s for s in (SYNTHETIC, MNIST, IMAGENET)
+               if not os.path.isfile(os.path.join(examples, s))]
     if not examples or missing:
-        print("skipped: no copy of Horovod's examples/elastic/pytorch/%s (give --examples or "
-              "COHORT_HOROVOD_ELASTIC_EXAMPLES; got '%s')" % (", ".join(missing), examples))
+        print("skipped: no copy of Horovod's examples/elastic/pytorch/%s (give --examples, "
+              "COHORT_HOROVOD_ELASTIC_EXAMPLES or a checkout in COHORT_HOROVOD_SUITE; got '%s')" %
+              (", ".join(missing), examples))
         return SKIP
     shutil.rmtree(args.stage, ignore_errors=True)
     os.makedirs(args.stage)
     staged = {}
-    for name in (SYNTHETIC, MNIST):
+    for name in (SYNTHETIC, MNIST, IMAGENET):
         staged[name] = os.path.join(args.stage, name)
         copy_with_cohort_import(os.path.join(examples, name), staged[name])
     started = time.monotonic()
     run_synthetic(args, staged[SYNTHETIC])
     run_mnist(args, staged[MNIST])
-    print("elastic examples: both passed in %.0f s" % (time.monotonic() - started))
+    run_imagenet(args, staged[IMAGENET])
+    print("elastic examples: all 3 passed in %.0f s" % (time.monotonic() - started))
     return 0
 
 

@@ -4,8 +4,9 @@ PNG images per class): one epoch, then a second run that must resume from the
 first run's checkpoint and train one more epoch.
 
 Horovod's script is not part of this repository: --examples (or
-COHORT_HOROVOD_EXAMPLES) names the folder holding a copy; without one the
-exit status is 77 (ctest reports a skip). Checked: both runs exit 0, write
+COHORT_HOROVOD_EXAMPLES) names the folder holding a copy, or --horovod (or
+COHORT_HOROVOD_SUITE) a Horovod checkout; without one the exit status is 77
+(ctest reports a skip). Checked: both runs exit 0, write
 checkpoint-1 and checkpoint-2 (with 'model' and 'optimizer', the weights
 changed by the second epoch), and log finite train/val loss and accuracy for
 epoch 0, then for epoch 1 only (the second run resumed)."""
@@ -17,7 +18,8 @@ import shutil
 import subprocess
 import sys
 
-from horovod_copy import copy_with_cohort_import
+from example_data import make_image_folder
+from horovod_copy import EXAMPLES_IN_CHECKOUT, copy_with_cohort_import, examples_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = "pytorch_imagenet_resnet50.py"
@@ -29,6 +31,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", default="", help="the folder holding Horovod's " + SCRIPT +
                    " (default: $COHORT_HOROVOD_EXAMPLES)")
+    p.add_argument("--horovod", default="", help="a Horovod checkout, used when no --examples "
+                   "or $COHORT_HOROVOD_EXAMPLES is given (default: $COHORT_HOROVOD_SUITE)")
     p.add_argument("--cohort", required=True, help="the cohort executable")
     p.add_argument("--stage", required=True, help="a scratch directory (emptied)")
     p.add_argument("--np", type=int, default=2)
@@ -37,19 +41,6 @@ def parse_args():
     p.add_argument("--train-per-class", type=int, default=4)
     p.add_argument("--val-per-class", type=int, default=2)
     return p.parse_args()
-
-
-def make_image_folder(root, classes, per_class, seed):
-    """CLASS/IMAGE.png, 48x48 RGB: a colour per class with noise."""
-    import numpy as np
-    from PIL import Image
-    rng = np.random.default_rng(seed)
-    for c in range(classes):
-        os.makedirs(os.path.join(root, "class%d" % c))
-        base = np.array([255 * (c % 2), 128, 255 * (1 - c % 2)], dtype=np.float64)
-        for i in range(per_class):
-            pixels = np.clip(base + rng.normal(0, 40, (48, 48, 3)), 0, 255).astype(np.uint8)
-            Image.fromarray(pixels).save(os.path.join(root, "class%d" % c, "%03d.png" % i))
 
 
 def run(args, script, epochs, log_dir):
@@ -103,11 +94,13 @@ def check_checkpoints(stage):
 def main():
     args = parse_args()
     args.cohort = os.path.abspath(args.cohort)
-    examples = args.examples or os.environ.get("COHORT_HOROVOD_EXAMPLES", "")
+    examples = examples_folder(args.examples, "COHORT_HOROVOD_EXAMPLES", EXAMPLES_IN_CHECKOUT,
+                               args.horovod)
     example = os.path.join(examples, SCRIPT)
     if not examples or not os.path.isfile(example):
-        print("skipped: no copy of Horovod's examples/pytorch/%s (give --examples or "
-              "COHORT_HOROVOD_EXAMPLES; got '%s')" % (SCRIPT, example))
+        print("skipped: no copy of Horovod's examples/pytorch/%s (give --examples, "
+              "COHORT_HOROVOD_EXAMPLES or a checkout in COHORT_HOROVOD_SUITE; got '%s')" %
+              (SCRIPT, example))
         return SKIP
     shutil.rmtree(args.stage, ignore_errors=True)
     os.makedirs(args.stage)

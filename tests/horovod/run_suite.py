@@ -3,7 +3,8 @@ job: `cohort run -np N` starts N ranks, each runs the whole file under pytest
 with horovodrun's HOROVOD_RANK/HOROVOD_SIZE set.
 
 Horovod's file is not part of this repository: --suite (or
-COHORT_HOROVOD_SUITE) names a copy. It is staged unchanged but for its import
+COHORT_HOROVOD_SUITE) names a copy, or a Horovod checkout holding it at
+test/parallel/test_torch.py. It is staged unchanged but for its import
 (`import horovod.torch as hvd` becomes `import cohort.torch as hvd`), next to
 ../utils/common.py (utils/common.py here) and a conftest.py marking the
 deliberate differences (deliberate_differences.py). Exit status: 0 when
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from horovod_copy import copy_with_cohort_import
+from horovod_copy import copy_with_cohort_import, suite_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
@@ -27,8 +28,8 @@ SKIP = 77
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--suite", default="", help="Horovod's test/parallel/test_torch.py "
-                   "(default: $COHORT_HOROVOD_SUITE)")
+    p.add_argument("--suite", default="", help="Horovod's test/parallel/test_torch.py or a "
+                   "Horovod checkout (default: $COHORT_HOROVOD_SUITE)")
     p.add_argument("--cohort", required=True, help="the cohort executable")
     p.add_argument("--stage", required=True, help="a scratch directory (emptied)")
     p.add_argument("--np", type=int, default=2)
@@ -100,11 +101,13 @@ def tally(xml_dir, np):
 def main():
     args = parse_args()
     args.cohort = os.path.abspath(args.cohort)
-    args.suite = args.suite or os.environ.get("COHORT_HOROVOD_SUITE", "")
-    if not args.suite or not os.path.isfile(args.suite):
+    suite = suite_file(args.suite)
+    if not suite:
         print("skipped: no copy of Horovod's test/parallel/test_torch.py (give --suite or "
-              "COHORT_HOROVOD_SUITE; got '%s')" % args.suite)
+              "COHORT_HOROVOD_SUITE, the file or a checkout; got '%s')" %
+              (args.suite or os.environ.get("COHORT_HOROVOD_SUITE", "")))
         return SKIP
+    args.suite = suite
     staged = stage(args.suite, args.stage, with_conftest=not args.raw)
     xml_dir = os.path.join(args.stage, "results")
     os.makedirs(xml_dir)
@@ -117,6 +120,12 @@ def main():
         rc = run_job(args, staged, xml_dir, "rank$COHORT_RANK.xml",
                      args.pytest_args + [os.path.basename(staged)])
     summary = tally(xml_dir, args.np)
+    silent = [r for r in range(args.np)
+              if not glob.glob(os.path.join(xml_dir, "rank%d.*xml" % r))]
+    for r in silent:  # every rank must finish the suite and report
+        print("rank %d: no results (its pytest did not finish the suite)" % r)
+    if silent and rc == 0:
+        rc = 1
     for kind in ("failed", "xfailed"):
         if summary[kind]:
             print("%s: %s" % (kind, " ".join(sorted(summary[kind]))))

@@ -4,6 +4,7 @@ compared with the same operation on a gloo group over the same ranks (exact
 for integer dtypes), and DDP/ZeroRedundancyOptimizer training on both.
 Runs under `cohort run -np 2` and `-np 3` (tests/python/CMakeLists.txt)."""
 import datetime
+import re
 import time
 
 import pytest
@@ -396,15 +397,131 @@ def test_group_timeout_bounds_a_receive(dist):
     dist.barrier()
 
 
-def test_monitored_barrier_names_the_missing_ranks(dist):
+def first_line(error):
+    return str(error).split("\n")[0]
+
+
+def monitored_barrier_errors(dist, group, late, **kwargs):
+    """Every rank's monitored_barrier over `group` (1 s timeout unless given)
+    where the ranks in `late` arrive only after rank 0 gave up: the error
+    text, or None. The default cohort group orders the steps."""
+    r = rank(dist)
+    kwargs.setdefault("timeout", datetime.timedelta(seconds=1))
+    error = None
+    if r in late:
+        dist.barrier()  # rank 0 has given up by then
+    try:
+        dist.monitored_barrier(group, **kwargs)
+    except RuntimeError as e:
+        error = str(e)
+    if r not in late:
+        dist.barrier()
+    dist.barrier()
+    return error
+
+
+@pytest.mark.parametrize("scenario", ["last_late", "wait_all_ranks", "timeout_0"])
+def test_monitored_barrier_reports_as_gloo_does(dist, scenario):
+    # torch 1.13's contract (ProcessGroupGloo::monitoredBarrier): rank 0 names
+    # the first rank missing, or every one with wait_all_ranks; with no time
+    # left it says it timed out itself; the other ranks report their own
+    # failure, not rank 0's. Each backend runs the scenario on a group of its
+    # own (1 s timeout); the first lines of the messages agree.
     n, r = dist.get_world_size(), rank(dist)
-    missing = ", ".join(str(k) for k in range(1, n))
-    want = "rank%s %s did not reach the barrier" % ("s" if n > 2 else "", missing)
+    kwargs = {"last_late": {}, "wait_all_ranks": {"wait_all_ranks": True},
+              "timeout_0": {"timeout": datetime.timedelta(seconds=0)}}[scenario]
+    late = {"last_late": {n - 1}, "wait_all_ranks": set(range(1, n)), "timeout_0": set()}[scenario]
+    one_second = datetime.timedelta(seconds=1)
+    ours = monitored_barrier_errors(dist, dist.new_group(timeout=one_second), late, **kwargs)
+    theirs = monitored_barrier_errors(
+        dist, dist.new_group(backend="gloo", timeout=one_second), late, **kwargs)
     if r == 0:
-        with pytest.raises(RuntimeError, match=want):
-            dist.monitored_barrier(timeout=datetime.timedelta(seconds=1), wait_all_ranks=True)
-        dist.barrier(group=dist.gloo)
-    else:
-        dist.barrier(group=dist.gloo)  # arrive late: after rank 0 gave up
-        with pytest.raises(RuntimeError, match=want):
-            dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+        want = {"last_late": "[Rank 0]: Rank %d failed to pass monitoredBarrier in 1000 ms" % (n - 1),
+                "wait_all_ranks": "[Rank 0]: Ranks %s failed to pass monitoredBarrier in 1000 ms" %
+                                  ", ".join(str(k) for k in range(1, n)),
+                "timeout_0": "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 0 ms"}[scenario]
+        assert first_line(ours) == first_line(theirs) == want, (ours, theirs)
+        if scenario == "timeout_0":
+            assert "Rank 0 timed out in monitoredBarrier after 0 ms." in ours
+            assert "Rank 0 timed out in monitoredBarrier after 0 ms." in theirs
+        return
+    own = ("Rank %d successfully reached monitoredBarrier, but received errors while waiting "
+           "for send/recv from rank 0. Please check rank 0 logs for faulty rank." % r)
+    assert first_line(ours) == own, ours
+    if r not in late:  # gloo tells a late rank only that rank 0 closed the connection
+        assert first_line(theirs) == own, theirs
+
+
+def test_monitored_barrier_passes_when_every_rank_arrives(dist):
+    for wait_all_ranks in (False, True):
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=30),
+                               wait_all_ranks=wait_all_ranks)
+
+
+def test_barrier_timeout_is_worded_as_torch_words_it(dist):
+    # gloo: "Timed out waiting 1000ms for recv operation to complete"; cohort
+    # leads with the same words, then names who is missing.
+    n, r = dist.get_world_size(), rank(dist)
+    one_second = datetime.timedelta(seconds=1)
+    ours, theirs = dist.new_group(timeout=one_second), \
+        dist.new_group(backend="gloo", timeout=one_second)
+    errors = {}
+    for name, group in (("cohort", ours), ("gloo", theirs)):
+        if r == n - 1:
+            dist.barrier()  # late: after the others timed out
+            if name == "cohort":  # meets the others' barrier, still announced
+                dist.barrier(group)
+            continue
+        with pytest.raises(RuntimeError) as e:
+            dist.barrier(group)
+        errors[name] = str(e.value)
+        dist.barrier()
+    if r != n - 1:
+        assert "Timed out waiting 1000ms for " in errors["gloo"]
+        assert re.match(r"Timed out waiting 1000ms for barrier to complete: cohort barrier: "
+                        r"barrier '.*' did not complete within 1 s: not submitted by rank %d "
+                        r"\(host " % (n - 1), errors["cohort"]), errors["cohort"]
+
+
+def sparse_input(dist, seed, of=None):
+    """A 2-D sparse COO tensor (6 x 3) with rank-dependent positions, some
+    shared with other ranks, some repeated (uncoalesced): rank `of`'s
+    (default: this rank's)."""
+    k = rank(dist) if of is None else of
+    gen = torch.Generator().manual_seed(seed + k)
+    idx = torch.randint(0, 6, (2, 5), generator=gen) % torch.tensor([[6], [3]])
+    return torch.sparse_coo_tensor(idx, torch.arange(5, dtype=torch.float32) + k, (6, 3))
+
+
+def test_sparse_all_reduce_matches_gloo(dist):
+    ours, theirs = sparse_input(dist, 1), sparse_input(dist, 1)
+    dist.all_reduce(ours)
+    dist.all_reduce(theirs, group=dist.gloo)
+    assert ours.is_sparse
+    assert torch.equal(ours.coalesce().to_dense(), theirs.coalesce().to_dense())
+    assert torch.equal(ours.coalesce().to_dense(), torch.stack(
+        [sparse_input(dist, 1, of=k).to_dense() for k in range(dist.get_world_size())]).sum(0))
+    work = dist.all_reduce(sparse_input(dist, 2), async_op=True)  # with a future, as DDP uses it
+    assert work.get_future().wait()[0].is_sparse
+    with pytest.raises(RuntimeError, match="sparse tensors support ReduceOp.SUM only"):
+        dist.all_reduce(sparse_input(dist, 3), op=dist.ReduceOp.MAX)
+
+
+def test_object_collectives_match_gloo(dist):
+    n, r = dist.get_world_size(), rank(dist)
+    obj = {"rank": r, "items": list(range(r + 1))}
+    for group in (None, dist.gloo):
+        got = [None] * n
+        dist.all_gather_object(got, obj, group=group)
+        assert got == [{"rank": k, "items": list(range(k + 1))} for k in range(n)]
+        objects = ["from root", {"x": 1}] if r == n - 1 else [None, None]
+        dist.broadcast_object_list(objects, src=n - 1, group=group)
+        assert objects == ["from root", {"x": 1}]
+        out = [None]
+        dist.scatter_object_list(out, [("to", k) for k in range(n)] if r == 0 else None, src=0,
+                                 group=group)
+        assert out == [("to", r)]
+        gathered = [None] * n if r == 0 else None
+        dist.gather_object(("from", r), gathered, dst=0, group=group)
+        if r == 0:
+            assert gathered == [("from", k) for k in range(n)]

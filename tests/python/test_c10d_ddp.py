@@ -119,3 +119,24 @@ def test_ddp_powersgd_hook_matches_gloo(dist):
 
 def test_zero_redundancy_optimizer_matches_gloo(dist):
     assert_close_params(train(dist, None, zero=True), train(dist, dist.gloo, zero=True))
+
+
+def train_sparse_embedding(dist, group):
+    """DDP over an nn.Embedding(sparse=True): its gradients are sparse COO
+    tensors, which the backend all-reduces as such."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Embedding(20, 4, sparse=True)), process_group=group)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    gen = torch.Generator().manual_seed(7 + dist.get_rank())
+    for _ in range(STEPS):
+        idx = torch.randint(0, 20, (6,), generator=gen)  # different rows on every rank
+        model(idx).pow(2).sum().backward()
+        assert model.module[0].weight.grad.is_sparse
+        opt.step()
+        opt.zero_grad()
+    return [p.detach().clone() for p in model.module.parameters()]
+
+
+def test_ddp_sparse_embedding_matches_gloo(dist):
+    assert_close_params(train_sparse_embedding(dist, None), train_sparse_embedding(dist, dist.gloo))

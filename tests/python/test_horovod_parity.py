@@ -66,13 +66,22 @@ def test_broadcast_root_is_a_global_rank(hvd, pair):
                 hvd.broadcast(torch.zeros(1), root_rank=1, process_set=pair)
 
 
+def test_optimizer_over_a_set_steps_alone_outside_it(hvd, pair):
+    # As Horovod's (test_optimizer_process_sets): members average their
+    # gradients over the set, a rank outside it steps on its own gradient.
+    w = torch.nn.Parameter(torch.full((2,), float(hvd.rank())))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), named_parameters=[("w", w)],
+                                   process_set=pair)
+    (w * float(hvd.rank() + 1)).sum().backward()
+    opt.step()
+    last = hvd.size() - 1
+    grad = (1 + (last + 1)) / 2 if pair.included() else hvd.rank() + 1
+    assert w.tolist() == [hvd.rank() - grad] * 2
+
+
 def test_rank_outside_a_set_is_refused(hvd, pair):
     if pair.included():
         return
-    w = torch.nn.Parameter(torch.zeros(2))
-    with pytest.raises(ValueError, match=r"DistributedOptimizer: rank 1 is not a member of "
-                                         r"process set \d+"):
-        hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), process_set=pair)
     with pytest.raises(ValueError, match=r"allreduce: rank 1 is not a member of process set"):
         hvd.allreduce(torch.ones(1), process_set=pair)
     with pytest.raises(ValueError, match=r"broadcast: rank 1 is not a member"):
@@ -306,9 +315,11 @@ def test_broadcast_optimizer_state_without_gradients(hvd):
     assert len(state) == 2 and all(g == got[0] for g in got)
 
 
-def test_optimizer_gives_trainable_parameters_zero_gradients(hvd):
-    # As Horovod: wrapping creates zero gradients, so a parameter frozen before
-    # its first backward (a GAN's other half) has a zero gradient, not None.
+def test_optimizer_leaves_gradients_alone_until_backward(hvd):
+    # As Horovod since 0.21 (#2580, sparse gradients): wrapping creates no
+    # gradient (a dense zero one would turn an nn.Embedding(sparse=True)'s
+    # gradient dense); a trainable parameter that backward never reached is
+    # reduced as zeros when the optimizer synchronizes.
     gen, disc = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
     with torch.no_grad():
         gen.weight.fill_(1.0)
@@ -318,14 +329,13 @@ def test_optimizer_gives_trainable_parameters_zero_gradients(hvd):
                                        named_parameters=gen.named_parameters())
     disc_opt = hvd.DistributedOptimizer(torch.optim.SGD(disc.parameters(), lr=0.1),
                                         named_parameters=disc.named_parameters())
-    assert all(torch.equal(p.grad, torch.zeros_like(p)) for p in gen.parameters())
-    assert torch.equal(disc.weight.grad, torch.zeros(1, 2)) and disc.bias.grad is None
+    assert all(p.grad is None for p in list(gen.parameters()) + list(disc.parameters()))
     for p in disc.parameters():
         p.requires_grad_(False)
     gen_opt.zero_grad()
     disc_opt.zero_grad()
     disc(gen(torch.full((1, 2), hvd.rank() + 1.0))).sum().backward()
-    assert torch.equal(disc.weight.grad, torch.zeros(1, 2))
+    assert disc.weight.grad is None
     gen_opt.synchronize()
     # d/dW of w_d . (W x + b) is w_d^T x^T, x = rank + 1: averaged over ranks.
     mean = sum(range(1, hvd.size() + 1)) / hvd.size()
@@ -333,6 +343,9 @@ def test_optimizer_gives_trainable_parameters_zero_gradients(hvd):
     assert gen.bias.grad.tolist() == [0.5, 2.0]
     with gen_opt.skip_synchronize():
         gen_opt.step()
+    disc.weight.requires_grad_(True)
+    disc_opt.synchronize()
+    assert torch.equal(disc.weight.grad, torch.zeros(1, 2)) and disc.bias.grad is None
 
 
 def test_api_points(hvd, pair):

@@ -44,8 +44,16 @@ def start_server(tmp_path, slots):
     return TrackingServer(tmp_path, ["--slots", str(slots), "--grace", "1"])
 
 
+def queue_headers(server):
+    """The queue's token, which the server writes beside its queue database
+    (docs/security.md)."""
+    path = os.path.join(os.path.dirname(server.store[len("sqlite:"):]), "queue-token")
+    with open(path) as f:
+        return {"X-Cohort-Queue-Token": f.read().strip()}
+
+
 def queue_jobs(server):
-    status, body = server.request("GET", "/api/queue/jobs")
+    status, body = server.request("GET", "/api/queue/jobs", headers=queue_headers(server))
     assert status == 200, body
     return {j["id"]: j for j in body["jobs"]}
 
@@ -268,7 +276,7 @@ def test_trials_on_an_agent_of_this_host_report_to_the_controller(tmp_path):
         # submitted before would be refused for a pool of 0 slots.
         wait_until("agent 'here' heartbeats", lambda: any(
             a["name"] == "here" and a["alive"]
-            for a in server.request("GET", "/api/queue/agents")[1]["agents"]))
+            for a in server.request("GET", "/api/queue/agents", headers=queue_headers(server))[1]["agents"]))
         spec = write_spec(tmp_path, (SLOW_SPEC % (os.path.join(HERE, "sweep_trial.py"), 2))
                           .replace("workers: 1", "workers: 2"))
         sweep_dir = str(tmp_path / "s")

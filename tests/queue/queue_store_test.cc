@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "data/data_test_util.h"
@@ -106,21 +107,21 @@ TEST(QueueStoreTest, OneConnectionOwnsTheFile) {
   ASSERT_TRUE(queue.ok()) << queue.status().ToString();
   auto second = QueueStore::Open(path);
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.status().message().find(path + " is open in another process"),
-            std::string::npos)
+  EXPECT_NE(second.status().message().find(path + " is open in another process"), std::string::npos)
       << second.status().message();
   ASSERT_TRUE((*queue)->Insert(Sample()).ok());
   EXPECT_EQ((*queue)->List()->size(), 1u);
 }
 
 TEST(QueueStoreTest, StateNamesParseBack) {
-  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
-                     JobState::kFailed, JobState::kCancelled, JobState::kPreempted}) {
+  for (JobState s :
+       {JobState::kPending, JobState::kStarting, JobState::kRunning, JobState::kSucceeded,
+        JobState::kFailed, JobState::kCancelled, JobState::kPreempted}) {
     EXPECT_EQ(*ParseState(StateName(s)), s);
   }
   EXPECT_EQ(ParseState("done").status().message(),
-            "unknown job state 'done' (pending, running, succeeded, failed, cancelled, "
-            "preempted)");
+            "unknown job state 'done' (pending, starting, running, succeeded, failed, "
+            "cancelled, preempted)");
 }
 
 std::optional<int> WaitForExit(const std::string& exit_path) {
@@ -168,6 +169,54 @@ TEST(JobProcessTest, SignalledJobAndLiveness) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_FALSE(WrapperAlive(process->wrapper_pid, process->wrapper_start));
+}
+
+bool GroupAlive(int pgid) { return ::kill(-pgid, 0) == 0; }
+
+bool WaitUntil(const std::function<bool()>& condition) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST(JobProcessTest, RunFileTellsARunningJobFromAnOrphanAndNeverStarted) {
+  TempDir dir;
+  const std::string run_path = dir.Sub("3.run");
+  EXPECT_FALSE(ReadRunFile(run_path).exists);  // never started
+  JobLaunch launch;
+  launch.command = {"sleep", "30"};
+  launch.env = {"PATH=/usr/bin:/bin"};
+  launch.log_path = dir.Sub("3.log");
+  launch.exit_path = dir.Sub("3.exit");
+  launch.run_path = run_path;
+  auto process = StartJob(launch);
+  ASSERT_TRUE(process.ok()) << process.status().ToString();
+  // Followable: its wrapper holds the file and it names the processes.
+  RunFile run = ReadRunFile(run_path);
+  EXPECT_TRUE(run.exists && run.locked);
+  EXPECT_EQ(run.wrapper_pid, process->wrapper_pid);
+  EXPECT_EQ(run.job_pgid, process->job_pgid);
+  // A second start of the same job is refused while the wrapper runs.
+  auto twice = StartJob(launch);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(),
+            "the job's run file " + run_path + " is locked: a wrapper of this job still runs");
+  // The wrapper dies without an exit status: the job is an orphan, which
+  // the run file still names, and which is killed by its group.
+  ASSERT_EQ(::kill(process->wrapper_pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] { return !ReadRunFile(run_path).locked; }));
+  run = ReadRunFile(run_path);
+  EXPECT_EQ(run.wrapper_pid, process->wrapper_pid);
+  EXPECT_TRUE(GroupAlive(process->job_pgid));
+  EXPECT_FALSE(KillOrphanedJob(process->job_pgid, process->wrapper_pid + 1));  // not its session
+  EXPECT_TRUE(GroupAlive(process->job_pgid));
+  EXPECT_TRUE(KillOrphanedJob(process->job_pgid, process->wrapper_pid));
+  EXPECT_TRUE(WaitUntil([&] { return !GroupAlive(process->job_pgid); }));
+  EXPECT_FALSE(KillOrphanedJob(process->job_pgid, process->wrapper_pid));
+  EXPECT_FALSE(ReadExitFile(launch.exit_path).has_value());
 }
 
 TEST(JobProcessTest, ExitFilesAreReadStrictly) {

@@ -35,8 +35,19 @@ def submit(server, *args, **kw):
     return int(out)
 
 
+def queue_headers(server):
+    """The queue's token header: without --auth the server generates the token
+    and writes it beside the queue's database (docs/security.md)."""
+    path = os.path.join(os.path.dirname(server.store[len("sqlite:"):]), "queue-token")
+    if not os.path.exists(path):  # a server with --auth, or of a build from before the token
+        return {}
+    with open(path) as f:
+        return {"X-Cohort-Queue-Token": f.read().strip()}
+
+
 def job(server, job_id, headers=None):
-    status, body = server.request("GET", f"/api/queue/jobs/{job_id}", headers=headers)
+    status, body = server.request("GET", f"/api/queue/jobs/{job_id}",
+                                  headers=headers or queue_headers(server))
     assert status == 200, body
     return body
 
@@ -143,6 +154,8 @@ def test_cancel_under_auth_uses_the_tokens_user(tmp_path):
         subprocess.run([COHORT, "user", "add", name, *store], check=True, capture_output=True)
         tokens[name] = subprocess.run([COHORT, "token", "create", name, *store], check=True,
                                       capture_output=True, text=True).stdout.strip()
+        subprocess.run([COHORT, "user", "grant", name, "--queue-project", "default", "submit",
+                        *store], check=True, capture_output=True)
     s = start_server(tmp_path, extra=["--auth"])
     try:
         rc, _, err = cli(s, "submit", "--", "true")
@@ -262,6 +275,87 @@ def test_restart_readopts_running_jobs(tmp_path, how):
         s.stop()
 
 
+def marked_processes(mark):
+    """{pid: (COHORT_JOB_ID, process group)} of the live processes whose
+    environment holds TEST_MARK=mark."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # state, ppid, pgrp, ...
+        if f"TEST_MARK={mark}".encode() not in env or fields[0] in ("Z", "X"):
+            continue
+        job_id = next(int(e[14:]) for e in env if e.startswith(b"COHORT_JOB_ID="))
+        found[int(pid)] = (job_id, int(fields[2]))
+    return found
+
+
+def test_kill_9_during_a_burst_of_starts_runs_each_job_once(tmp_path):
+    """Issue 25, item 9: the server killed while it starts 40 jobs, then
+    restarted: each job ran once, every job's processes are the server's to
+    follow (one process group per job), and none outlive their job."""
+    jobs = 40
+    for attempt, kill_after in enumerate((1, 10, 25)):
+        home = tmp_path / f"a{attempt}"
+        home.mkdir()
+        mark = f"{os.getpid()}-{attempt}"
+        ids = home / "ids"
+        s = start_server(home, slots=jobs + 1)
+        try:
+            blocker = submit(s, "--slots", str(jobs + 1), "--", *gate(home, "blocker"))
+            wait_for(s, blocker, {"running"})
+            body = {"command": ["sh", "-c", f"echo $COHORT_JOB_ID >> {ids}; "
+                                            f"while [ ! -e {home}/go ]; do sleep 0.05; done"],
+                    "env": [f"TEST_MARK={mark}", "PATH=" + os.environ["PATH"]], "cwd": str(home)}
+            submitted = []
+            for _ in range(jobs):
+                status, answer = s.request("POST", "/api/queue/jobs", body=body,
+                                           headers=queue_headers(s))
+                assert status == 200, answer
+                submitted.append(answer["id"])
+            (home / "blocker").touch()  # the next pass starts all 40 at once
+            deadline = time.monotonic() + DEADLINE_S
+            while not ids.exists() or len(ids.read_text().split()) < kill_after:
+                assert time.monotonic() < deadline, "the burst never started"
+                time.sleep(0.001)
+            s.stop(signal.SIGKILL)
+            s = start_server(home, slots=jobs + 1)
+            deadline = time.monotonic() + DEADLINE_S
+            while True:  # every job started again or followed
+                states = [job(s, i)["state"] for i in submitted]
+                if all(state not in ("pending", "starting") for state in states) and \
+                        len(ids.read_text().split()) >= states.count("running"):
+                    break
+                assert time.monotonic() < deadline, states
+                time.sleep(0.05)
+            running = {i for i, state in zip(submitted, states) if state == "running"}
+            started = [int(x) for x in ids.read_text().split()]
+            assert sorted(started) == sorted(set(started)), f"attempt {attempt}: a job ran twice"
+            groups = {}
+            for job_id, pgid in marked_processes(mark).values():
+                groups.setdefault(job_id, set()).add(pgid)
+            assert set(groups) == running, (attempt, sorted(groups), sorted(running))
+            assert all(len(g) == 1 for g in groups.values()), groups  # one copy of each
+            (home / "go").touch()
+            for i in submitted:
+                j = wait_for(s, i, {"succeeded", "failed"})
+                assert j["state"] == "succeeded", (attempt, j["reason"], j["exit_code"])
+            assert sorted(int(x) for x in ids.read_text().split()) == submitted
+            deadline = time.monotonic() + DEADLINE_S
+            while marked_processes(mark):
+                assert time.monotonic() < deadline, marked_processes(mark)
+                time.sleep(0.05)
+        finally:
+            (home / "go").touch()
+            (home / "blocker").touch()
+            s.stop()
+
+
 def test_logs_follow_until_the_job_ends(server, tmp_path):
     j = submit(server, "--", "sh", "-c", f"echo one; {' '.join(gate(tmp_path)[2:])}; echo two")
     j_str = str(j)
@@ -307,8 +401,7 @@ GARBAGE = [
      "INVALID_PARAMETER_VALUE"),
     ("POST", "/api/queue/agents/a1/heartbeat", b'nope', 400, "BAD_REQUEST"),
     ("POST", "/api/queue/agents/a1/jobs/1/log", b'bytes', 400, "INVALID_PARAMETER_VALUE"),
-    ("POST", "/api/queue/agents/a1/jobs/1/log?offset=0", b'bytes', 400,
-     "INVALID_PARAMETER_VALUE"),
+    ("POST", "/api/queue/agents/a1/jobs/1/log?offset=0", b'bytes', 403, "PERMISSION_DENIED"),
     ("POST", "/api/queue/agents/a1/jobs/x/exit", b'{"exit_code": 0}', 400,
      "INVALID_PARAMETER_VALUE"),
     ("POST", "/api/queue/agents/a1/jobs/1/exit", b'{"exit_code": 300}', 400,
@@ -322,15 +415,18 @@ def test_garbage_on_the_endpoints_is_refused(server):
     assert submit(server, "--", "true") == 1
     for method, path, raw, status, code in GARBAGE:
         got, body = server.request(method, path, raw=raw,
-                                   headers={"Content-Type": "application/json"})
+                                   headers={"Content-Type": "application/json",
+                                            **queue_headers(server)})
         assert (got, body["error_code"]) == (status, code), (method, path, raw, body)
         assert body["message"]
     got, body = server.request("POST", "/api/queue/jobs",
-                               raw=b'{"command": ["true"], "priority": "urgent"}')
+                               raw=b'{"command": ["true"], "priority": "urgent"}',
+                               headers=queue_headers(server))
     assert "urgent" in body["message"]
     assert server.request("GET", "/health") == (200, b"OK")
     assert job(server, 1)["id"] == 1
-    assert server.request("GET", "/api/queue/agents") == (200, {"agents": []})
+    assert server.request("GET", "/api/queue/agents", headers=queue_headers(server)) == (
+        200, {"agents": []})
 
 
 def start_agent(server, tmp_path, name):
@@ -343,7 +439,7 @@ def start_agent(server, tmp_path, name):
 def wait_agents(server, names):
     deadline = time.monotonic() + DEADLINE_S
     while True:
-        status, body = server.request("GET", "/api/queue/agents")
+        status, body = server.request("GET", "/api/queue/agents", headers=queue_headers(server))
         if {a["name"] for a in body["agents"] if a["alive"]} == set(names):
             return
         assert time.monotonic() < deadline, body

@@ -3,7 +3,9 @@ and slurmd from Debian (tools/setup.sh), a minimal slurm.conf in tmp_path,
 started for the test and stopped after."""
 import os
 import shutil
+import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_queue import DEADLINE_S, cli, job, start_server, submit, wait_for  # noqa: E402
+from test_queue import DEADLINE_S, cli, gate, job, start_server, submit, wait_for  # noqa: E402
 
 NEEDED = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo"]
 pytestmark = pytest.mark.skipif(
@@ -116,5 +118,47 @@ def test_slurm_pool_runs_gangs_through_sbatch(slurm, tmp_path):
         assert (j["state"], j["reason"]) == ("cancelled", "cancelled by alice")
         p = subprocess.run(["squeue", "-h"], capture_output=True, text=True)
         assert p.stdout == ""
+    finally:
+        s.stop()
+
+
+def slurm_jobs(name):
+    """SLURM's ids of the jobs called `name`, in any state."""
+    p = subprocess.run(["squeue", "-h", "--states=all", f"--name={name}", "-o", "%i"],
+                       capture_output=True, text=True, check=True)
+    return p.stdout.split()
+
+
+def test_a_server_killed_between_sbatch_and_its_record_submits_nothing_twice(slurm, tmp_path):
+    """Issue 25, item 9, for SLURM: a job recorded `starting` is found by its
+    SLURM name and followed when sbatch had taken it, and submitted (once)
+    when it had not."""
+    s = start_server(tmp_path, slots=0, extra=["--slurm-pool", "hpc"])
+    try:
+        ran = submit(s, "--pool", "hpc", "--", *gate(tmp_path))
+        wait_for(s, ran, {"running"})
+        waits = submit(s, "--pool", "hpc", "--slots", "2", "--", "sh", "-c",
+                       f"echo once >> {tmp_path}/waits")
+        assert slurm_jobs(f"cohort-{ran}-0") and job(s, waits)["state"] == "pending"
+    finally:
+        s.stop(signal.SIGKILL)
+    # As if the server died right after sbatch (`ran`) and right before it
+    # (`waits`): both recorded `starting`, neither with SLURM's id.
+    db = sqlite3.connect(tmp_path / "queue.db")
+    db.execute("UPDATE queue_jobs SET state = 'starting', slurm_id = '' WHERE id = ?", (ran,))
+    db.execute("UPDATE queue_jobs SET state = 'starting', host = 'slurm', started = 1"
+               " WHERE id = ?", (waits,))
+    db.commit()
+    db.close()
+    s = start_server(tmp_path, slots=0, extra=["--slurm-pool", "hpc"])
+    try:
+        assert job(s, ran)["state"] == "running"  # followed, not submitted again
+        assert len(slurm_jobs(f"cohort-{ran}-0")) == 1
+        assert job(s, waits)["state"] in ("pending", "running")
+        (tmp_path / "go").touch()
+        assert wait_for(s, ran, {"succeeded", "failed"})["state"] == "succeeded"
+        assert wait_for(s, waits, {"succeeded", "failed"})["state"] == "succeeded"
+        assert len(slurm_jobs(f"cohort-{waits}-0")) == 1
+        assert (tmp_path / "waits").read_text() == "once\n"
     finally:
         s.stop()

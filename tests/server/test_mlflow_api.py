@@ -11,7 +11,7 @@ import time
 import pytest
 
 import postgres_cluster
-from tracking_server_fixture import TrackingServer
+from tracking_server_fixture import TrackingServer, raw_exchange
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -320,30 +320,21 @@ def test_artifacts_proxy(server):
     assert error(server.request("DELETE", base + "/0/../x"))[:2] == (400, "INVALID_PARAMETER_VALUE")
 
 
-def raw_exchange(port, payload):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(payload)
-        s.shutdown(socket.SHUT_WR)
-        chunks = []
-        while True:
-            c = s.recv(65536)
-            if not c:
-                return b"".join(chunks)
-            chunks.append(c)
-
-
 def test_http_garbage_and_keep_alive(server):
     assert raw_exchange(server.port, b"\x00\xff garbage\r\n\r\n").startswith(b"HTTP/1.1 400")
     assert raw_exchange(server.port, b"GET / HTTP/9.9\r\n\r\n").startswith(b"HTTP/1.1 505")
     assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" +
                         b"X: " + b"a" * (100 << 10) + b"\r\n\r\n").startswith(b"HTTP/1.1 431")
-    assert raw_exchange(server.port, b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\n"
+    json_post = b"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    assert raw_exchange(server.port, b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\n" + json_post +
                         b"Content-Length: 999999999999\r\n\r\n").startswith(b"HTTP/1.1 413")
-    assert raw_exchange(server.port, b"POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n").startswith(b"HTTP/1.1 400")
-    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nContent-Length: 10\r\n\r\nab") == b""
+    assert raw_exchange(server.port, b"POST /x HTTP/1.1\r\n" + json_post +
+                        b"Content-Length: -1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert raw_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Content-Length: 10\r\n\r\nab") == b""
     # Chunked bodies, as some clients send them.
-    answer = raw_exchange(server.port, b"POST /api/2.0/mlflow/experiments/create HTTP/1.1\r\n"
-                          b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    answer = raw_exchange(server.port, b"POST /api/2.0/mlflow/experiments/create HTTP/1.1\r\n" +
+                          json_post + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                           b"5\r\n{\"nam\r\n10\r\ne\": \"chunked-x\"}\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200") and b"experiment_id" in answer
     # Keep-alive: several requests on one connection.

@@ -3,6 +3,7 @@ the way MLflow's REST client does (JSON bodies for POST, query strings for GET).
 import json
 import os
 import select
+import socket
 import subprocess
 import time
 import urllib.error
@@ -11,6 +12,24 @@ import urllib.request
 
 BUILD = os.environ.get("COHORT_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 COHORT = os.path.join(BUILD, "cohort")
+
+
+def read_to_end(sock):
+    """Every byte `sock` receives until the peer closes."""
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def raw_exchange(port, payload, timeout=10):
+    """Every byte the server on `port` answers to `payload` (sent whole, then EOF)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        return read_to_end(s)
 
 
 class TrackingServer:
@@ -52,7 +71,10 @@ class TrackingServer:
             url += "?" + urllib.parse.urlencode(query, doseq=True)
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-        if data is not None and raw is None:
+        # MLflow's client sends JSON with every POST (the server refuses other
+        # types there: a cross-site form could send them).
+        if (method == "POST" or (data is not None and raw is None)) and \
+                not req.has_header("Content-type"):
             req.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:

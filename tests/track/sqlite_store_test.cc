@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "data/data_test_util.h"
 #include "track/errors.h"
@@ -308,7 +309,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   auto got = store->GetRun(run);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->metrics.size(), 1u);
-  EXPECT_EQ(SqliteSchemaVersion(), 7);
+  EXPECT_EQ(SqliteSchemaVersion(), 8);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
             " postgresql://USER@HOST:PORT/DB");
@@ -354,6 +355,53 @@ TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {
   ASSERT_EQ(records->size(), 12u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ((*records)[i], "{\"op\":" + std::to_string(i) + "}");
   EXPECT_EQ(store->SweepJournal("1", "other")->size(), 1u);
+}
+
+TEST(SqliteStore, QueueGrantsTakeTheHigherOfProjectAndStar) {
+  TempDir dir;
+  auto store = Open(dir.Sub("t.db"));
+  ASSERT_TRUE(store->AddUser("alice").ok());
+  EXPECT_EQ(*store->QueuePermission("vision", "alice"), "");
+  ASSERT_TRUE(store->GrantQueue("vision", "alice", "READ").ok());
+  EXPECT_EQ(*store->QueuePermission("vision", "alice"), "READ");
+  EXPECT_EQ(*store->QueuePermission("nlp", "alice"), "");
+  ASSERT_TRUE(store->GrantQueue("*", "alice", "SUBMIT").ok());
+  EXPECT_EQ(*store->QueuePermission("vision", "alice"), "SUBMIT");
+  EXPECT_EQ(*store->QueuePermission("nlp", "alice"), "SUBMIT");
+  ASSERT_TRUE(store->GrantQueue("*", "alice", "NONE").ok());
+  EXPECT_EQ(*store->QueuePermission("nlp", "alice"), "");
+  EXPECT_EQ(*store->QueuePermission("vision", "alice"), "READ");
+  EXPECT_EQ(store->GrantQueue("vision", "alice", "EDIT").message(),
+            "Invalid queue permission 'EDIT': expected READ, SUBMIT or NONE");
+  EXPECT_EQ(ErrorMessage(store->GrantQueue("vision", "bob", "READ")), "User 'bob' does not exist.");
+  EXPECT_EQ(*store->QueuePermission("vision", "bob"), "");
+}
+
+TEST(SqliteStore, AgentCredentialsAreHashedNamedAndRevocable) {
+  TempDir dir;
+  std::string secret;
+  {
+    auto store = Open(dir.Sub("t.db"));
+    auto created = store->CreateAgentCredential("a1");
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    secret = *created;
+    EXPECT_EQ(secret.rfind("cohort_agent_", 0), 0u);
+    EXPECT_EQ(secret.size(), 13u + 64u);
+    EXPECT_EQ(ErrorMessage(store->CreateAgentCredential("a1").status()),
+              "Agent 'a1' already has a credential: revoke it first.");
+    ASSERT_TRUE(store->CreateAgentCredential("a0").ok());
+    EXPECT_EQ(*store->AgentForCredential(secret), "a1");
+    EXPECT_EQ(KindOf(store->AgentForCredential(secret + "x").status()), ErrorKind::kNotFound);
+    EXPECT_EQ(*store->AgentCredentials(), (std::vector<std::string>{"a0", "a1"}));
+  }
+  std::ifstream file(dir.Sub("t.db"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes.find(secret), std::string::npos);  // only its hash is kept
+  auto store = Open(dir.Sub("t.db"));
+  EXPECT_EQ(*store->AgentForCredential(secret), "a1");
+  ASSERT_TRUE(store->RevokeAgentCredential("a1").ok());
+  EXPECT_EQ(KindOf(store->AgentForCredential(secret).status()), ErrorKind::kNotFound);
+  EXPECT_EQ(ErrorMessage(store->RevokeAgentCredential("a1")), "Agent 'a1' has no credential.");
 }
 
 }  // namespace

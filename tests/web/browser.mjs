@@ -9,10 +9,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const require = createRequire(path.join(root, "build-tools/web/node_modules/"));
 const { chromium } = require("playwright-core");
 
-export async function launch(width = 1280, height = 800) {
+export async function launch(width = 1280, height = 800, extraArgs = []) {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", ...extraArgs],
   });
   const page = await browser.newPage({ viewport: { width, height } });
   const errors = [];

@@ -192,13 +192,15 @@ _torch_monitored_barrier = _c10d_module.monitored_barrier
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     """torch.distributed.monitored_barrier, which torch 1.13 allows on gloo
-    only, also on 'cohort' groups: rank 0 names the ranks that did not arrive
-    within `timeout`."""
+    only, also on 'cohort' groups, with gloo's contract: rank 0 names the
+    ranks that did not arrive within `timeout` (0 included: rank 0 then has
+    no time to wait), the others report that rank 0 did not answer."""
     if _c10d_module._rank_not_in_group(group) or dist.get_backend(group) != BACKEND:
         return _torch_monitored_barrier(group, timeout, wait_all_ranks)
     group_to_use = _c10d_module._get_default_group() if group is None else group
-    return group_to_use.monitored_barrier(timeout or _c10d_module.default_pg_timeout,
-                                          wait_all_ranks=wait_all_ranks)
+    if timeout is None:  # not `timeout or ...`: a timedelta of 0 is a timeout too
+        timeout = _c10d_module.default_pg_timeout
+    return group_to_use.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
 
 new_group.__doc__ += "\n\n" + (_torch_new_group.__doc__ or "")

@@ -11,6 +11,7 @@ import warnings
 import torch
 
 from .. import _cohort, _ops
+from .._cohort import CohortValueError
 from .._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: F401 -- part of the API
 from ..process_sets import global_process_set, set_id, set_size
 from ._kind import KIND, check, contiguous
@@ -66,14 +67,24 @@ def _returning(tensor, copy_back):
 
 # ---- allreduce ----
 
+class SparseHandle(_ops.Handle):
+    """What sparse_allreduce_async returns: Horovod returns a function that
+    waits and gives the result (`handle()`); this is also a handle for
+    synchronize() and poll(), like every other _async result."""
+    __slots__ = ()
+
+    def __call__(self):
+        return self.wait()
+
+
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
-    """Handle of the reduction of a sparse COO tensor, as Horovod does it:
-    indices and values are allgathered (Average divides the values by the set's
-    size), so the result is uncoalesced: a position several ranks hold appears
-    once per rank."""
+    """Reduction of a sparse COO tensor, as Horovod does it: indices and
+    values are allgathered (Average divides the values by the set's size), so
+    the result is uncoalesced: a position several ranks hold appears once per
+    rank. Returns a SparseHandle: call it (Horovod's way) or synchronize it."""
     if op not in (Sum, Average):
-        raise ValueError("sparse allreduce: op must be Sum or Average, got %s" %
-                         _ops.OP_NAMES.get(op, op))
+        raise CohortValueError("sparse allreduce: op must be Sum or Average, got %s" %
+                               _ops.OP_NAMES.get(op, op))
     base = _ops.names.make("sparse_allreduce", name, set_id(process_set))
     indices = allgather_async(tensor._indices().transpose(0, 1).contiguous(),
                               base + ".indices", process_set)
@@ -86,7 +97,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
             vals = vals / set_size(process_set)
         return torch.sparse_coo_tensor(idx.transpose(0, 1), vals, tensor.size())
 
-    return _ops.Handle([], (indices, values), finish)
+    return SparseHandle([], (indices, values), finish)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -417,8 +428,10 @@ class _ReducescatterFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale, postscale):
         if op not in (Sum, Average):
-            raise ValueError("reducescatter: op must be Sum or Average, got %s" %
-                             _ops.OP_NAMES.get(op, op))
+            # A CohortValueError is both: Horovod raises a RuntimeError here
+            # (its test expects one), cohort's bad arguments a ValueError.
+            raise CohortValueError("reducescatter: op must be Sum or Average, got %s" %
+                                   _ops.OP_NAMES.get(op, op))
         ctx.args = (op, process_set, prescale * postscale)
         return synchronize(reducescatter_async(tensor, name, op, process_set, prescale,
                                                postscale))

@@ -31,7 +31,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  op=Average, gradient_predivide_factor=1.0, groups=None,
                  process_set=global_process_set, sparse_as_dense=False):
         super(self.__class__, self).__init__(params)
-        _require_member(process_set)
         self._compression = compression
         self.sparse_as_dense = sparse_as_dense
         self._parameter_names = self._names_of(named_parameters)
@@ -47,7 +46,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         self._groups = self._group_index(groups)
         self._group_ready = {}  # group index -> parameters whose gradients are ready
-        if _cohort.size() > 1:
+        # As Horovod: a rank outside the process set reduces nothing (no
+        # hooks, synchronize() does nothing) and steps on its own gradients.
+        self._included = _included(process_set)
+        if self._included and _cohort.size() > 1:
             self._register_hooks()
 
     def _names_of(self, named_parameters):
@@ -101,10 +103,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.requires_grad:
-                    # As Horovod: a zero gradient from the start, so a parameter
-                    # frozen before its first backward still has one (and
-                    # zero_grad() keeps it, zeroed) when step() allreduces it.
-                    p.grad = torch.zeros_like(p)
+                    # No zero gradient is made here (as Horovod since 0.22): a
+                    # dense one would turn an nn.Embedding(sparse=True)'s
+                    # gradient dense. A gradient still missing at step() is
+                    # reduced as zeros (_allreduce_grad_async).
                     self._requires_update.add(p)
                     grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
                     grad_acc.register_hook(self._make_hook(p))
@@ -120,14 +122,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        if p.grad.is_sparse:
+        grad = p.grad
+        if grad.is_sparse:
             if not self.sparse_as_dense:
                 # Horovod's way: indices and values allgathered, no compression.
-                handle = sparse_allreduce_async(p.grad, self._parameter_names[p], self.op,
+                handle = sparse_allreduce_async(grad, self._parameter_names[p], self.op,
                                                 self.process_set)
                 return handle, (None, None)
-            p.grad = p.grad.to_dense()
-        compressed, ctx = self._compression.compress(p.grad)
+            # Reduced dense; p.grad stays sparse (made sparse again at
+            # synchronize, as Horovod does), so sparse optimizers still work.
+            grad = grad.to_dense()
+        compressed, ctx = self._compression.compress(grad)
         pre, post = self._scale_factors()
         handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
                                   prescale_factor=pre, postscale_factor=post,
@@ -178,6 +183,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hooks
         did not fire) and puts the averaged gradients into p.grad."""
+        if not self._included:
+            self._synchronized = True
+            return
         try:
             self._start_missing()
             self._wait_all()
@@ -211,6 +219,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._allreduce_delay[p] = self.backward_passes_per_step
             if compressed is None:  # a sparse gradient: the result is a new tensor
                 p.grad = out
+            elif p.grad.is_sparse:  # sparse_as_dense: reduced dense, sparse again
+                p.grad = self._compression.decompress(compressed, ctx).to_sparse()
             else:
                 p.grad.set_(self._compression.decompress(compressed, ctx))
         self._handles.clear()
@@ -261,12 +271,10 @@ def _report_step_to_tracking(params, wait_s):
         run._log_engine_step(wait_s, reduced, _cohort.engine_stats())
 
 
-def _require_member(process_set):
-    """Horovod refuses a DistributedOptimizer on a rank outside its process set."""
+def _included(process_set):
+    """Whether this rank is a member of `process_set`."""
     ps = set_id(process_set)
-    if ps and _cohort.process_set_rank(ps) < 0:
-        raise ValueError("DistributedOptimizer: rank %d is not a member of process set %d "
-                         "(ranks %s)" % (_cohort.rank(), ps, _cohort.process_set_ranks(ps)))
+    return not ps or _cohort.process_set_rank(ps) >= 0
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):

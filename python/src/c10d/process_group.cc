@@ -236,6 +236,7 @@ std::vector<int64_t> ProcessGroupCohort::SubmitReduction(const at::Tensor& input
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
   CheckCount(tensors.size(), 1, "allreduce", "tensor per process");
+  if (tensors[0].is_sparse()) return SparseAllreduce(tensors, opts);
   CheckCpu(tensors[0], "allreduce");
   Output out(tensors[0]);
   std::function<void()> reduced;
@@ -248,6 +249,50 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce(std::vector<at::Ten
         out.CopyBack();
       },
       "allreduce");
+}
+
+// As gloo does: every rank's indices and values are allgathered (the
+// engine concatenates ranks' rows, whatever their count) and the sum is their
+// coalesced sparse tensor, written into the input.
+c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::SparseAllreduce(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = tensors[0];
+  TORCH_CHECK(t.device().is_cpu(), "cohort allreduce: tensors must be on the CPU, got ",
+              t.device());
+  TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM,
+              "cohort allreduce: sparse tensors support ReduceOp.SUM only (as gloo)");
+  const at::Tensor input = t.coalesce();
+  // (nnz, sparse dims) and (nnz, dense sizes...): rows the engine gathers.
+  const at::Tensor indices = input.indices().t().contiguous();
+  const at::Tensor values = input.values().contiguous();
+  const int64_t index_handle = SubmitRows(indices, "allreduce_sparse_indices");
+  const int64_t value_handle = SubmitRows(values, "allreduce_sparse_values");
+  const at::Tensor target = t;
+  return Enqueue(
+      c10d::OpType::ALLREDUCE, tensors, {index_handle, value_handle},
+      [target, indices, values, index_handle, value_handle] {
+        at::Tensor all_indices =
+            TakeResult(index_handle, indices, "allreduce").view({-1, indices.size(1)}).t();
+        std::vector<int64_t> value_shape = values.sizes().vec();
+        value_shape[0] = -1;
+        at::Tensor all_values = TakeResult(value_handle, values, "allreduce").view(value_shape);
+        at::Tensor sum =
+            at::sparse_coo_tensor(all_indices, all_values, target.sizes(), target.options())
+                .coalesce();
+        target.copy_(sum);
+      },
+      "allreduce");
+}
+
+int64_t ProcessGroupCohort::SubmitRows(const at::Tensor& rows, const char* what) {
+  const std::vector<int64_t> shape = rows.sizes().vec();
+  int64_t handle = 0;
+  cohort_error err;
+  CheckCode(cohort_allgather_async(NextName(what).c_str(), rows.data_ptr(), shape.data(),
+                                   static_cast<int>(shape.size()), CohortDType(rows, what),
+                                   process_set_, &handle, &err),
+            err, what);
+  return handle;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce_coalesced(

@@ -75,6 +75,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
 
   // Through the c10d store (monitored_barrier.cc).
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  // The host address of a group rank, for error messages.
+  std::string PeerHostOf(int group_rank) const;
   // Point-to-point messages (messages.cc).
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
@@ -92,6 +94,12 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   // Allgathers `input` flattened; *finish gets the gathered rows (every
   // rank's elements in rank order) as one 1-D tensor.
   int64_t SubmitAllgather(const at::Tensor& input, const char* what);
+  // Allgathers the rows of a contiguous `rows` (the count may differ per
+  // rank; the other dimensions may not).
+  int64_t SubmitRows(const at::Tensor& rows, const char* what);
+  // all_reduce of a sparse COO tensor (SUM), as gloo does it.
+  c10::intrusive_ptr<c10d::Work> SparseAllreduce(std::vector<at::Tensor>& tensors,
+                                                 const c10d::AllreduceOptions& opts);
   int64_t SubmitAlltoall(const at::Tensor& input, const std::vector<int64_t>& splits,
                          const char* what);
   // `wait_slack`: seconds a wait for the handles adds to the group's timeout

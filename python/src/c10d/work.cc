@@ -81,6 +81,13 @@ std::exception_ptr CohortWork::Run() {
     for (int64_t handle : handles_) {
       cohort_error err;
       const int code = cohort_wait(handle, timeout_seconds_, &err);
+      if (code == COHORT_ERR_TIMEOUT) {
+        // Led by the words torch's backends use for this event (gloo: "Timed
+        // out waiting 1000ms for recv operation to complete"), which users
+        // and tests match on; cohort's detail names who is missing.
+        TORCH_CHECK(false, "Timed out waiting ", static_cast<int64_t>(timeout_seconds_ * 1000),
+                    "ms for ", what_, " to complete: cohort ", what_, ": ", err.message);
+      }
       if (code != COHORT_OK) ThrowCohortError(what_, err.message);
     }
     if (finish_) finish_();

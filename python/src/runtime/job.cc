@@ -59,6 +59,7 @@ void BindJob(py::module_& m) {
       },
       py::arg("reason"), py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", [] { return cohort_is_initialized() != 0; });
+  m.def("is_running", [] { return cohort_is_running() != 0; });
   m.def(
       "elastic_rounds",
       [] {
