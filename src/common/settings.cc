@@ -49,6 +49,15 @@ const std::vector<SettingSpec> kSettings = {
    "elastic jobs: s a worker may take to join a new round"},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
    "Chrome-trace timeline path ({rank} for every rank)"},
+  // The GPU stack (src/gpu, docs/gpu.md).
+  {"COHORT_GPU_TRANSPORT", "--gpu-transport", T::kChoice, "auto", 0, 0, false,
+   "auto,ipc,nccl,staged", "auto, ipc, nccl or staged: how GPU tensors travel"},
+  {"COHORT_GPU_BUFFER_BYTES", "--gpu-buffer-bytes", T::kBytes, "64M", 0, kNone, true, nullptr,
+   "device memory per rank shared with the ranks of its host (CUDA IPC)"},
+  {"COHORT_CUDA_LIBRARY_PATH", "--cuda-library-path", T::kText, "", 0, 0, false, nullptr,
+   "folders searched first for libcuda, libnvrtc and libnccl (colon-separated)"},
+  {"COHORT_KERNEL_CACHE_DIR", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "compiled GPU kernels (default ~/.cache/cohort/kernels; 'off': memory only)"},
   // The loader and dataset settings' bounds are checked where they are used
   // (data::Loader's options, StorageOptionsFromEnv), for arguments too.
   {"COHORT_LOADER_THREADS", "--loader-threads", T::kCount, "2", -kNone, kNone, false, nullptr,

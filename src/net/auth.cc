@@ -6,13 +6,15 @@
 //   server -> client: "OK" || HMAC(secret, "server" purpose nonce_c nonce_s)   or "NO" reason
 #include "net/auth.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
+#include "common/logging.h"
+#include "common/sha256.h"
 #include "net/socket.h"
 
 namespace cohort {
@@ -21,25 +23,42 @@ namespace {
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;
 
+// From the kernel's CSPRNG: getrandom(2), which blocks only until the pool is
+// first initialised early at boot, else /dev/urandom. Neither failing leaves
+// no safe way on (nonces and secrets would be predictable), so that ends the
+// process with the reason rather than carrying on.
 std::string RandomBytes(size_t n) {
   std::string bytes(n, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(bytes.data()), static_cast<int>(n));
+  size_t filled = 0;
+  while (filled < n) {
+    const ssize_t got = getrandom(bytes.data() + filled, n - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    filled += static_cast<size_t>(got);
+  }
+  if (filled < n) {
+    FILE* urandom = std::fopen("/dev/urandom", "rb");
+    if (urandom != nullptr) {
+      filled += std::fread(bytes.data() + filled, 1, n - filled, urandom);
+      std::fclose(urandom);
+    }
+  }
+  if (filled < n) {
+    COHORT_LOG(kError) << "no random bytes from getrandom(2) or /dev/urandom (errno " << errno
+                       << "); cannot make a job secret or nonce";
+    std::abort();
+  }
   return bytes;
 }
 
 std::string Mac(const std::string& secret, const std::string& data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
+  const Sha256Digest mac = HmacSha256(secret, data);
+  return std::string(reinterpret_cast<const char*>(mac.data()), mac.size());
 }
 
 }  // namespace
 
-bool SameBytes(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
+bool SameBytes(const std::string& a, const std::string& b) { return ConstantTimeEqual(a, b); }
 
 std::string GenerateSecret() {
   static const char kHex[] = "0123456789abcdef";

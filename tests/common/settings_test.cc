@@ -9,16 +9,13 @@
 #include <sstream>
 
 #include "engine/runtime.h"
+#include "support/fake_env.h"
 
 namespace cohort {
 namespace {
 
 EnvLookup Env(std::map<std::string, std::string> values) {
-  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(values));
-  return [held](const char* name) -> const char* {
-    auto it = held->find(name);
-    return it == held->end() ? nullptr : it->second.c_str();
-  };
+  return testing::FakeEnv(std::move(values));
 }
 
 std::string ErrorOf(const char* variable, const std::string& text) {

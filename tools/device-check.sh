@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# The one script a session with a GPU runs (docs/gpu.md, "On the GPU machine"):
+#
+#   OUT=/some/folder bash tools/device-check.sh [--dry-run] [--build-dir DIR]
+#
+# 1. build  the minimal tree (-DCOHORT_MINIMAL=ON) with 16 jobs and this
+#           machine's python3 (pybind11 and torch from pip); the c10d
+#           extension is built last, on its own, and may fail alone
+# 2. device gpu_device_checks: the stack loads, every kernel compiles with
+#           NVRTC and equals the host build on the device, stream ordering
+# 3. collectives  gpu_collectives_worker --api real under `cohort run`:
+#           every collective x dtype x op equals the CPU path with 2, 3 and 4
+#           ranks sharing the GPU over CUDA IPC and staged, NCCL with one
+#           rank, and a killed rank named by the survivors
+# 4. bench  gpu_collectives_bench: allreduce 4 KiB - 1 GiB over IPC and
+#           staged with 2 ranks, beside the device-to-device copy bandwidth
+#           (cohort.torch and gloo-with-CUDA stages come with part B)
+#
+# Every stage has its own timeout and the script goes on after a failing one;
+# the whole run stays inside 8 minutes (later stages are skipped, and said
+# so, when time runs out). $OUT gets at most 8 files: summary.txt (one line
+# per stage, then the benchmark table), env.txt, build.log, device.log,
+# collectives.log, bench.log. Exit status: 0 when every stage passed.
+#
+# --dry-run checks the plumbing on a machine without a GPU: it builds (or
+# reuses --build-dir), checks every program the stages call exists, that
+# the device checks skip with a reason (exit 77), that a real-API worker
+# and the benchmark fail with the missing driver named, and prints each
+# stage's command instead of running it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+dry_run=0
+build_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --build-dir) build_dir="$(realpath -m "$2")"; shift ;;
+    *) echo "usage: tools/device-check.sh [--dry-run] [--build-dir DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+out="${OUT:-$repo/build-device-check-out}"
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+start=$(date +%s)
+budget=470  # seconds: inside 8 minutes with room for the caller
+failures=0
+scale=1  # a dry run builds on a small machine: its build stages get longer
+
+say() { echo "$*" | tee -a "$summary"; }
+elapsed() { echo $(( $(date +%s) - start )); }
+# stage NAME TIMEOUT LOG COMMAND...: runs it (bounded), records the result.
+stage() {
+  local name="$1" limit=$(( $2 * scale )) log="$3"; shift 3
+  local left=$(( budget - $(elapsed) ))
+  if [ "$left" -lt 15 ]; then
+    say "SKIPPED $name: out of time ($(elapsed) s used)"
+    failures=$((failures + 1))
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit="$left"
+  echo "== $name (timeout ${limit} s): $*" >>"$log"
+  local t0=$(date +%s)
+  timeout --kill-after=5 "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  local took=$(( $(date +%s) - t0 ))
+  echo "== $name: exit $rc after $took s" >>"$log"
+  if [ $rc -eq 0 ]; then
+    say "PASSED  $name (${took} s)"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    say "TIMEOUT $name after ${limit} s (log: $(basename "$log"))"
+    failures=$((failures + 1))
+  else
+    say "FAILED  $name: exit $rc (log: $(basename "$log"))"
+    failures=$((failures + 1))
+  fi
+  return $rc
+}
+
+py="${PYTHON:-python3}"
+jobs="${COHORT_BUILD_JOBS:-16}"
+if [ $dry_run -eq 1 ]; then
+  jobs="${COHORT_BUILD_JOBS:-2}"
+  scale=8
+  budget=$(( budget * scale ))
+fi
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
+fi
+
+# ---- the machine
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(hostname), $(nproc) cores"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv 2>&1 || true
+  echo "python: $("$py" --version 2>&1) at $(command -v "$py")"
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 || true
+  command -v nvcc >/dev/null && nvcc --version | tail -2
+  cmake --version | head -1
+} >"$out/env.txt" 2>&1
+
+# NVRTC and NCCL from torch's pip wheels, as the runtime finds them beside a
+# loaded torch (a C++ program has no torch loaded, so name the folders).
+site="$("$py" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)"
+if [ -n "$site" ]; then
+  export COHORT_CUDA_LIBRARY_PATH="$site/nvidia/cu13/lib:$site/nvidia/cuda_nvrtc/lib:$site/nvidia/nccl/lib${COHORT_CUDA_LIBRARY_PATH:+:$COHORT_CUDA_LIBRARY_PATH}"
+fi
+echo "COHORT_CUDA_LIBRARY_PATH=${COHORT_CUDA_LIBRARY_PATH:-}" >>"$out/env.txt"
+
+# ---- 1. build
+build_log="$out/build.log"
+: >"$build_log"
+if [ -z "$build_dir" ]; then
+  build_dir="$repo/build-device"
+  pybind_dir="$("$py" -m pybind11 --cmakedir 2>/dev/null || true)"
+  torch_prefix="$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
+  configure=(cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_MINIMAL=ON
+             "-DPYTHON_EXECUTABLE=$(command -v "$py")" "-DPython_EXECUTABLE=$(command -v "$py")"
+             "-DPython3_EXECUTABLE=$(command -v "$py")")
+  [ -n "$pybind_dir" ] && configure+=("-Dpybind11_DIR=$pybind_dir")
+  [ -n "$torch_prefix" ] && configure+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
+  command -v ccache >/dev/null && configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  if ! stage "configure (with torch)" 90 "$build_log" "${configure[@]}"; then
+    # A torch CMake config that cannot load must not cost the rest.
+    stage "configure (without torch)" 60 "$build_log" "${configure[@]}" -DCOHORT_FIND_TORCH=OFF
+  fi
+  stage "build runtime, GPU tests and benchmark" 240 "$build_log" \
+    cmake --build "$build_dir" -j "$jobs" --target cohort_cli cohort gpu_collectives_worker \
+    gpu_device_checks gpu_collectives_bench
+  # The Python modules on their own: a missing Python.h or torch config
+  # costs only them (configure says why in build.log).
+  for target in cohort_py_runtime cohort_py_c10d; do
+    if grep -q "build $target:" "$build_dir/build.ninja" 2>/dev/null ||
+       grep -q "^build $target\b" "$build_dir/build.ninja" 2>/dev/null; then
+      stage "build $target" 150 "$build_log" cmake --build "$build_dir" -j "$jobs" --target "$target"
+    else
+      say "SKIPPED build $target: not configured (see build.log)"
+    fi
+  done
+fi
+cohort="$build_dir/cohort"
+worker="$build_dir/tests/gpu_collectives_worker"
+checks="$build_dir/tests/gpu_device_checks"
+bench="$build_dir/gpu_collectives_bench"
+for program in "$cohort" "$worker" "$checks" "$bench"; do
+  if [ ! -x "$program" ]; then
+    say "MISSING $program"
+    failures=$((failures + 1))
+  fi
+done
+
+export COHORT_KERNEL_CACHE_DIR="$build_dir/kernel-cache"  # the device checks fill it for the rest
+collectives_log="$out/collectives.log"
+bench_log="$out/bench.log"
+: >"$collectives_log"
+: >"$bench_log"
+# run_job NAME TIMEOUT LOG NP [VAR=VALUE...] -- PROGRAM ARGS...
+run_job() {
+  local name="$1" limit="$2" log="$3" np="$4"; shift 4
+  local env_args=()
+  while [ "$1" != "--" ]; do env_args+=("$1"); shift; done
+  shift
+  stage "$name" "$limit" "$log" env "${env_args[@]}" "$cohort" run -np "$np" --timeout 60 -- "$@"
+}
+
+if [ $dry_run -eq 1 ]; then
+  say "DRY RUN: checking the plumbing without a GPU"
+  "$checks" >"$out/device.log" 2>&1
+  rc=$?
+  if [ $rc -eq 77 ] && grep -q "^SKIPPED: no GPU: CUDA driver not found (tried " "$out/device.log"; then
+    say "PASSED  device checks skip with the reason"
+  else
+    say "FAILED  device checks: exit $rc, expected 77 and 'SKIPPED: no GPU: ...' (device.log)"
+    failures=$((failures + 1))
+  fi
+  "$cohort" run -np 2 --timeout 30 -- "$worker" --api real check quick >"$collectives_log" 2>&1
+  if [ $? -ne 0 ] && grep -q "GPU collectives not available: .*CUDA driver not found" "$collectives_log"; then
+    say "PASSED  a real-API worker names the missing driver"
+  else
+    say "FAILED  real-API worker without a GPU (collectives.log)"
+    failures=$((failures + 1))
+  fi
+  "$cohort" run -np 2 --timeout 30 -- "$bench" --max 64K >"$bench_log" 2>&1
+  if [ $? -ne 0 ] && grep -q "CUDA driver: .*CUDA driver not found" "$bench_log"; then
+    say "PASSED  the benchmark names the missing driver"
+  else
+    say "FAILED  benchmark without a GPU (bench.log)"
+    failures=$((failures + 1))
+  fi
+  say "would run: $checks"
+  for np in 2 3 4; do say "would run: $cohort run -np $np -- $worker --api real check"; done
+  say "would run: COHORT_GPU_TRANSPORT=nccl $cohort run -np 1 -- $worker --api real --gpu-per-rank check"
+  say "would run: $cohort run -np 2 -- $bench (COHORT_GPU_TRANSPORT=ipc, then staged)"
+  say "dry run: $failures problem(s) in $(elapsed) s"
+  [ $failures -eq 0 ]
+  exit $?
+fi
+
+# ---- 2. device checks
+stage "device checks (stack, NVRTC kernels = host build, ordering)" 150 "$out/device.log" "$checks"
+
+# ---- 3. multi-process collectives on the one GPU
+chunk=(COHORT_GPU_BUFFER_BYTES=2M)  # several IPC chunks at the worker's largest size
+run_job "IPC, 2 ranks sharing the GPU: every collective = CPU path" 90 "$collectives_log" 2 \
+  "${chunk[@]}" COHORT_GPU_TRANSPORT=ipc -- "$worker" --api real check
+run_job "IPC, 3 ranks" 60 "$collectives_log" 3 "${chunk[@]}" COHORT_GPU_TRANSPORT=ipc -- \
+  "$worker" --api real check quick
+run_job "IPC, 4 ranks" 60 "$collectives_log" 4 "${chunk[@]}" COHORT_GPU_TRANSPORT=ipc -- \
+  "$worker" --api real check quick
+run_job "staged, 2 ranks" 60 "$collectives_log" 2 "${chunk[@]}" COHORT_GPU_TRANSPORT=staged -- \
+  "$worker" --api real check quick
+run_job "staged, 3 ranks as 2 emulated hosts (flat)" 60 "$collectives_log" 3 "${chunk[@]}" \
+  COHORT_GPU_TRANSPORT=staged COHORT_TEST_HOSTS=0,0,1 -- "$worker" --api real check quick
+run_job "staged hierarchical, 4 ranks as 2 emulated hosts" 60 "$collectives_log" 4 "${chunk[@]}" \
+  COHORT_TEST_HOSTS=0,0,1,1 -- "$worker" --api real check quick
+run_job "NCCL, 1 rank" 60 "$collectives_log" 1 COHORT_GPU_TRANSPORT=nccl -- \
+  "$worker" --api real --gpu-per-rank check quick
+# A killed rank: started with torchrun's variables, not `cohort run` (which
+# would stop the survivors at the first death), so each survivor's verdict
+# shows. Each must exit 0, having failed with an error naming rank 2.
+killed_rank() {
+  local port=$(( 20000 + RANDOM % 20000 )) pids=() r rc=0
+  for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      COHORT_SECRET=device-check COHORT_TIMEOUT=30 COHORT_GPU_TRANSPORT=ipc \
+      "$worker" --api real die >"$build_dir/die.$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    wait "${pids[$r]}" || rc=1
+    cat "$build_dir/die.$r.log"
+    grep -q "failed as expected.*rank 2 (host " "$build_dir/die.$r.log" || rc=1
+  done
+  wait "${pids[2]}"
+  return $rc
+}
+stage "killed rank named by the survivors (IPC, 3 ranks)" 60 "$collectives_log" \
+  bash -c "$(declare -f killed_rank); worker='$worker' build_dir='$build_dir' killed_rank"
+
+# ---- 4. benchmarks
+for transport in ipc staged; do
+  run_job "bench allreduce, $transport, 2 ranks" 120 "$bench_log" 2 COHORT_GPU_TRANSPORT=$transport -- \
+    "$bench" --iters 20
+done
+
+{
+  echo
+  echo "benchmark (nccl-tests columns; time = median; d2d = device-to-device copy of the same bytes):"
+  grep -E '^#|^ +[0-9]' "$bench_log" || true
+  echo
+  echo "$failures stage(s) failed; $(elapsed) s in all"
+} >>"$summary"
+tail -n 30 "$summary"
+[ $failures -eq 0 ]
