@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace cohort::sched {
 namespace {
 
@@ -53,6 +55,13 @@ std::vector<uint64_t> Started(const Decision& d) {
   std::vector<uint64_t> ids;
   for (const StartDecision& s : d.starts) ids.push_back(s.job);
   return ids;
+}
+
+// The first start's placement as (host, slots) pairs.
+std::vector<std::pair<int, int>> FirstPlacement(const Decision& d) {
+  std::vector<std::pair<int, int>> placed;
+  for (const Placement& p : d.starts.at(0).placement) placed.emplace_back(p.host, p.slots);
+  return placed;
 }
 
 std::vector<uint64_t> Order(const QueueState& state, PolicyKind kind) {
@@ -300,9 +309,7 @@ TEST(Policy, AnOversubscribedHostPaysItsDebtBeforeItsSlotsAreReserved) {
   state.pending = {Job(3, "b", 2, 1, 100), Job(4, "c", 1, 2, 100)};
   d = Schedule(state, Config());
   ASSERT_EQ(Started(d), (std::vector<uint64_t>{3}));
-  ASSERT_EQ(d.starts[0].placement.size(), 1u);
-  EXPECT_EQ(d.starts[0].placement[0].host, 1);
-  EXPECT_EQ(d.starts[0].placement[0].slots, 2);
+  EXPECT_EQ(FirstPlacement(d), (std::vector<std::pair<int, int>>{{1, 2}}));
   ASSERT_EQ(d.pending.size(), 1u);
   EXPECT_EQ(d.pending[0].reason,
             "first in line: needs 1 slots, 0 free; slots reserved from when running jobs end "
@@ -320,9 +327,7 @@ TEST(Policy, PlacementsOutsideThePoolHoldNothing) {
   state.pending = {Job(3, "b", 4, 1, 100), Job(4, "c", 1, 2, 100)};
   Decision d = Schedule(state, Config());
   ASSERT_EQ(Started(d), (std::vector<uint64_t>{3}));
-  ASSERT_EQ(d.starts[0].placement.size(), 1u);
-  EXPECT_EQ(d.starts[0].placement[0].host, 0);
-  EXPECT_EQ(d.starts[0].placement[0].slots, 4);
+  EXPECT_EQ(FirstPlacement(d), (std::vector<std::pair<int, int>>{{0, 4}}));
   ASSERT_EQ(d.pending.size(), 1u);
   EXPECT_EQ(d.pending[0].reason,
             "first in line: needs 1 slots, 0 free; slots reserved from when running jobs end "
