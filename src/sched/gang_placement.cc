@@ -52,4 +52,14 @@ void ApplyPlacement(const std::vector<Placement>& placement, int sign, std::vect
   for (const Placement& p : placement) (*free)[p.host] += sign * p.slots;
 }
 
+int ReleasePlacement(const std::vector<Placement>& placement, std::vector<int>* free) {
+  int usable = 0;
+  for (const Placement& p : placement) {
+    int& count = (*free)[p.host];
+    usable += std::max(0, count + p.slots) - std::max(0, count);
+    count += p.slots;
+  }
+  return usable;
+}
+
 }  // namespace cohort::sched

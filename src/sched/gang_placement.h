@@ -16,8 +16,15 @@ namespace cohort::sched {
 // nullopt when the free slots together are fewer than `slots`.
 std::optional<std::vector<Placement>> PlaceGang(const std::vector<int>& free, int slots);
 
-// free[p.host] -= p.slots for every p (or += when `sign` is +1).
+// free[p.host] -= p.slots for every p (or += when `sign` is +1). Every
+// p.host must index `free` (PlaceGang's placements on it do).
 void ApplyPlacement(const std::vector<Placement>& placement, int sign, std::vector<int>* free);
+
+// Gives `placement`'s slots back to `free` (free[p.host] += p.slots; every
+// p.host must index it) and returns how many became free to place on: fewer
+// than it held where a host was oversubscribed (a negative count, which
+// PlaceGang never places on) and pays off its debt first.
+int ReleasePlacement(const std::vector<Placement>& placement, std::vector<int>* free);
 
 }  // namespace cohort::sched
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <queue>
 
 #include "sched/availability_profile.h"
@@ -139,10 +140,14 @@ class Pass {
       : state_(state), config_(config), used_(SlotsPerProject(state.running)) {
     free_.resize(state.hosts.size());
     for (size_t h = 0; h < state.hosts.size(); ++h) {
-      free_[h] = state.hosts[h].slots;
-      pool_slots_ += state.hosts[h].slots;
+      free_[h] = std::max(0, state.hosts[h].slots);
+      pool_slots_ += free_[h];
     }
-    for (const RunningJob& job : state.running) ApplyPlacement(job.placement, -1, &free_);
+    held_.reserve(state.running.size());
+    for (const RunningJob& job : state.running) {
+      held_.push_back(OnThisPool(job.placement));
+      ApplyPlacement(held_.back(), -1, &free_);
+    }
     for (int f : free_) free_total_ += std::max(f, 0);
   }
 
@@ -155,6 +160,17 @@ class Pass {
   }
 
  private:
+  // The entries of a running job's placement that hold slots of state.hosts.
+  std::vector<Placement> OnThisPool(const std::vector<Placement>& placement) const {
+    std::vector<Placement> held;
+    for (const Placement& p : placement) {
+      if (p.host >= 0 && static_cast<size_t>(p.host) < free_.size() && p.slots > 0) {
+        held.push_back(p);
+      }
+    }
+    return held;
+  }
+
   bool Borrows(const JobSpec& job) const {
     if (state_.quota.empty()) return false;
     auto it = used_.find(job.project);
@@ -199,7 +215,9 @@ class Pass {
                            std::to_string(pool_slots_));
     }
     if (head_ == nullptr) {
-      if (job.slots <= free_total_) return Start(job, *PlaceGang(free_, job.slots), false);
+      if (auto placement = PlaceGang(free_, job.slots)) {
+        return Start(job, std::move(*placement), false);
+      }
       return BecomeHead(job);
     }
     if (config_.kind != PolicyKind::kCohort) {
@@ -295,31 +313,39 @@ class Pass {
     return std::max(state_.now, job.started + MaxTime(job.spec, config_));
   }
 
+  struct Release {
+    double at;
+    const std::vector<Placement>* placement;
+  };
+
+  // Running jobs and this pass's starts by expected end, with what they hold.
+  std::vector<Release> Releases() const {
+    std::vector<Release> releases;
+    for (size_t i = 0; i < state_.running.size(); ++i) {
+      releases.push_back({ExpectedEnd(state_.running[i]), &held_[i]});
+    }
+    for (const Started& s : started_) releases.push_back({s.end, &s.placement});
+    std::sort(releases.begin(), releases.end(),
+              [](const Release& a, const Release& b) { return a.at < b.at; });
+    return releases;
+  }
+
   // Walks running jobs by expected end until the head's gang fits: that time
   // is the reservation (shadow_); what a long backfill job may still use on
   // each host is what stays free at that time after the reservation.
   void ReserveForHead(const JobSpec& job) {
-    struct Release {
-      double at;
-      const std::vector<Placement>* placement;
-    };
-    std::vector<Release> releases;
-    for (const RunningJob& r : state_.running) releases.push_back({ExpectedEnd(r), &r.placement});
-    for (const Started& s : started_) releases.push_back({s.end, &s.placement});
-    std::sort(releases.begin(), releases.end(),
-              [](const Release& a, const Release& b) { return a.at < b.at; });
     std::vector<int> projected = free_;
-    int total = free_total_;
+    int usable = free_total_;  // the positive counts of `projected`: what PlaceGang places on
     shadow_ = kNever;
     long_cap_.assign(free_.size(), 0);
     long_total_ = 0;
-    for (const Release& release : releases) {
-      ApplyPlacement(*release.placement, +1, &projected);
-      for (const Placement& p : *release.placement) total += p.slots;
-      if (total < job.slots) continue;
+    for (const Release& release : Releases()) {
+      usable += ReleasePlacement(*release.placement, &projected);
+      if (usable < job.slots) continue;
+      std::optional<std::vector<Placement>> reserved = PlaceGang(projected, job.slots);
+      if (!reserved) continue;  // never, while `usable` is counted right
       shadow_ = release.at;
-      std::vector<Placement> reserved = *PlaceGang(projected, job.slots);
-      ApplyPlacement(reserved, -1, &projected);
+      ApplyPlacement(*reserved, -1, &projected);
       for (size_t h = 0; h < free_.size(); ++h) {
         long_cap_[h] = std::max(0, std::min(free_[h], projected[h]));
         long_total_ += long_cap_[h];
@@ -361,9 +387,13 @@ class Pass {
   void EstimateStarts() {
     int depth = std::min<int>(config_.estimate_depth, decision_.pending.size());
     if (depth <= 0) return;
+    // Each end frees what it held, less what pays off an oversubscribed host.
     AvailabilityProfile profile(state_.now, free_total_);
-    for (const RunningJob& r : state_.running) profile.Release(ExpectedEnd(r), r.spec.slots);
-    for (const Started& s : started_) profile.Release(s.end, s.job.slots);
+    std::vector<int> projected = free_;
+    for (const Release& release : Releases()) {
+      int freed = ReleasePlacement(*release.placement, &projected);
+      if (freed > 0) profile.Release(release.at, freed);
+    }
     for (int k = 0; k < depth; ++k) {
       const JobSpec& job = *waiting_[k];
       if (job.slots <= 0 || job.slots > pool_slots_) continue;
@@ -383,6 +413,10 @@ class Pass {
   const QueueState& state_;
   const PolicyConfig& config_;
   std::map<std::string, int> used_;  // running slots per project, this pass's starts included
+  std::vector<std::vector<Placement>> held_;  // state.running's placements on this pool
+  // Free slots per host; negative on an oversubscribed host. free_total_ and
+  // long_total_ are the sums of free_'s and long_cap_'s positive counts, so a
+  // gang of up to that many slots always finds a PlaceGang placement.
   std::vector<int> free_;
   int free_total_ = 0;
   int pool_slots_ = 0;

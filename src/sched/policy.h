@@ -44,6 +44,14 @@ struct PolicyConfig {
   int estimate_depth = 100;
 };
 
+// Schedule takes any state, consistent or not, and reads only within its
+// vectors. Where a state says the impossible (the queue's agent that came
+// back reporting fewer slots than its running jobs hold), the pass reads it
+// so: a running job's placement entry on a host `hosts` does not have (an
+// index outside it) or of no slots holds nothing; a host of negative slots
+// has none; and a host whose running jobs hold more than its slots is
+// oversubscribed: none of its slots are free, nor reserved, until enough of
+// those jobs have ended to pay off the excess.
 struct QueueState {
   double now = 0;
   std::vector<Host> hosts;

@@ -486,3 +486,46 @@ def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
             agent.terminate()
             agent.wait(timeout=DEADLINE_S)
         s.stop()
+
+
+
+def heartbeat(server, name, slots, running=()):
+    status, work = server.request("POST", f"/api/queue/agents/{name}/heartbeat",
+                                  body={"slots": slots, "running": list(running)})
+    assert status == 200, work
+    return work
+
+
+def test_an_agent_back_with_fewer_slots_than_its_jobs_hold(tmp_path):
+    # Agent a1 runs two 2-slot jobs, then reports 2 slots: it holds 2 more than
+    # it has. A 2-slot job waits for that debt to be paid: the first job's end
+    # pays it, the second's frees the slots. (The scheduler thread read a
+    # placement out of an empty optional here and the server died.)
+    s = start_server(tmp_path, slots=0)
+    try:
+        heartbeat(s, "a1", 4)
+        ids = []
+        for max_time in (1000, 2000):
+            status, body = s.request("POST", "/api/queue/jobs",
+                                     body={"command": ["true"], "slots": 2, "max_time": max_time})
+            assert status == 200, body
+            ids.append(body["id"])
+        running = [wait_for(s, i, {"running"}) for i in ids]
+        assert [j["host"] for j in running] == ["a1", "a1"]
+        heartbeat(s, "a1", 2, running=ids)
+        status, body = s.request("POST", "/api/queue/jobs", body={"command": ["true"], "slots": 2})
+        assert status == 200, body
+        third = body["id"]
+        deadline = time.monotonic() + DEADLINE_S
+        while (j := job(s, third))["estimated_start"] is None:
+            assert time.monotonic() < deadline, j
+            time.sleep(0.05)
+        assert j["state"] == "pending", j
+        in_s = int(j["reason"].rsplit("(in ", 1)[1].removesuffix(" s)"))
+        assert j["reason"] == ("first in line: needs 2 slots, 0 free; slots reserved from when "
+                               f"running jobs end (in {in_s} s)")
+        assert 1990 <= in_s <= 2000, j
+        assert abs(j["estimated_start"] - (running[1]["started"] + 2000)) < 1e-3, j
+        assert s.request("GET", "/health") == (200, b"OK")
+    finally:
+        s.stop()

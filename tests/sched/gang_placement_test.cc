@@ -39,5 +39,15 @@ TEST(GangPlacement, AllOrNothing) {
   EXPECT_EQ(free, (std::vector<int>{0, 0, 0}));
 }
 
+TEST(GangPlacement, ReleasingOntoAnOversubscribedHostFirstPaysItsDebt) {
+  // h0 holds 3 slots more than it has, h1 has 1 free.
+  std::vector<int> free = {-3, 1};
+  EXPECT_EQ(ReleasePlacement({{0, 2}, {1, 2}}, &free), 2);
+  EXPECT_EQ(free, (std::vector<int>{-1, 3}));
+  EXPECT_EQ(ReleasePlacement({{0, 4}}, &free), 3);
+  EXPECT_EQ(free, (std::vector<int>{3, 3}));
+  EXPECT_EQ(ReleasePlacement({}, &free), 0);
+}
+
 }  // namespace
 }  // namespace cohort::sched

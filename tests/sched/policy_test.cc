@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace cohort::sched {
 namespace {
 
@@ -53,6 +55,13 @@ std::vector<uint64_t> Started(const Decision& d) {
   std::vector<uint64_t> ids;
   for (const StartDecision& s : d.starts) ids.push_back(s.job);
   return ids;
+}
+
+// The first start's placement as (host, slots) pairs.
+std::vector<std::pair<int, int>> FirstPlacement(const Decision& d) {
+  std::vector<std::pair<int, int>> placed;
+  for (const Placement& p : d.starts.at(0).placement) placed.emplace_back(p.host, p.slots);
+  return placed;
 }
 
 std::vector<uint64_t> Order(const QueueState& state, PolicyKind kind) {
@@ -272,6 +281,61 @@ TEST(Policy, WaitingForSlotsBehindTheHead) {
   ASSERT_EQ(d.pending.size(), 2u);
   EXPECT_EQ(d.pending[1].job, 4u);
   EXPECT_EQ(d.pending[1].reason, "waiting for 2 slots (0 free); behind job 2");
+}
+
+// A host whose running jobs hold more than its slots (an agent that came
+// back with fewer slots than the jobs it still runs): its debt is paid from
+// the first releases on it before any of its slots count as free. The queue
+// server's scheduler thread read a placement out of an empty optional here.
+TEST(Policy, AnOversubscribedHostPaysItsDebtBeforeItsSlotsAreReserved) {
+  QueueState state = Pool(1, 2);
+  state.running = {Running(Job(1, "a", 2, 0, 1000), 0, {{0, 2}}),
+                   Running(Job(2, "a", 2, 0, 2000), 0, {{0, 2}})};
+  state.pending = {Job(3, "b", 2, 1, 100), Job(4, "c", 1, 2, 100)};
+  Decision d = Schedule(state, Config());
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.preemptions.empty());
+  ASSERT_EQ(d.pending.size(), 2u);
+  EXPECT_EQ(d.pending[0].job, 3u);
+  EXPECT_EQ(d.pending[0].reason,
+            "first in line: needs 2 slots, 0 free; slots reserved from when running jobs end "
+            "(in 2000 s)");
+  EXPECT_EQ(d.pending[0].estimated_start, 2000);
+  EXPECT_EQ(d.pending[1].reason, "waiting for 1 slots (0 free); behind job 3");
+  EXPECT_EQ(d.pending[1].estimated_start, 2100);
+  // Debt on one host is not paid by another's free slots: h1's two start job 3.
+  state = Pool(2, 2);
+  state.running = {Running(Job(1, "a", 4, 0, 1000), 0, {{0, 4}})};
+  state.pending = {Job(3, "b", 2, 1, 100), Job(4, "c", 1, 2, 100)};
+  d = Schedule(state, Config());
+  ASSERT_EQ(Started(d), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(FirstPlacement(d), (std::vector<std::pair<int, int>>{{1, 2}}));
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].reason,
+            "first in line: needs 1 slots, 0 free; slots reserved from when running jobs end "
+            "(in 100 s)");
+  EXPECT_EQ(d.pending[0].estimated_start, 100);
+}
+
+// Placements the pool cannot hold (a host it does not list, no or negative
+// slots) hold nothing, and a host of negative slots has none.
+TEST(Policy, PlacementsOutsideThePoolHoldNothing) {
+  QueueState state = Pool(2, 4);
+  state.hosts[1].slots = -3;
+  state.running = {Running(Job(1, "a", 4, 0, 1000), 0, {{2, 4}, {-1, 4}, {1, 2}}),
+                   Running(Job(2, "a", 4, 0, 1000), 0, {{0, 0}, {0, -4}})};
+  state.pending = {Job(3, "b", 4, 1, 100), Job(4, "c", 1, 2, 100)};
+  Decision d = Schedule(state, Config());
+  ASSERT_EQ(Started(d), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(FirstPlacement(d), (std::vector<std::pair<int, int>>{{0, 4}}));
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].reason,
+            "first in line: needs 1 slots, 0 free; slots reserved from when running jobs end "
+            "(in 100 s)");
+  state.pending = {Job(5, "b", 5, 1, 100)};
+  d = Schedule(state, Config());
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].reason, "needs 5 slots; the pool has only 4");
 }
 
 }  // namespace

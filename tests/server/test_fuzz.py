@@ -8,16 +8,11 @@ from fuzz_server import Server, fuzz
 
 
 def run_round(server, seed, seconds):
-    # Without the queue's agent endpoints: a sequence of agent heartbeats and
-    # job submissions crashes the queue's scheduler (sched::ApplyPlacement,
-    # a heap overflow; on main too), which is the queue's to fix, not this
-    # test's to find at random. The long run covers them (docs/tracking.md).
+    # Every route, the queue's agent endpoints included.
     sent, elapsed, statuses, findings = fuzz(server.port, seed, seconds=seconds,
-                                             alive=lambda: server.proc.poll() is None,
-                                             agents=False)
+                                             alive=lambda: server.proc.poll() is None)
     print(f"fuzz seed {seed}: {sent} requests in {elapsed:.1f} s; statuses {statuses}\n"
-          f"  reproduce: python3 tests/server/fuzz_server.py --seed {seed} --requests {sent} "
-          "--without-agents")
+          f"  reproduce: python3 tests/server/fuzz_server.py --seed {seed} --requests {sent}")
     assert server.proc.poll() is None, server.stderr_tail()
     assert findings == [], f"seed {seed}: {findings[:5]}"
     assert sent > 500
