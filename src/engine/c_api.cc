@@ -172,10 +172,10 @@ int cohort_allreduce_async_on_device(const char* name, const void* send, void* r
                                      cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allreduce: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allreduce: null name or bad shape", err);
-  return ReportValue(cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim),
-                                            static_cast<DataType>(dtype), ToOptions(options),
-                                            nullptr, ToDevice(device)),
-                     handle_out, err);
+  return ReportValue(
+      cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim), static_cast<DataType>(dtype),
+                             ToOptions(options), nullptr, ToDevice(device)),
+      handle_out, err);
 }
 
 int cohort_grouped_allreduce_async(int count, const char* const* names, const void* const* sends,
@@ -275,11 +275,10 @@ int cohort_allgather_into_async_on_device(const char* name, const void* send, co
                                           int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allgather: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allgather: null name or bad shape", err);
-  return ReportValue(
-      cohort::AllgatherIntoAsync(name, send, recv, recv_elements, ToShape(shape, ndim),
-                                 static_cast<DataType>(dtype), nullptr, process_set,
-                                 ToDevice(device)),
-      handle_out, err);
+  return ReportValue(cohort::AllgatherIntoAsync(name, send, recv, recv_elements,
+                                                ToShape(shape, ndim), static_cast<DataType>(dtype),
+                                                nullptr, process_set, ToDevice(device)),
+                     handle_out, err);
 }
 
 int cohort_reducescatter_into_async(const char* name, const void* send, const int64_t* shape,
@@ -366,8 +365,8 @@ int cohort_gpu_report(char* out, int capacity, cohort_error* err) {
   if (out == nullptr || capacity <= 0) return BadArgument("gpu report: no room to write", err);
   const std::string report = cohort::GpuReport();
   if (report.size() >= static_cast<size_t>(capacity)) {
-    return BadArgument("gpu report: needs " + std::to_string(report.size() + 1) +
-                           " bytes, got " + std::to_string(capacity),
+    return BadArgument("gpu report: needs " + std::to_string(report.size() + 1) + " bytes, got " +
+                           std::to_string(capacity),
                        err);
   }
   std::memcpy(out, report.c_str(), report.size() + 1);

@@ -160,8 +160,7 @@ Request JoinRequest() {
 // Waits until `handle` completed on the host, until `deadline` (`timeout_seconds`
 // from now; `by_default`: COHORT_TIMEOUT's); a timeout names what is missing.
 Status WaitOnHost(Engine& e, Handle handle, double timeout_seconds,
-                  const std::function<bool()>& interrupted, Deadline deadline,
-                  bool by_default) {
+                  const std::function<bool()>& interrupted, Deadline deadline, bool by_default) {
   Status s = e.handles().Wait(handle, deadline, interrupted);
   if (s.code() != Status::Code::kTimeout) return s;
   // The handle may have completed (with its own, better error) meanwhile.
@@ -658,6 +657,8 @@ Status SynchronizeOnStream(Handle handle, void* stream, double timeout_seconds) 
                                     Deadline::AfterSeconds(timeout_seconds), by_default));
   return e->gpu().Join(handle, stream);
 }
+
+Runtime* RunningRuntime() { return g_runtime.get(); }
 
 bool CudaBuilt() { return true; }
 

@@ -40,8 +40,8 @@ Status Engine::ExecuteOnDevice(ProcessSet& set, const Response& response) {
     // A rank that joined holds no GPU tensor to take part with: its error
     // breaks the communicator, so the other ranks fail too instead of waiting.
     return complete_all(Status::InvalidArgument(
-        "tensor '" + response.names[i] + "' is a GPU tensor: rank " +
-        std::to_string(comm_.rank()) + " has joined and takes part only in host allreduces"));
+        "tensor '" + response.names[i] + "' is a GPU tensor: rank " + std::to_string(comm_.rank()) +
+        " has joined and takes part only in host allreduces"));
   }
   Result<GpuTensors::SetState*> state = gpu_.ForSet(set.id, *set.comm);
   if (!state.ok()) return complete_all(state.status());
@@ -138,7 +138,8 @@ Status Engine::DeviceAllreduce(GpuTensors::SetState& gpu, const std::vector<Requ
   if (gpu.fusion.bytes() < total * esize) {
     gpu.fusion.Release();  // the driver's free waits for the work that used it
     // A power of two: a few growths at most, whatever the fused sizes.
-    Result<gpu::DeviceBuffer> grown = gpu::DeviceBuffer::Allocate(api, std::bit_ceil(total * esize));
+    Result<gpu::DeviceBuffer> grown =
+        gpu::DeviceBuffer::Allocate(api, std::bit_ceil(total * esize));
     if (!grown.ok()) return grown.status().WithContext("GPU fusion buffer");
     gpu.fusion = std::move(*grown);
   }
@@ -146,14 +147,16 @@ Status Engine::DeviceAllreduce(GpuTensors::SetState& gpu, const std::vector<Requ
   size_t at = 0;
   for (const Request& r : reqs) {
     const size_t bytes = r.what.elements() * esize;
-    if (bytes > 0) COHORT_RETURN_IF_ERROR(api.CopyAsync(buf + at, Device(r.send), bytes, gc.stream()));
+    if (bytes > 0)
+      COHORT_RETURN_IF_ERROR(api.CopyAsync(buf + at, Device(r.send), bytes, gc.stream()));
     at += bytes;
   }
   COHORT_RETURN_IF_ERROR(gc.Allreduce(buf, buf, total, a.dtype, a.op, a.prescale, a.postscale));
   at = 0;
   for (const Request& r : reqs) {
     const size_t bytes = r.what.elements() * esize;
-    if (bytes > 0) COHORT_RETURN_IF_ERROR(api.CopyAsync(Device(r.recv), buf + at, bytes, gc.stream()));
+    if (bytes > 0)
+      COHORT_RETURN_IF_ERROR(api.CopyAsync(Device(r.recv), buf + at, bytes, gc.stream()));
     at += bytes;
   }
   return Status::OK();

@@ -108,7 +108,8 @@ Status GpuTensors::AdmitOnDevice(Request* r) {
   if (Status s = cuda.UseDevice(r->device); !s.ok()) return s.WithContext(what);
   if (r->what.elements() > 0) {
     COHORT_RETURN_IF_ERROR(CheckBuffer(*r, r->send, "input", r->device));
-    if (r->recv_elements != 0) COHORT_RETURN_IF_ERROR(CheckBuffer(*r, r->recv, "output", r->device));
+    if (r->recv_elements != 0)
+      COHORT_RETURN_IF_ERROR(CheckBuffer(*r, r->recv, "output", r->device));
   }
   Result<gpu::EventHandle> event = TakeEvent();
   if (!event.ok()) return event.status().WithContext(what);
@@ -135,12 +136,12 @@ Status GpuTensors::CheckBuffer(const Request& r, const void* buffer, const char*
   Result<gpu::PointerInfo> info = api()->GetPointerInfo(buffer);
   if (!info.ok()) return info.status().WithContext(DescribeRequest(r));
   if (info->kind == gpu::PointerInfo::Kind::kDevice && info->device == device) return Status::OK();
-  return Status::InvalidArgument(
-      DescribeRequest(r) + ": its " + which + " buffer is " +
-      (info->kind == gpu::PointerInfo::Kind::kHost ? std::string("host memory")
-                                                   : "memory of " + DeviceName(info->device)) +
-      ", not memory of " + DeviceName(device) +
-      " (host and GPU buffers cannot be mixed in one operation)");
+  return Status::InvalidArgument(DescribeRequest(r) + ": its " + which + " buffer is " +
+                                 (info->kind == gpu::PointerInfo::Kind::kHost
+                                      ? std::string("host memory")
+                                      : "memory of " + DeviceName(info->device)) +
+                                 ", not memory of " + DeviceName(device) +
+                                 " (host and GPU buffers cannot be mixed in one operation)");
 }
 
 Result<gpu::EventHandle> GpuTensors::TakeEvent() {
@@ -181,8 +182,7 @@ Result<GpuTensors::SetState*> GpuTensors::ForSet(int set_id, Communicator& comm)
   if (!created.ok()) return created.status().WithContext("setting up GPU collectives");
   auto state = std::make_shared<SetState>();
   state->collectives = std::move(*created);
-  state->ordering =
-      std::make_unique<gpu::StreamOrdering>(*deps.api, state->collectives->stream());
+  state->ordering = std::make_unique<gpu::StreamOrdering>(*deps.api, state->collectives->stream());
   COHORT_LOG(kInfo) << "GPU collectives of process set " << set_id << ": "
                     << state->collectives->Describe();
   SetState* raw = state.get();

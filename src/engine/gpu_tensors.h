@@ -100,8 +100,8 @@ class GpuTensors {
   mutable std::mutex mu_;
   gpu::GpuDeps deps_;  // guarded by mu_; deps_.api set once the stack loaded
   int device_ = -1;    // guarded by mu_
-  std::vector<gpu::EventHandle> free_events_;  // guarded by mu_
-  std::vector<gpu::EventHandle> all_events_;   // guarded by mu_: destroyed with this object
+  std::vector<gpu::EventHandle> free_events_;      // guarded by mu_
+  std::vector<gpu::EventHandle> all_events_;       // guarded by mu_: destroyed with this object
   std::map<int, std::shared_ptr<SetState>> sets_;  // engine thread only
   std::map<int64_t, Pending> pending_;             // guarded by mu_
 };

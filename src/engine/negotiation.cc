@@ -57,8 +57,8 @@ bool Identical(const std::vector<Announcement>& by_rank) {
     if (x.kind != first.kind || x.dtype != first.dtype || x.op != first.op ||
         x.root != first.root || x.prescale != first.prescale || x.postscale != first.postscale ||
         x.compression != first.compression || x.on_device != first.on_device ||
-        x.shape != first.shape || x.splits != first.splits ||
-        x.set_members != first.set_members || x.set_id != first.set_id) {
+        x.shape != first.shape || x.splits != first.splits || x.set_members != first.set_members ||
+        x.set_id != first.set_id) {
       return false;
     }
   }

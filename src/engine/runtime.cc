@@ -24,8 +24,7 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
         "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
         "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
         "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME",
-        "COHORT_TIMELINE",
-        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
+        "COHORT_TIMELINE", "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
         "COHORT_ELASTIC_TIMEOUT"}) {
     Result<SettingValue> value = ReadSetting(env, name);
     if (!value.ok()) return value.status();

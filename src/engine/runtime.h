@@ -111,6 +111,10 @@ class Runtime {
   std::unique_ptr<StoreClient> elastic_store_;  // guarded by elastic_mu_
 };
 
+// The process's running Runtime (include/cohort/cohort.h's Init), null when
+// none: for tests that give it parts (SetGpuProvider) before its engine starts.
+Runtime* RunningRuntime();
+
 }  // namespace cohort
 
 #endif  // COHORT_ENGINE_RUNTIME_H_
