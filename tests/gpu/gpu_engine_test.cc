@@ -23,6 +23,7 @@ Finished RunEngineWorkers(int np, const std::vector<std::string>& args,
                           std::map<std::string, std::string> env = {}) {
   env.emplace("COHORT_GPU_BUFFER_BYTES", "64K");
   env.emplace("COHORT_KERNEL_CACHE_DIR", "off");
+  env.emplace("COHORT_LOG_LEVEL", "info");  // the engine logs each set's GPU transport
   std::vector<std::string> cmd = {
       "run", "-np", std::to_string(np), "--timeout", "60", "--", TestBinary("gpu_engine_worker")};
   cmd.insert(cmd.end(), args.begin(), args.end());
@@ -42,23 +43,38 @@ void ExpectAllRanks(const Finished& f, int np, const std::string& line) {
 
 const char kEqualsHost[] = "every GPU tensor through the engine equals the host path";
 
+// Every rank's engine set up the job's GPU collectives on `transport`.
+void ExpectTransport(const Finished& f, int np, const std::string& transport) {
+  EXPECT_EQ(CountLines(f.out + f.err, "GPU collectives of process set 0: " + transport), np)
+      << f.out << f.err;
+}
+
 class GpuEngineJob : public ::testing::TestWithParam<int> {};
 
 // Ranks sharing one GPU: IPC; with 3 ranks also a process set of ranks 0 and 2.
 TEST_P(GpuEngineJob, GpuTensorsEqualTheHostPathOverIpc) {
-  ExpectAllRanks(RunEngineWorkers(GetParam(), {"check"}), GetParam(), kEqualsHost);
+  const Finished f = RunEngineWorkers(GetParam(), {"check"});
+  ExpectAllRanks(f, GetParam(), kEqualsHost);
+  ExpectTransport(f, GetParam(), "ipc");
+  if (GetParam() == 3) {  // the process set of ranks 0 and 2 has GPU collectives of its own
+    EXPECT_EQ(CountLines(f.out + f.err, "GPU collectives of process set 1: ipc among 2 ranks"), 2)
+        << f.out << f.err;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuEngineJob, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "Ranks"; });
 
 TEST(GpuEngine, GpuTensorsEqualTheHostPathOverNccl) {
-  ExpectAllRanks(RunEngineWorkers(2, {"--gpu-per-rank", "--nccl", "check"}), 2, kEqualsHost);
+  const Finished f = RunEngineWorkers(2, {"--gpu-per-rank", "--nccl", "check"});
+  ExpectAllRanks(f, 2, kEqualsHost);
+  ExpectTransport(f, 2, "nccl");
 }
 
 TEST(GpuEngine, GpuTensorsEqualTheHostPathStaged) {
-  ExpectAllRanks(RunEngineWorkers(2, {"check"}, {{"COHORT_GPU_TRANSPORT", "staged"}}), 2,
-                 kEqualsHost);
+  const Finished f = RunEngineWorkers(2, {"check"}, {{"COHORT_GPU_TRANSPORT", "staged"}});
+  ExpectAllRanks(f, 2, kEqualsHost);
+  ExpectTransport(f, 2, "staged");
 }
 
 TEST(GpuEngine, MixedOrUnsupportedTensorsAreRefusedWithTheirReason) {
