@@ -12,6 +12,8 @@
 #           every collective x dtype x op equals the CPU path with 2, 3 and 4
 #           ranks sharing the GPU over CUDA IPC and staged, NCCL with one
 #           rank, and a killed rank named by the survivors
+#           and gpu_engine_worker --api real: GPU tensors through the engine
+#           and the C API (2 ranks IPC, 3 staged, the refusals)
 # 4. python cohort.torch, the c10d backend and the loader's device feed
 #           with CUDA tensors (tests/python/test_gpu.py, test_c10d_gpu.py)
 #           under `cohort run` with 2 ranks sharing the GPU (IPC) and 3
@@ -135,7 +137,7 @@ if [ -z "$build_dir" ]; then
   fi
   stage "build runtime, GPU tests and benchmark" 240 "$build_log" \
     cmake --build "$build_dir" -j "$jobs" --target cohort_cli cohort gpu_collectives_worker \
-    gpu_device_checks gpu_collectives_bench
+    gpu_engine_worker gpu_device_checks gpu_collectives_bench
   # The Python modules on their own: a missing Python.h or torch config
   # costs only them (configure says why in build.log).
   for target in cohort_py_runtime cohort_py_c10d; do
@@ -149,9 +151,10 @@ if [ -z "$build_dir" ]; then
 fi
 cohort="$build_dir/cohort"
 worker="$build_dir/tests/gpu_collectives_worker"
+engine_worker="$build_dir/tests/gpu_engine_worker"
 checks="$build_dir/tests/gpu_device_checks"
 bench="$build_dir/gpu_collectives_bench"
-for program in "$cohort" "$worker" "$checks" "$bench"; do
+for program in "$cohort" "$worker" "$engine_worker" "$checks" "$bench"; do
   if [ ! -x "$program" ]; then
     say "MISSING $program"
     failures=$((failures + 1))
@@ -204,6 +207,13 @@ if [ $dry_run -eq 1 ]; then
     say "FAILED  real-API worker without a GPU (collectives.log)"
     failures=$((failures + 1))
   fi
+  "$cohort" run -np 2 --timeout 30 -- "$engine_worker" --api real check >>"$collectives_log" 2>&1
+  if [ $? -ne 0 ] && grep -q "no GPU: .*CUDA driver not found" "$collectives_log"; then
+    say "PASSED  a real-API engine worker names the missing driver"
+  else
+    say "FAILED  real-API engine worker without a GPU (collectives.log)"
+    failures=$((failures + 1))
+  fi
   "$cohort" run -np 2 --timeout 30 -- "$bench" --max 64K >"$bench_log" 2>&1
   if [ $? -ne 0 ] && grep -q "CUDA driver: .*CUDA driver not found" "$bench_log"; then
     say "PASSED  the benchmark names the missing driver"
@@ -232,6 +242,7 @@ if [ $dry_run -eq 1 ]; then
   say "would run: $checks"
   for np in 2 3 4; do say "would run: $cohort run -np $np -- $worker --api real check"; done
   say "would run: COHORT_GPU_TRANSPORT=nccl $cohort run -np 1 -- $worker --api real --gpu-per-rank check"
+  say "would run: $cohort run -np 2 -- $engine_worker --api real check (IPC; then 3 ranks staged, refuse)"
   say "would run: $cohort run -np 2 -- pytest tests/python/test_gpu.py test_c10d_gpu.py (IPC)"
   say "would run: COHORT_GPU_TRANSPORT=staged $cohort run -np 3 -- pytest tests/python/test_gpu.py"
   say "would run: $cohort run -np 2 -- pytest tests/python/test_collectives.py (torch on CPU)"
@@ -282,6 +293,14 @@ killed_rank() {
 }
 stage "killed rank named by the survivors (IPC, 3 ranks)" 60 "$collectives_log" \
   bash -c "$(declare -f killed_rank); worker='$worker' build_dir='$build_dir' killed_rank"
+# GPU tensors through the engine and the C API (no Python needed): every
+# dtype x op = the host path, fusion on the device, a process set, refusals.
+run_job "engine + C API, GPU tensors, 2 ranks sharing the GPU (IPC)" 90 "$collectives_log" 2 \
+  "${chunk[@]}" COHORT_GPU_TRANSPORT=ipc COHORT_LOG_LEVEL=info -- "$engine_worker" --api real check
+run_job "engine + C API, GPU tensors, 3 ranks, staged (and a process set)" 90 "$collectives_log" 3 \
+  COHORT_GPU_TRANSPORT=staged -- "$engine_worker" --api real check
+run_job "engine + C API: mixed and unsupported GPU tensors refused" 30 "$collectives_log" 2 -- \
+  "$engine_worker" --api real refuse
 
 # ---- 4. cohort.torch, c10d and the loader's feed with CUDA tensors (Python)
 if env "${py_env[@]}" "$py" -c 'import pytest, numpy, torch, cohort.torch' >>"$python_log" 2>&1; then

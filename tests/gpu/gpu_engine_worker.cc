@@ -7,9 +7,11 @@
 // collectives, fusion in device memory, completions joined on the caller's
 // stream. Exits 0 only when every check passed.
 //
-//   gpu_engine_worker [--gpu-per-rank] [--nccl] MODE
-//   --gpu-per-rank  every rank has a GPU of its own (else the ranks of a host share one)
-//   --nccl          a (fake) NCCL is loadable
+//   gpu_engine_worker [--api fake|real] [--gpu-per-rank] [--nccl] MODE
+//   --api real      the GPU stack this machine has (tools/device-check.sh), not the fake
+//   --gpu-per-rank  every rank has a GPU of its own (else the ranks of a host
+//                   share one); real: device = local rank % devices
+//   --nccl          fake: a (fake) NCCL is loadable; both: no process-set check
 //
 // Modes:
 //   check    every dtype x op: allreduce (out of place, in place with pre/post
@@ -67,48 +69,79 @@ void Die(const std::string& what, const cohort_error& err) {
   } while (0)
 
 // The caller's side: a stream of its own ("torch's current stream"), device
-// buffers written and read by work queued on it.
+// buffers written and read by copies queued on it, through the CudaApi only
+// (the fake's or the driver's). With the fake, queued work runs only when
+// something waits for it: a collective that did not wait for the caller's
+// stream reads the buffer before the upload, and a result read without the
+// join on the caller's stream is read before the collective wrote it.
 class Caller {
  public:
-  explicit Caller(testing::FakeCuda& cuda) : cuda_(cuda) {
-    Result<StreamHandle> s = cuda_.CreateStream();
-    if (!s.ok()) std::exit(2);
+  Caller(CudaApi& api, int device) : api_(api), device_(device) {
+    Check(api_.UseDevice(device_), "UseDevice");
+    Result<StreamHandle> s = api_.CreateStream();
+    Check(s.status(), "CreateStream");
     stream_ = *s;
+    Result<EventHandle> e = api_.CreateEvent();
+    Check(e.status(), "CreateEvent");
+    event_ = *e;
   }
   ~Caller() {
-    for (DevicePtr p : owned_) (void)cuda_.Free(p);
-    (void)cuda_.DestroyStream(stream_);
+    (void)api_.UseDevice(device_);
+    (void)SynchronizeStream(api_, stream_, event_, Deadline::AfterSeconds(60), "the caller");
+    for (DevicePtr p : owned_) (void)api_.Free(p);
+    for (void* p : pinned_) (void)api_.FreePinned(p);
+    (void)api_.DestroyEvent(event_);
+    (void)api_.DestroyStream(stream_);
   }
   StreamHandle stream() const { return stream_; }
-  cohort_device device() const { return cohort_device{0, stream_}; }
+  cohort_device device() const { return cohort_device{device_, stream_}; }
 
   DevicePtr Alloc(size_t bytes) {
-    Result<DevicePtr> p = cuda_.Alloc(std::max<size_t>(bytes, 1));
-    if (!p.ok()) std::exit(2);
+    Result<DevicePtr> p = api_.Alloc(std::max<size_t>(bytes, 1));
+    Check(p.status(), "Alloc");
     owned_.push_back(*p);
     return *p;
   }
-  // Queued, not run: it runs when something waits for the caller's stream.
+  // Queued on the caller's stream; the pinned source lives until the end.
   DevicePtr Upload(const std::vector<unsigned char>& host) {
     const DevicePtr d = Alloc(host.size());
-    (void)cuda_.Enqueue(stream_, [d, host] {
-      if (!host.empty()) std::memcpy(AsPointer(d), host.data(), host.size());
-    });
+    if (host.empty()) return d;
+    void* staging = Pinned(host.size());
+    std::memcpy(staging, host.data(), host.size());
+    Check(api_.CopyAsync(d, AsDevicePtr(staging), host.size(), stream_), "CopyAsync up");
     return d;
   }
+  // Queued on the caller's stream, then the host waits for that stream.
   std::vector<unsigned char> Download(DevicePtr d, size_t bytes) {
-    auto out = std::make_shared<std::vector<unsigned char>>(bytes);
-    (void)cuda_.Enqueue(stream_, [d, out] {
-      if (!out->empty()) std::memcpy(out->data(), AsPointer(d), out->size());
-    });
-    if (!cuda_.Flush(stream_).ok()) std::exit(2);
-    return *out;
+    std::vector<unsigned char> out(bytes);
+    if (bytes == 0) return out;
+    void* staging = Pinned(bytes);
+    Check(api_.CopyAsync(AsDevicePtr(staging), d, bytes, stream_), "CopyAsync down");
+    Check(SynchronizeStream(api_, stream_, event_, Deadline::AfterSeconds(60), "the download"),
+          "SynchronizeStream");
+    std::memcpy(out.data(), staging, bytes);
+    return out;
   }
 
  private:
-  testing::FakeCuda& cuda_;
+  static void Check(const Status& s, const char* what) {
+    if (s.ok()) return;
+    std::fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, what, s.ToString().c_str());
+    std::exit(1);
+  }
+  void* Pinned(size_t bytes) {
+    Result<void*> p = api_.AllocPinned(bytes);
+    Check(p.status(), "AllocPinned");
+    pinned_.push_back(*p);
+    return *p;
+  }
+
+  CudaApi& api_;
+  const int device_;
   StreamHandle stream_ = nullptr;
+  EventHandle event_ = nullptr;
   std::vector<DevicePtr> owned_;
+  std::vector<void*> pinned_;
 };
 
 // Small integers, so every result is exact in every type whatever the order
@@ -316,8 +349,8 @@ void CheckReduceScatter(Caller& c, DataType t, ReduceOp op, int size) {
   cohort_release(h);
 }
 
-int CheckMode(testing::FakeCuda& cuda, bool nccl) {
-  Caller c(cuda);
+int CheckMode(CudaApi& api, int device, bool nccl) {
+  Caller c(api, device);
   const int size = cohort_size();
   cohort_engine_stats before{}, after{};
   for (int ti = 0; ti < kNumDataTypes; ++ti) {
@@ -378,8 +411,8 @@ void ExpectError(const std::string& what, const std::function<int(cohort_error*)
   }
 }
 
-int RefuseMode(testing::FakeCuda& cuda) {
-  Caller c(cuda);
+int RefuseMode(CudaApi& api, int device) {
+  Caller c(api, device);
   CheckAllreduce(c, DataType::kFloat32, ReduceOp::kSum, 4, 1.0, 1.0, false, 0);  // on device 0
   const int64_t shape[1] = {4};
   std::vector<float> host(4, 1.0f);
@@ -394,8 +427,8 @@ int RefuseMode(testing::FakeCuda& cuda) {
                                                 COHORT_FLOAT32, &o, &d, &h, e);
       },
       COHORT_ERR_INVALID_ARGUMENT,
-      "allreduce of tensor 'h': its input buffer is host memory, not memory of CUDA device 0 "
-      "(host and GPU buffers cannot be mixed in one operation)");
+      "allreduce of tensor 'h': its input buffer is host memory, not memory of CUDA device " +
+          std::to_string(device) + " (host and GPU buffers cannot be mixed in one operation)");
   ExpectError(
       "GPU buffer as a host tensor",
       [&](cohort_error* e) {
@@ -403,9 +436,9 @@ int RefuseMode(testing::FakeCuda& cuda) {
                                       &o, &h, e);
       },
       COHORT_ERR_INVALID_ARGUMENT,
-      "allreduce of tensor 'g': its buffer is memory of CUDA device 0 but was submitted as a host "
-      "tensor (pass its device and stream)");
-  const cohort_device other{1, nullptr};
+      "allreduce of tensor 'g': its buffer is memory of CUDA device " + std::to_string(device) +
+          " but was submitted as a host tensor (pass its device and stream)");
+  const cohort_device other{device + 1, nullptr};
   ExpectError(
       "a second device",
       [&](cohort_error* e) {
@@ -413,8 +446,9 @@ int RefuseMode(testing::FakeCuda& cuda) {
                                                 COHORT_FLOAT32, &o, &other, &h, e);
       },
       COHORT_ERR_INVALID_ARGUMENT,
-      "allreduce of tensor 'd1' on CUDA device 1: this rank's GPU tensors are on CUDA device 0; a "
-      "rank uses one device");
+      "allreduce of tensor 'd1' on CUDA device " + std::to_string(device + 1) +
+          ": this rank's GPU tensors are on CUDA device " + std::to_string(device) +
+          "; a rank uses one device");
   const int64_t rs_shape[1] = {2 * cohort_size()};
   const DevicePtr rs = c.Upload(std::vector<unsigned char>(8 * cohort_size(), 0));
   ExpectError(
@@ -425,8 +459,9 @@ int RefuseMode(testing::FakeCuda& cuda) {
                                                          0.5, 1.0, AsPointer(rs), 2, &d, &h, e);
       },
       COHORT_ERR_INVALID_ARGUMENT,
-      "reducescatter of tensor 'rs' on CUDA device 0: scale factors of a reduce-scatter of GPU "
-      "tensors are not supported (scale the tensor before and after)");
+      "reducescatter of tensor 'rs' on CUDA device " + std::to_string(device) +
+          ": scale factors of a reduce-scatter of GPU tensors are not supported (scale the tensor "
+          "before and after)");
   // Ranks that disagree on where the tensor is: a mismatch on every rank.
   int64_t mixed = 0;
   std::vector<float> mine(4, 1.0f);
@@ -480,7 +515,7 @@ int MissingMode() {
 }
 
 int Main(int argc, char** argv) {
-  bool gpu_per_rank = false, nccl = false;
+  bool gpu_per_rank = false, nccl = false, real = false;
   std::string mode;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -488,6 +523,8 @@ int Main(int argc, char** argv) {
       gpu_per_rank = true;
     } else if (a == "--nccl") {
       nccl = true;
+    } else if (a == "--api") {
+      real = i + 1 < argc && std::string(argv[++i]) == "real";
     } else {
       mode = a;
     }
@@ -497,6 +534,19 @@ int Main(int argc, char** argv) {
   int rc = 2;
   if (mode == "missing") {
     rc = MissingMode();
+  } else if (real) {
+    // The runtime's own provider: the GPU stack found on this machine.
+    Runtime* rt = RunningRuntime();
+    Result<GpuDeps> deps = rt != nullptr ? rt->gpu_provider().Deps() : Status::NotInitialized("");
+    Result<int> devices = deps.ok() ? deps->api->DeviceCount() : Result<int>(deps.status());
+    if (!devices.ok() || *devices < 1) {
+      std::fprintf(stderr, "rank %d: no GPU: %s\n", g_rank,
+                   devices.ok() ? "no CUDA device" : devices.status().ToString().c_str());
+      return 1;
+    }
+    const int device = gpu_per_rank ? rt->comm().mesh().local_rank % *devices : 0;
+    if (mode == "check") rc = CheckMode(*deps->api, device, nccl);
+    if (mode == "refuse") rc = RefuseMode(*deps->api, device);
   } else {
     Runtime* rt = RunningRuntime();
     Result<GpuStackOptions> options = GpuStackOptionsFromEnv(ProcessEnv());
@@ -509,8 +559,8 @@ int Main(int argc, char** argv) {
         std::make_unique<testing::FakeGpuProvider>(fake, nccl ? &rt->comm() : nullptr, *options);
     testing::FakeCuda& cuda = provider->cuda();
     if (!rt->SetGpuProvider(std::move(provider)).ok()) return 2;
-    if (mode == "check") rc = CheckMode(cuda, nccl);
-    if (mode == "refuse") rc = RefuseMode(cuda);
+    if (mode == "check") rc = CheckMode(cuda, 0, nccl);
+    if (mode == "refuse") rc = RefuseMode(cuda, 0);
   }
   C_OK(cohort_shutdown);
   return rc;
