@@ -12,21 +12,30 @@
 #           every collective x dtype x op equals the CPU path with 2, 3 and 4
 #           ranks sharing the GPU over CUDA IPC and staged, NCCL with one
 #           rank, and a killed rank named by the survivors
-# 4. bench  gpu_collectives_bench: allreduce 4 KiB - 1 GiB over IPC and
-#           staged with 2 ranks, beside the device-to-device copy bandwidth
-#           (cohort.torch and gloo-with-CUDA stages come with part B)
+#           and gpu_engine_worker --api real: GPU tensors through the engine
+#           and the C API (2 ranks IPC, 3 staged, the refusals)
+# 4. python cohort.torch, the c10d backend and the loader's device feed
+#           with CUDA tensors (tests/python/test_gpu.py, test_c10d_gpu.py)
+#           under `cohort run` with 2 ranks sharing the GPU (IPC) and 3
+#           (staged); cohort.torch on CPU tensors with this torch 2.x
+#           (test_collectives.py): no rebuild but the extension modules
+# 5. bench  gpu_collectives_bench: allreduce 4 KiB - 1 GiB over IPC and
+#           staged with 2 ranks, beside the device-to-device copy bandwidth;
+#           then bench/gpu/torch_allreduce_bench.py: cohort.torch and gloo
+#           with the same CUDA tensors, 2 ranks, 4 KiB - 256 MiB
 #
 # Every stage has its own timeout and the script goes on after a failing one;
 # the whole run stays inside 8 minutes (later stages are skipped, and said
 # so, when time runs out). $OUT gets at most 8 files: summary.txt (one line
 # per stage, then the benchmark table), env.txt, build.log, device.log,
-# collectives.log, bench.log. Exit status: 0 when every stage passed.
+# collectives.log, python.log, bench.log. Exit status: 0 when every stage passed.
 #
 # --dry-run checks the plumbing on a machine without a GPU: it builds (or
 # reuses --build-dir), checks every program the stages call exists, that
 # the device checks skip with a reason (exit 77), that a real-API worker
-# and the benchmark fail with the missing driver named, and prints each
-# stage's command instead of running it.
+# and the benchmark fail with the missing driver named, that the Python GPU
+# tests skip with their reason and the torch benchmark says there is nothing
+# to measure, and prints each stage's command instead of running it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
@@ -128,7 +137,7 @@ if [ -z "$build_dir" ]; then
   fi
   stage "build runtime, GPU tests and benchmark" 240 "$build_log" \
     cmake --build "$build_dir" -j "$jobs" --target cohort_cli cohort gpu_collectives_worker \
-    gpu_device_checks gpu_collectives_bench
+    gpu_engine_worker gpu_device_checks gpu_collectives_bench
   # The Python modules on their own: a missing Python.h or torch config
   # costs only them (configure says why in build.log).
   for target in cohort_py_runtime cohort_py_c10d; do
@@ -142,9 +151,10 @@ if [ -z "$build_dir" ]; then
 fi
 cohort="$build_dir/cohort"
 worker="$build_dir/tests/gpu_collectives_worker"
+engine_worker="$build_dir/tests/gpu_engine_worker"
 checks="$build_dir/tests/gpu_device_checks"
 bench="$build_dir/gpu_collectives_bench"
-for program in "$cohort" "$worker" "$checks" "$bench"; do
+for program in "$cohort" "$worker" "$engine_worker" "$checks" "$bench"; do
   if [ ! -x "$program" ]; then
     say "MISSING $program"
     failures=$((failures + 1))
@@ -165,6 +175,21 @@ run_job() {
   stage "$name" "$limit" "$log" env "${env_args[@]}" "$cohort" run -np "$np" --timeout 60 -- "$@"
 }
 
+# Python stages: this build's extension modules and the package in the tree.
+python_log="$out/python.log"
+: >"$python_log"
+py_env=(COHORT_BUILD_DIR="$build_dir" PYTHONPATH="$repo/python" PYTHONDONTWRITEBYTECODE=1)
+# run_pytest NAME TIMEOUT NP [VAR=VALUE...] -- FILE [PYTEST ARGS...]
+run_pytest() {
+  local name="$1" limit="$2" np="$3"; shift 3
+  local env_args=("${py_env[@]}")
+  while [ "$1" != "--" ]; do env_args+=("$1"); shift; done
+  shift
+  run_job "$name" "$limit" "$python_log" "$np" "${env_args[@]}" -- \
+    "$(command -v "$py")" -m pytest -x -q -rs -p no:cacheprovider "$@"
+}
+torch_bench="$repo/bench/gpu/torch_allreduce_bench.py"
+
 if [ $dry_run -eq 1 ]; then
   say "DRY RUN: checking the plumbing without a GPU"
   "$checks" >"$out/device.log" 2>&1
@@ -182,6 +207,13 @@ if [ $dry_run -eq 1 ]; then
     say "FAILED  real-API worker without a GPU (collectives.log)"
     failures=$((failures + 1))
   fi
+  "$cohort" run -np 2 --timeout 30 -- "$engine_worker" --api real check >>"$collectives_log" 2>&1
+  if [ $? -ne 0 ] && grep -q "no GPU: .*CUDA driver not found" "$collectives_log"; then
+    say "PASSED  a real-API engine worker names the missing driver"
+  else
+    say "FAILED  real-API engine worker without a GPU (collectives.log)"
+    failures=$((failures + 1))
+  fi
   "$cohort" run -np 2 --timeout 30 -- "$bench" --max 64K >"$bench_log" 2>&1
   if [ $? -ne 0 ] && grep -q "CUDA driver: .*CUDA driver not found" "$bench_log"; then
     say "PASSED  the benchmark names the missing driver"
@@ -189,10 +221,33 @@ if [ $dry_run -eq 1 ]; then
     say "FAILED  benchmark without a GPU (bench.log)"
     failures=$((failures + 1))
   fi
+  env "${py_env[@]}" "$cohort" run -np 2 --timeout 60 -- "$(command -v "$py")" -m pytest -q -rs \
+    -p no:cacheprovider "$repo/tests/python/test_gpu.py" "$repo/tests/python/test_c10d_gpu.py" \
+    >"$python_log" 2>&1
+  if [ $? -eq 0 ] && grep -q "SKIPPED.*needs a CUDA device" "$python_log" &&
+     ! grep -qE "[0-9]+ (passed|failed)" "$python_log"; then
+    say "PASSED  the Python GPU tests skip with the reason"
+  else
+    say "FAILED  Python GPU tests without a GPU (python.log)"
+    failures=$((failures + 1))
+  fi
+  env "${py_env[@]}" "$cohort" run -np 2 --timeout 60 -- "$(command -v "$py")" "$torch_bench" \
+    >>"$bench_log" 2>&1
+  if [ $? -eq 0 ] && grep -q "no CUDA device: nothing to measure" "$bench_log"; then
+    say "PASSED  the torch benchmark says there is nothing to measure"
+  else
+    say "FAILED  torch benchmark without a GPU (bench.log)"
+    failures=$((failures + 1))
+  fi
   say "would run: $checks"
   for np in 2 3 4; do say "would run: $cohort run -np $np -- $worker --api real check"; done
   say "would run: COHORT_GPU_TRANSPORT=nccl $cohort run -np 1 -- $worker --api real --gpu-per-rank check"
+  say "would run: $cohort run -np 2 -- $engine_worker --api real check (IPC; then 3 ranks staged, refuse)"
+  say "would run: $cohort run -np 2 -- pytest tests/python/test_gpu.py test_c10d_gpu.py (IPC)"
+  say "would run: COHORT_GPU_TRANSPORT=staged $cohort run -np 3 -- pytest tests/python/test_gpu.py"
+  say "would run: $cohort run -np 2 -- pytest tests/python/test_collectives.py (torch on CPU)"
   say "would run: $cohort run -np 2 -- $bench (COHORT_GPU_TRANSPORT=ipc, then staged)"
+  say "would run: $cohort run -np 2 -- $py $torch_bench --max 256M"
   say "dry run: $failures problem(s) in $(elapsed) s"
   [ $failures -eq 0 ]
   exit $?
@@ -238,12 +293,38 @@ killed_rank() {
 }
 stage "killed rank named by the survivors (IPC, 3 ranks)" 60 "$collectives_log" \
   bash -c "$(declare -f killed_rank); worker='$worker' build_dir='$build_dir' killed_rank"
+# GPU tensors through the engine and the C API (no Python needed): every
+# dtype x op = the host path, fusion on the device, a process set, refusals.
+run_job "engine + C API, GPU tensors, 2 ranks sharing the GPU (IPC)" 90 "$collectives_log" 2 \
+  "${chunk[@]}" COHORT_GPU_TRANSPORT=ipc COHORT_LOG_LEVEL=info -- "$engine_worker" --api real check
+run_job "engine + C API, GPU tensors, 3 ranks, staged (and a process set)" 90 "$collectives_log" 3 \
+  COHORT_GPU_TRANSPORT=staged -- "$engine_worker" --api real check
+run_job "engine + C API: mixed and unsupported GPU tensors refused" 30 "$collectives_log" 2 -- \
+  "$engine_worker" --api real refuse
 
-# ---- 4. benchmarks
+# ---- 4. cohort.torch, c10d and the loader's feed with CUDA tensors (Python)
+if env "${py_env[@]}" "$py" -c 'import pytest, numpy, torch, cohort.torch' >>"$python_log" 2>&1; then
+  run_pytest "cohort.torch CUDA tensors, 2 ranks sharing the GPU (IPC)" 120 2 -- \
+    "$repo/tests/python/test_gpu.py"
+  run_pytest "c10d backend: CUDA allreduce/broadcast, DDP on CUDA = gloo" 90 2 -- \
+    "$repo/tests/python/test_c10d_gpu.py"
+  run_pytest "cohort.torch CUDA tensors, 3 ranks, staged" 90 3 COHORT_GPU_TRANSPORT=staged -- \
+    "$repo/tests/python/test_gpu.py" -k "allreduce or grouped or broadcast"
+  run_pytest "cohort.torch with this torch on CPU tensors (test_collectives.py)" 90 2 -- \
+    "$repo/tests/python/test_collectives.py"
+else
+  say "FAILED  python: pytest, numpy, torch or cohort.torch does not import (python.log)"
+  failures=$((failures + 1))
+fi
+
+# ---- 5. benchmarks
 for transport in ipc staged; do
   run_job "bench allreduce, $transport, 2 ranks" 120 "$bench_log" 2 COHORT_GPU_TRANSPORT=$transport -- \
     "$bench" --iters 20
 done
+
+run_job "bench cohort.torch vs gloo with CUDA tensors, 2 ranks" 90 "$bench_log" 2 "${py_env[@]}" -- \
+  "$(command -v "$py")" "$torch_bench" --max 256M --iters 10
 
 {
   echo

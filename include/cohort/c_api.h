@@ -158,6 +158,58 @@ int cohort_alltoall_async(const char* name, const void* send, const int64_t* sha
 int cohort_barrier_async(const char* name, int process_set, int64_t* handle_out, cohort_error* err);
 int cohort_join_async(int64_t* handle_out, cohort_error* err);
 
+/* ---- GPU tensors (docs/gpu.md). The same operations on CUDA device memory:
+ * `device` names the device of the buffers and the caller's stream
+ * (cudaStream_t; NULL: the legacy default stream); a NULL `device`, or
+ * device -1, means host memory, as the calls above. The engine's stream waits
+ * for what the caller queued on `stream` before the call; the handle
+ * completes once the collective is queued on the device. cohort_wait and
+ * cohort_poll also wait for/ask the device; cohort_synchronize_on_stream
+ * instead makes a stream wait for the result (no host wait). A rank's GPU
+ * tensors share one device. Allgather and reduce-scatter of GPU tensors take
+ * the _into forms (results stay on the device). The driver is loaded at the
+ * first GPU tensor; without one, that call fails naming what was not found. */
+typedef struct cohort_device {
+  int32_t device;
+  void* stream;
+} cohort_device;
+int cohort_allreduce_async_on_device(const char* name, const void* send, void* recv,
+                                     const int64_t* shape, int ndim, int dtype,
+                                     const cohort_allreduce_options* options,
+                                     const cohort_device* device, int64_t* handle_out,
+                                     cohort_error* err);
+int cohort_grouped_allreduce_async_on_device(int count, const char* const* names,
+                                             const void* const* sends, void* const* recvs,
+                                             const int64_t* const* shapes, const int* ndims,
+                                             int dtype, const cohort_allreduce_options* options,
+                                             const cohort_device* device, int64_t* handles_out,
+                                             cohort_error* err);
+int cohort_broadcast_async_on_device(const char* name, void* buf, const int64_t* shape, int ndim,
+                                     int dtype, int root, int process_set,
+                                     const cohort_device* device, int64_t* handle_out,
+                                     cohort_error* err);
+int cohort_allgather_into_async_on_device(const char* name, const void* send, const int64_t* shape,
+                                          int ndim, int dtype, void* recv, uint64_t recv_elements,
+                                          int process_set, const cohort_device* device,
+                                          int64_t* handle_out, cohort_error* err);
+int cohort_reducescatter_into_async_on_device(const char* name, const void* send,
+                                              const int64_t* shape, int ndim, int dtype, int op,
+                                              const int64_t* recv_rows, int num_recv_rows,
+                                              int process_set, double prescale, double postscale,
+                                              void* recv, uint64_t recv_elements,
+                                              const cohort_device* device, int64_t* handle_out,
+                                              cohort_error* err);
+/* Waits until the handle's collective is queued (bounded as cohort_wait),
+ * then makes `stream` wait for its result. For a host tensor: cohort_wait. */
+int cohort_synchronize_on_stream(int64_t handle, void* stream, double timeout_seconds,
+                                 cohort_error* err);
+/* 1 in every build (the GPU stack is found at run time). */
+int cohort_cuda_built(void);
+/* 1 when NCCL can be loaded in this process. */
+int cohort_nccl_built(void);
+/* Where each GPU library was found, or why not; NUL-terminated into out. */
+int cohort_gpu_report(char* out, int capacity, cohort_error* err);
+
 /* *done_out = 1 once the handle completed (successfully or not). */
 int cohort_poll(int64_t handle, int* done_out, cohort_error* err);
 /* Waits for the handle and returns the operation's status; timeout_seconds

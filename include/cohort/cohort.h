@@ -62,6 +62,19 @@ int CrossSize();  // number of hosts
 // Compression (float32 sent as 16 bits), Shape and TensorResult live in
 // cohort/types.h, which the runtime's internals share.
 
+// Where an asynchronous operation's buffers are: host memory (index -1), or
+// the memory of CUDA device `index`, with `stream` the caller's stream (a
+// cudaStream_t of that device; null: the legacy default stream). For a GPU
+// tensor the engine's own stream first waits for what the caller queued on
+// `stream` before the call (no host wait); the handle completes on the host
+// once the collective is queued on the device, Wait also waits for the
+// device, and SynchronizeOnStream makes `stream` wait for the result
+// instead. A rank's GPU tensors are all on one device. See docs/gpu.md.
+struct Device {
+  int index = -1;
+  void* stream = nullptr;
+};
+
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
   double prescale_factor = 1.0;   // applied to each rank's input before reducing
@@ -147,16 +160,18 @@ using DoneCallback = std::function<void(const Status&)>;
 
 Result<Handle> AllreduceAsync(const std::string& name, const void* send, void* recv,
                               const Shape& shape, DataType type,
-                              const AllreduceOptions& options = {}, DoneCallback done = nullptr);
+                              const AllreduceOptions& options = {}, DoneCallback done = nullptr,
+                              const Device& device = {});
 // The tensors are negotiated together and released to execution as one group.
 Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>& names,
                                                   const std::vector<const void*>& sends,
                                                   const std::vector<void*>& recvs,
                                                   const std::vector<Shape>& shapes, DataType type,
-                                                  const AllreduceOptions& options = {});
+                                                  const AllreduceOptions& options = {},
+                                                  const Device& device = {});
 Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape, DataType type,
                               int root, DoneCallback done = nullptr,
-                              int process_set = kGlobalProcessSet);
+                              int process_set = kGlobalProcessSet, const Device& device = {});
 // The result (ranks' tensors concatenated along the first dimension) is held
 // by the engine; fetch it with TakeResult after completion.
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
@@ -178,15 +193,18 @@ Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, con
 // reduce-scatter's `recv` inside `send` at this rank's block). A `recv` of
 // the wrong size is left alone and the handle fails with InvalidArgument
 // naming both sizes, after the collective ran (the other ranks go on).
+// GPU tensors (`device`) take only these forms: results stay in device memory.
 Result<Handle> AllgatherIntoAsync(const std::string& name, const void* send, void* recv,
                                   size_t recv_elements, const Shape& shape, DataType type,
-                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet);
+                                  DoneCallback done = nullptr, int process_set = kGlobalProcessSet,
+                                  const Device& device = {});
 Result<Handle> ReduceScatterIntoAsync(const std::string& name, const void* send, void* recv,
                                       size_t recv_elements, const Shape& shape, DataType type,
                                       ReduceOp op, const std::vector<int64_t>& recv_rows = {},
                                       DoneCallback done = nullptr,
                                       int process_set = kGlobalProcessSet,
-                                      double prescale_factor = 1.0, double postscale_factor = 1.0);
+                                      double prescale_factor = 1.0, double postscale_factor = 1.0,
+                                      const Device& device = {});
 // Sends splits[p] consecutive rows of `send` to rank p (splits has Size()
 // entries summing to shape[0]); the rows received, in rank order, and how
 // many came from each rank are fetched with TakeResult.
@@ -205,9 +223,11 @@ Result<Handle> BarrierAsync(const std::string& name, DoneCallback done = nullptr
 Result<Handle> JoinAsync(DoneCallback done = nullptr);
 Result<int> Join();
 
-// True once `handle` has completed (successfully or not).
+// True once `handle` has completed (successfully or not); for a GPU
+// tensor, once the device has run it too.
 Result<bool> Poll(Handle handle);
-// Waits for `handle`; `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
+// Waits for `handle` (a GPU tensor's: until the device has run it);
+// `timeout_seconds` < 0 means COHORT_TIMEOUT. Returns the
 // operation's status (a kTimeout if the wait itself ran out).
 Status Wait(Handle handle, double timeout_seconds = -1);
 // Like Wait, calling `interrupted` about every 100 ms while it waits; once it
@@ -218,6 +238,19 @@ Status WaitInterruptible(Handle handle, double timeout_seconds,
 Status TakeResult(Handle handle, TensorResult* result);
 // Forgets a completed handle.
 void Release(Handle handle);
+
+// For a GPU tensor's handle: waits (bounded, like Wait) until the engine has
+// queued its collective, then makes `stream` (a cudaStream_t of the
+// tensor's device; null: the legacy default stream) wait for the result,
+// without waiting for the device. Returns the operation's status. For a
+// host tensor's handle it is Wait.
+Status SynchronizeOnStream(Handle handle, void* stream, double timeout_seconds = -1);
+// Horovod's queries: GPU support is in every build (the stack is found at
+// run time); NcclBuilt says whether NCCL can be loaded in this process.
+bool CudaBuilt();
+bool NcclBuilt();
+// One line per GPU library: where it was found, or why not (docs/gpu.md).
+std::string GpuReport();
 
 // Writes a Chrome-trace / Perfetto timeline of every tensor's phases
 // (negotiation with the moment each rank was ready, queueing, fusion-buffer

@@ -1,11 +1,13 @@
 """Framework-neutral core of every collective: turns arrays of some kind
 (numpy, torch, ...) into (address, shape, dtype code), submits them to the
 engine through cohort._cohort and builds each operation's output when it
-completes.
+completes. GPU arrays (ArrayKind.device) go to the engine with their device
+and the caller's stream; their handles synchronize on the caller's stream
+(docs/gpu.md).
 
 An `ArrayKind` knows one array type; the front ends (cohort for numpy and
-buffers, cohort.torch) pass theirs in. Inputs must already be contiguous and in
-host memory; the front ends make them so."""
+buffers, cohort.torch) pass theirs in. Inputs must already be contiguous (in
+host memory, or GPU memory where the kind says so); the front ends make them so."""
 
 import math
 
@@ -30,8 +32,19 @@ class ArrayKind:
         raise NotImplementedError
 
     def empty(self, shape, dtype, like):
-        """A new contiguous array of `shape` and dtype code, on `like`'s device."""
+        """A new contiguous host array of `shape` and dtype code."""
         raise NotImplementedError
+
+    def device(self, array):
+        """None for a host array; (CUDA device index, address of the caller's
+        current stream on it) for a GPU array."""
+        return None
+
+    def current_stream(self, device_index):
+        """Address of the caller's current stream on a CUDA device (0: the
+        legacy default stream), where a GPU operation's result must be ready
+        when synchronize returns."""
+        return 0
 
 
 class _Names:
@@ -117,12 +130,15 @@ class Handle:
     # Slots because a training step makes one handle per gradient tensor
     # (issue 11 item 17: attribute stores into a dict cost more).
     __slots__ = ("_process_set", "_local_errors", "_ids", "_keep", "_finish", "_result", "_done",
-                 "_runtime")
+                 "_runtime", "_stream")
     in_flight = set()
     runtime = 0  # counts init()/shutdown(): a handle is only good in its own runtime
 
-    def __init__(self, ids, keep, finish, process_set=0, local_errors=()):
+    def __init__(self, ids, keep, finish, process_set=0, local_errors=(), stream=None):
         self._runtime = Handle.runtime
+        # GPU operations: a callable giving the stream to synchronize on (the
+        # caller's current one when wait() runs); None: a host wait.
+        self._stream = stream
         self._process_set = process_set
         self._local_errors = local_errors  # failures of this rank alone: no resync
         self._ids = list(ids)
@@ -154,7 +170,10 @@ class Handle:
         self._check_runtime()
         try:
             for h in self._ids:
-                _cohort.wait(h)
+                if self._stream is None:
+                    _cohort.wait(h)
+                else:
+                    _cohort.synchronize_on_stream(h, self._stream())
             self._result = self._finish(self._ids)
         except _cohort.CohortError as e:
             # The engine fails a mismatched operation on every rank of its
@@ -190,6 +209,15 @@ def reset():
     names.reset()
     Handle.in_flight.clear()
     Handle.runtime += 1
+
+
+def _gpu(kind, array):
+    """(device argument, stream callable) for a GPU array; (None, None) for a host one."""
+    device = kind.device(array)
+    if device is None:
+        return None, None
+    index = device[0]
+    return device, (lambda: kind.current_stream(index))
 
 
 def _op_name(what, name, process_set):
@@ -241,12 +269,13 @@ def allreduce_async(kind, send, recv, name=None, op=Average, prescale_factor=1.0
         if r_shape != shape or r_dtype != dtype:
             raise ValueError("allreduce: output shape/dtype %s/%s differs from input %s/%s" % (
                 r_shape, DTYPE_NAMES[r_dtype], shape, DTYPE_NAMES[dtype]))
+    device, stream = _gpu(kind, send)
     h = _named(_cohort.allreduce_async(_op_name("allreduce", name, process_set), s_addr, r_addr,
                                        shape, dtype, int(op), float(prescale_factor),
-                                       float(postscale_factor), int(process_set)),
+                                       float(postscale_factor), int(process_set), device),
                name, process_set)
     result = recv if output is None else output
-    return Handle((h,), (send, recv), lambda ids: result, process_set)
+    return Handle((h,), (send, recv), lambda ids: result, process_set, stream=stream)
 
 
 def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_factor=1.0,
@@ -258,25 +287,27 @@ def grouped_allreduce_async(kind, sends, recvs, name=None, op=Average, prescale_
     s_desc = [kind.describe(t) for t in sends]
     r_desc = [kind.describe(t) for t in recvs]
     ids = [None] * len(sends)
+    device, stream = _gpu(kind, sends[0]) if sends else (None, None)
     for dtype in sorted({d for _, _, d in s_desc}):
         members = [i for i, (_, _, d) in enumerate(s_desc) if d == dtype]
         got = _cohort.grouped_allreduce_async(
             ["%s.%d" % (base, i) for i in members], [s_desc[i][0] for i in members],
             [r_desc[i][0] for i in members], [list(s_desc[i][1]) for i in members], dtype,
-            int(op), float(prescale_factor), float(postscale_factor), int(process_set))
+            int(op), float(prescale_factor), float(postscale_factor), int(process_set), device)
         for i, h in zip(members, got):
             ids[i] = h
-    return Handle(ids, (sends, recvs), lambda ids: list(recvs), process_set)
+    return Handle(ids, (sends, recvs), lambda ids: list(recvs), process_set, stream=stream)
 
 
 def broadcast_async(kind, buf, root_rank, name=None, process_set=0):
     """Root's `buf` into every rank's `buf` (in place); root_rank is a global rank."""
     addr, shape, dtype = kind.describe(buf)
     root = set_position(root_rank, process_set, "broadcast")
+    device, stream = _gpu(kind, buf)
     h = _named(_cohort.broadcast_async(_op_name("broadcast", name, process_set), addr,
-                                       list(shape), dtype, root, int(process_set)),
+                                       list(shape), dtype, root, int(process_set), device),
                name, process_set)
-    return Handle([h], buf, lambda ids: buf, process_set)
+    return Handle([h], buf, lambda ids: buf, process_set, stream=stream)
 
 
 def _describe_output(kind, out, dtype, shape, what):
@@ -305,13 +336,14 @@ def allgather_async(kind, send, name=None, process_set=0, out=None):
         return Handle([h], send, lambda ids: _output_from(kind, ids[0], dtype, send)[0],
                       process_set)
     o_addr, o_count = _describe_output(kind, out, dtype, (None,) + tuple(shape[1:]), "allgather")
+    device, stream = _gpu(kind, send)
     h = _named(_cohort.allgather_into_async(_op_name("allgather", name, process_set), addr,
                                             list(shape), dtype, o_addr, o_count,
-                                            int(process_set)),
+                                            int(process_set), device),
                name, process_set)
     # A wrong-sized `out` fails here alone (the collective ran everywhere).
     return Handle([h], (send, out), lambda ids: out, process_set,
-                  local_errors=_cohort.CohortValueError)
+                  local_errors=_cohort.CohortValueError, stream=stream)
 
 
 def scatter_rows(rows, recv_rows, size, position):
@@ -343,11 +375,12 @@ def reducescatter_async(kind, send, name=None, op=Average, recv_rows=(), process
         raise ValueError("reducescatter: %d recv_rows for %d ranks" % (len(recv_rows), size))
     block = (scatter_rows(shape[0], recv_rows, size, position),) + tuple(shape[1:])
     o_addr, o_count = _describe_output(kind, out, dtype, block, "reducescatter")
+    device, stream = _gpu(kind, send)
     h = _named(_cohort.reducescatter_into_async(
         _op_name("reducescatter", name, process_set), addr, list(shape), dtype, int(op),
         recv_rows, int(process_set), float(prescale_factor), float(postscale_factor), o_addr,
-        o_count), name, process_set)
-    return Handle([h], (send, out), lambda ids: out, process_set)
+        o_count, device), name, process_set)
+    return Handle([h], (send, out), lambda ids: out, process_set, stream=stream)
 
 
 def alltoall_async(kind, send, splits, name=None, process_set=0):

@@ -1,6 +1,8 @@
 """Horovod's *_built() / *_enabled() queries, answered truthfully for cohort:
-its collectives run over its own shared-memory and TCP transports on CPUs,
-so no MPI, Gloo, NCCL, DDL, oneCCL, CUDA or ROCm is built in or used."""
+its collectives run over its own shared-memory and TCP transports, so no MPI,
+Gloo, DDL, oneCCL or ROCm is built in or used. CUDA support is in every
+build (the GPU stack is found when the first CUDA tensor arrives,
+docs/gpu.md), and NCCL is used where it can be loaded."""
 from . import _cohort
 
 
@@ -29,7 +31,9 @@ def gloo_enabled():
 
 
 def nccl_built():
-    return 0  # Horovod returns the NCCL version, 0 when not built
+    """1 when NCCL can be loaded in this process, else 0 (Horovod returns
+    the NCCL version it was built with, 0 when not built)."""
+    return 1 if _cohort.nccl_built() else 0
 
 
 def ddl_built():
@@ -41,7 +45,13 @@ def ccl_built():
 
 
 def cuda_built():
-    return False
+    return _cohort.cuda_built()
+
+
+def gpu_report():
+    """cohort's own: where each GPU library (CUDA driver, NVRTC, NCCL) was
+    found, or why not, one line each."""
+    return _cohort.gpu_report()
 
 
 def rocm_built():

@@ -132,12 +132,20 @@ class DataLoader:
     """Iterator over this rank's batches of a dataset commit."""
 
     def __init__(self, location, batch_size, *, rank=None, world_size=None, seed=None,
-                 state=None, allow_commit_change=False, torch=False, **options):
+                 state=None, allow_commit_change=False, torch=False, device=None, **options):
+        """`device` ("cuda", "cuda:1", ...): batches come as tensors on that
+        device, copied ahead through pinned memory while the previous batch
+        is in use (cohort.torch.device_feed)."""
         self.location = location
         self._torch = None
-        if torch:
+        self._feed = None
+        self._last_state = None  # with a feed: the state after the last batch handed out
+        if torch or device is not None:
             import torch as torch_module  # only when asked: the numpy path needs no torch
             self._torch = torch_module
+        if device is not None:
+            from cohort.torch.device_feed import DeviceFeed
+            self._feed = DeviceFeed(device)
         if state is not None:
             _resume_options(state, seed, options)
         else:
@@ -159,21 +167,31 @@ class DataLoader:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def _take(self):
+        """The loader's next batch as (arrays, (indices, padded, epoch, state)), or None."""
         batch = self._loader.next()
         if batch is None:
+            return None
+        meta = (batch.pop("__indices__"), batch.pop("__padded__"), batch.pop("__epoch__"),
+                batch.pop("__state__"))
+        return batch, meta
+
+    def __next__(self):
+        taken = self._feed.next(self._take) if self._feed is not None else self._take()
+        if taken is None:
             raise StopIteration
-        self.indices = batch.pop("__indices__")
-        self.padded = batch.pop("__padded__")
-        self.epoch = batch.pop("__epoch__")
-        batch.pop("__state__")
+        batch, (self.indices, self.padded, self.epoch, state) = taken
+        if self._feed is not None:
+            self._last_state = state
+            return batch
         if self._torch is not None:
             return {name: self._torch.from_numpy(array) for name, array in batch.items()}
         return batch
 
     def __len__(self):
         """Batches left in the current epoch."""
-        return self._loader.batches_left
+        ahead = 1 if self._feed is not None and self._feed.pending else 0
+        return self._loader.batches_left + ahead
 
     @property
     def dataset_size(self):
@@ -186,6 +204,8 @@ class DataLoader:
         loader reads the same commit (a later commit would change the epoch's
         order) unless allow_commit_change=True, which accepts that the rest of
         this epoch may repeat or skip samples."""
+        if self._feed is not None and self._last_state is not None:
+            return dict(self._last_state)  # the loader itself is a batch ahead
         return self._loader.state()
 
     def load_state_dict(self, state, rank=None, world_size=None):
@@ -200,6 +220,9 @@ class DataLoader:
         options["rank"] = job_rank if rank is None else rank
         options["world_size"] = job_size if world_size is None else world_size
         self._loader = _data.Loader(self.location, batch_size=self._batch_size, **options)
+        if self._feed is not None:
+            self._feed.drop()
+            self._last_state = None
 
 
 def ingest_imagefolder(directory, location, threads=0):

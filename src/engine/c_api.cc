@@ -49,6 +49,16 @@ bool BadTensor(const char* name, const int64_t* shape, int ndim) {
   return name == nullptr || ndim < 0 || (ndim > 0 && shape == nullptr);
 }
 
+// NULL or device -1: host memory.
+cohort::Device ToDevice(const cohort_device* d) {
+  cohort::Device device;
+  if (d != nullptr) {
+    device.index = d->device;
+    device.stream = d->stream;
+  }
+  return device;
+}
+
 cohort::AllreduceOptions ToOptions(const cohort_allreduce_options* o) {
   cohort::AllreduceOptions options;
   if (o == nullptr) return options;
@@ -151,11 +161,21 @@ int cohort_process_set_ids(int* ids_out, int capacity) {
 int cohort_allreduce_async(const char* name, const void* send, void* recv, const int64_t* shape,
                            int ndim, int dtype, const cohort_allreduce_options* options,
                            int64_t* handle_out, cohort_error* err) {
+  return cohort_allreduce_async_on_device(name, send, recv, shape, ndim, dtype, options, nullptr,
+                                          handle_out, err);
+}
+
+int cohort_allreduce_async_on_device(const char* name, const void* send, void* recv,
+                                     const int64_t* shape, int ndim, int dtype,
+                                     const cohort_allreduce_options* options,
+                                     const cohort_device* device, int64_t* handle_out,
+                                     cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allreduce: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allreduce: null name or bad shape", err);
-  return ReportValue(cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim),
-                                            static_cast<DataType>(dtype), ToOptions(options)),
-                     handle_out, err);
+  return ReportValue(
+      cohort::AllreduceAsync(name, send, recv, ToShape(shape, ndim), static_cast<DataType>(dtype),
+                             ToOptions(options), nullptr, ToDevice(device)),
+      handle_out, err);
 }
 
 int cohort_grouped_allreduce_async(int count, const char* const* names, const void* const* sends,
@@ -163,6 +183,16 @@ int cohort_grouped_allreduce_async(int count, const char* const* names, const vo
                                    const int* ndims, int dtype,
                                    const cohort_allreduce_options* options, int64_t* handles_out,
                                    cohort_error* err) {
+  return cohort_grouped_allreduce_async_on_device(count, names, sends, recvs, shapes, ndims, dtype,
+                                                  options, nullptr, handles_out, err);
+}
+
+int cohort_grouped_allreduce_async_on_device(int count, const char* const* names,
+                                             const void* const* sends, void* const* recvs,
+                                             const int64_t* const* shapes, const int* ndims,
+                                             int dtype, const cohort_allreduce_options* options,
+                                             const cohort_device* device, int64_t* handles_out,
+                                             cohort_error* err) {
   if (count > 0 && handles_out == nullptr) {
     return BadArgument("grouped allreduce: null handles_out", err);
   }
@@ -181,10 +211,10 @@ int cohort_grouped_allreduce_async(int count, const char* const* names, const vo
     name_list.emplace_back(names[i]);
     shape_list.push_back(ToShape(shapes[i], ndims[i]));
   }
-  cohort::Result<std::vector<cohort::Handle>> handles =
-      cohort::GroupedAllreduceAsync(name_list, std::vector<const void*>(sends, sends + count),
-                                    std::vector<void*>(recvs, recvs + count), shape_list,
-                                    static_cast<DataType>(dtype), ToOptions(options));
+  cohort::Result<std::vector<cohort::Handle>> handles = cohort::GroupedAllreduceAsync(
+      name_list, std::vector<const void*>(sends, sends + count),
+      std::vector<void*>(recvs, recvs + count), shape_list, static_cast<DataType>(dtype),
+      ToOptions(options), ToDevice(device));
   if (!handles.ok()) return Report(handles.status(), err);
   std::copy(handles->begin(), handles->end(), handles_out);
   return COHORT_OK;
@@ -192,11 +222,19 @@ int cohort_grouped_allreduce_async(int count, const char* const* names, const vo
 
 int cohort_broadcast_async(const char* name, void* buf, const int64_t* shape, int ndim, int dtype,
                            int root, int process_set, int64_t* handle_out, cohort_error* err) {
+  return cohort_broadcast_async_on_device(name, buf, shape, ndim, dtype, root, process_set, nullptr,
+                                          handle_out, err);
+}
+
+int cohort_broadcast_async_on_device(const char* name, void* buf, const int64_t* shape, int ndim,
+                                     int dtype, int root, int process_set,
+                                     const cohort_device* device, int64_t* handle_out,
+                                     cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("broadcast: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("broadcast: null name or bad shape", err);
   return ReportValue(
       cohort::BroadcastAsync(name, buf, ToShape(shape, ndim), static_cast<DataType>(dtype), root,
-                             nullptr, process_set),
+                             nullptr, process_set, ToDevice(device)),
       handle_out, err);
 }
 
@@ -227,12 +265,20 @@ int cohort_reducescatter_async(const char* name, const void* send, const int64_t
 int cohort_allgather_into_async(const char* name, const void* send, const int64_t* shape, int ndim,
                                 int dtype, void* recv, uint64_t recv_elements, int process_set,
                                 int64_t* handle_out, cohort_error* err) {
+  return cohort_allgather_into_async_on_device(name, send, shape, ndim, dtype, recv, recv_elements,
+                                               process_set, nullptr, handle_out, err);
+}
+
+int cohort_allgather_into_async_on_device(const char* name, const void* send, const int64_t* shape,
+                                          int ndim, int dtype, void* recv, uint64_t recv_elements,
+                                          int process_set, const cohort_device* device,
+                                          int64_t* handle_out, cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("allgather: null handle_out", err);
   if (BadTensor(name, shape, ndim)) return BadArgument("allgather: null name or bad shape", err);
-  return ReportValue(
-      cohort::AllgatherIntoAsync(name, send, recv, recv_elements, ToShape(shape, ndim),
-                                 static_cast<DataType>(dtype), nullptr, process_set),
-      handle_out, err);
+  return ReportValue(cohort::AllgatherIntoAsync(name, send, recv, recv_elements,
+                                                ToShape(shape, ndim), static_cast<DataType>(dtype),
+                                                nullptr, process_set, ToDevice(device)),
+                     handle_out, err);
 }
 
 int cohort_reducescatter_into_async(const char* name, const void* send, const int64_t* shape,
@@ -240,6 +286,18 @@ int cohort_reducescatter_into_async(const char* name, const void* send, const in
                                     int num_recv_rows, int process_set, double prescale,
                                     double postscale, void* recv, uint64_t recv_elements,
                                     int64_t* handle_out, cohort_error* err) {
+  return cohort_reducescatter_into_async_on_device(name, send, shape, ndim, dtype, op, recv_rows,
+                                                   num_recv_rows, process_set, prescale, postscale,
+                                                   recv, recv_elements, nullptr, handle_out, err);
+}
+
+int cohort_reducescatter_into_async_on_device(const char* name, const void* send,
+                                              const int64_t* shape, int ndim, int dtype, int op,
+                                              const int64_t* recv_rows, int num_recv_rows,
+                                              int process_set, double prescale, double postscale,
+                                              void* recv, uint64_t recv_elements,
+                                              const cohort_device* device, int64_t* handle_out,
+                                              cohort_error* err) {
   if (handle_out == nullptr) return BadArgument("reducescatter: null handle_out", err);
   if (BadTensor(name, shape, ndim) || (num_recv_rows > 0 && recv_rows == nullptr)) {
     return BadArgument("reducescatter: null name, bad shape or null recv_rows", err);
@@ -248,7 +306,7 @@ int cohort_reducescatter_into_async(const char* name, const void* send, const in
       cohort::ReduceScatterIntoAsync(name, send, recv, recv_elements, ToShape(shape, ndim),
                                      static_cast<DataType>(dtype), static_cast<ReduceOp>(op),
                                      ToVector(recv_rows, num_recv_rows), nullptr, process_set,
-                                     prescale, postscale),
+                                     prescale, postscale, ToDevice(device)),
       handle_out, err);
 }
 
@@ -293,6 +351,26 @@ int cohort_wait_interruptible(int64_t handle, double timeout_seconds, int (*inte
 
 int cohort_wait(int64_t handle, double timeout_seconds, cohort_error* err) {
   return Report(cohort::Wait(handle, timeout_seconds), err);
+}
+
+int cohort_synchronize_on_stream(int64_t handle, void* stream, double timeout_seconds,
+                                 cohort_error* err) {
+  return Report(cohort::SynchronizeOnStream(handle, stream, timeout_seconds), err);
+}
+
+int cohort_cuda_built(void) { return cohort::CudaBuilt() ? 1 : 0; }
+int cohort_nccl_built(void) { return cohort::NcclBuilt() ? 1 : 0; }
+
+int cohort_gpu_report(char* out, int capacity, cohort_error* err) {
+  if (out == nullptr || capacity <= 0) return BadArgument("gpu report: no room to write", err);
+  const std::string report = cohort::GpuReport();
+  if (report.size() >= static_cast<size_t>(capacity)) {
+    return BadArgument("gpu report: needs " + std::to_string(report.size() + 1) + " bytes, got " +
+                           std::to_string(capacity),
+                       err);
+  }
+  std::memcpy(out, report.c_str(), report.size() + 1);
+  return COHORT_OK;
 }
 
 int cohort_take_result(int64_t handle, cohort_result** result_out, cohort_error* err) {

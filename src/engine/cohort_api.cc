@@ -6,6 +6,7 @@
 
 #include "cohort/cohort.h"
 #include "collectives/collectives.h"
+#include "engine/gpu_provider.h"
 #include "engine/process_set.h"
 #include "engine/request_checks.h"
 #include "engine/runtime.h"
@@ -102,6 +103,12 @@ Request AllreduceRequest(const std::string& name, const void* send, void* recv, 
   return r;
 }
 
+Request& OnDevice(Request& r, const Device& device) {
+  r.device = device.index;
+  r.stream = device.stream;
+  return r;
+}
+
 Request BroadcastRequest(const std::string& name, void* buf, const Shape& shape, DataType type,
                          int root) {
   Request r;
@@ -148,6 +155,18 @@ Request JoinRequest() {
   Request r;
   r.what = Describe(kJoinName, RequestKind::kJoin, {}, DataType::kUInt8);
   return r;
+}
+
+// Waits until `handle` completed on the host, until `deadline` (`timeout_seconds`
+// from now; `by_default`: COHORT_TIMEOUT's); a timeout names what is missing.
+Status WaitOnHost(Engine& e, Handle handle, double timeout_seconds,
+                  const std::function<bool()>& interrupted, Deadline deadline, bool by_default) {
+  Status s = e.handles().Wait(handle, deadline, interrupted);
+  if (s.code() != Status::Code::kTimeout) return s;
+  // The handle may have completed (with its own, better error) meanwhile.
+  Result<bool> done = e.handles().Poll(handle);
+  if (done.ok() && *done) return e.handles().Wait(handle, Deadline::AfterSeconds(0));
+  return e.ExplainTimeout(handle, timeout_seconds, by_default ? "COHORT_TIMEOUT" : "");
 }
 
 int MeshValue(int Mesh::*field) {
@@ -360,15 +379,17 @@ Status Barrier() {
 
 Result<Handle> AllreduceAsync(const std::string& name, const void* send, void* recv,
                               const Shape& shape, DataType type, const AllreduceOptions& options,
-                              DoneCallback done) {
-  return Submit(AllreduceRequest(name, send, recv, shape, type, options), std::move(done));
+                              DoneCallback done, const Device& device) {
+  Request r = AllreduceRequest(name, send, recv, shape, type, options);
+  return Submit(std::move(OnDevice(r, device)), std::move(done));
 }
 
 Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>& names,
                                                   const std::vector<const void*>& sends,
                                                   const std::vector<void*>& recvs,
                                                   const std::vector<Shape>& shapes, DataType type,
-                                                  const AllreduceOptions& options) {
+                                                  const AllreduceOptions& options,
+                                                  const Device& device) {
   if (g_runtime == nullptr) return NotRunning();
   if (sends.size() != names.size() || recvs.size() != names.size() ||
       shapes.size() != names.size()) {
@@ -379,6 +400,7 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
   std::vector<Handle> handles;
   for (size_t i = 0; i < names.size(); ++i) {
     Request r = AllreduceRequest(names[i], sends[i], recvs[i], shapes[i], type, options);
+    OnDevice(r, device);
     r.what.group_id = group;
     r.what.group_size = static_cast<uint32_t>(names.size());
     Result<Handle> h = Submit(std::move(r), nullptr);
@@ -389,10 +411,10 @@ Result<std::vector<Handle>> GroupedAllreduceAsync(const std::vector<std::string>
 }
 
 Result<Handle> BroadcastAsync(const std::string& name, void* buf, const Shape& shape, DataType type,
-                              int root, DoneCallback done, int process_set) {
+                              int root, DoneCallback done, int process_set, const Device& device) {
   Request r = BroadcastRequest(name, buf, shape, type, root);
   r.process_set = process_set;
-  return Submit(std::move(r), std::move(done));
+  return Submit(std::move(OnDevice(r, device)), std::move(done));
 }
 
 Result<Handle> AllgatherAsync(const std::string& name, const void* send, const Shape& shape,
@@ -404,11 +426,11 @@ Result<Handle> AllgatherAsync(const std::string& name, const void* send, const S
 
 Result<Handle> AllgatherIntoAsync(const std::string& name, const void* send, void* recv,
                                   size_t recv_elements, const Shape& shape, DataType type,
-                                  DoneCallback done, int process_set) {
+                                  DoneCallback done, int process_set, const Device& device) {
   Request r = AllgatherRequest(name, send, shape, type);
   r.process_set = process_set;
   COHORT_RETURN_IF_ERROR(OutputInto(&r, recv, recv_elements));
-  return Submit(std::move(r), std::move(done));
+  return Submit(std::move(OnDevice(r, device)), std::move(done));
 }
 
 Result<Handle> BarrierAsync(const std::string& name, DoneCallback done, int process_set) {
@@ -490,7 +512,9 @@ Result<int> Join() {
 Result<bool> Poll(Handle handle) {
   Engine* e = RunningEngine();
   if (e == nullptr) return NotRunning();
-  return e->handles().Poll(handle);
+  Result<bool> done = e->handles().Poll(handle);
+  if (!done.ok() || !*done) return done;
+  return e->gpu().Done(handle);  // a GPU tensor: also run by the device
 }
 
 Status Wait(Handle handle, double timeout_seconds) {
@@ -503,12 +527,10 @@ Status WaitInterruptible(Handle handle, double timeout_seconds,
   if (e == nullptr) return NotRunning();
   const bool by_default = timeout_seconds < 0;
   if (by_default) timeout_seconds = g_runtime->settings().timeout_seconds;
-  Status s = e->handles().Wait(handle, Deadline::AfterSeconds(timeout_seconds), interrupted);
-  if (s.code() != Status::Code::kTimeout) return s;
-  // The handle may have completed (with its own, better error) meanwhile.
-  Result<bool> done = e->handles().Poll(handle);
-  if (done.ok() && *done) return e->handles().Wait(handle, Deadline::AfterSeconds(0));
-  return e->ExplainTimeout(handle, timeout_seconds, by_default ? "COHORT_TIMEOUT" : "");
+  const Deadline deadline = Deadline::AfterSeconds(timeout_seconds);
+  Status s = WaitOnHost(*e, handle, timeout_seconds, interrupted, deadline, by_default);
+  if (!s.ok()) return s;
+  return e->gpu().Wait(handle, deadline);  // a GPU tensor: until the device ran it
 }
 
 Result<Handle> ReduceScatterAsync(const std::string& name, const void* send, const Shape& shape,
@@ -524,11 +546,11 @@ Result<Handle> ReduceScatterIntoAsync(const std::string& name, const void* send,
                                       size_t recv_elements, const Shape& shape, DataType type,
                                       ReduceOp op, const std::vector<int64_t>& recv_rows,
                                       DoneCallback done, int process_set, double prescale_factor,
-                                      double postscale_factor) {
+                                      double postscale_factor, const Device& device) {
   Request r = ReduceScatterRequest(name, send, shape, type, op, recv_rows, process_set,
                                    prescale_factor, postscale_factor);
   COHORT_RETURN_IF_ERROR(OutputInto(&r, recv, recv_elements));
-  return Submit(std::move(r), std::move(done));
+  return Submit(std::move(OnDevice(r, device)), std::move(done));
 }
 
 Result<Handle> AlltoallAsync(const std::string& name, const void* send, const Shape& shape,
@@ -621,7 +643,45 @@ Result<std::string> PeerHost(int rank) {
 
 void Release(Handle handle) {
   Engine* e = RunningEngine();
-  if (e != nullptr) e->handles().Release(handle);
+  if (e == nullptr) return;
+  e->gpu().Release(handle);
+  e->handles().Release(handle);
+}
+
+Status SynchronizeOnStream(Handle handle, void* stream, double timeout_seconds) {
+  Engine* e = RunningEngine();
+  if (e == nullptr) return NotRunning();
+  const bool by_default = timeout_seconds < 0;
+  if (by_default) timeout_seconds = g_runtime->settings().timeout_seconds;
+  COHORT_RETURN_IF_ERROR(WaitOnHost(*e, handle, timeout_seconds, nullptr,
+                                    Deadline::AfterSeconds(timeout_seconds), by_default));
+  return e->gpu().Join(handle, stream);
+}
+
+Runtime* RunningRuntime() { return g_runtime.get(); }
+
+bool CudaBuilt() { return true; }
+
+namespace {
+
+// The running job's provider, or one for this call (Horovod asks before init).
+template <typename F>
+auto WithGpuProvider(F f) {
+  if (Runtime* rt = g_runtime.get()) return f(rt->gpu_provider());
+  Result<gpu::GpuStackOptions> options = gpu::GpuStackOptionsFromEnv(ProcessEnv());
+  std::unique_ptr<GpuProvider> provider =
+      LoadingGpuProvider(options.ok() ? *options : gpu::GpuStackOptions{});
+  return f(*provider);
+}
+
+}  // namespace
+
+bool NcclBuilt() {
+  return WithGpuProvider([](GpuProvider& p) { return p.NcclLoadable(); });
+}
+
+std::string GpuReport() {
+  return WithGpuProvider([](GpuProvider& p) { return p.Report(); });
 }
 
 }  // namespace cohort

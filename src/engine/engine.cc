@@ -7,8 +7,8 @@
 
 namespace cohort {
 
-Engine::Engine(Communicator& comm, EngineOptions options)
-    : comm_(comm), options_(options), leaving_(comm.size(), false) {
+Engine::Engine(Communicator& comm, EngineOptions options, GpuProvider* gpu)
+    : comm_(comm), options_(options), leaving_(comm.size(), false), gpu_(gpu) {
   sets_[kGlobalProcessSet] = std::make_unique<ProcessSet>(kGlobalProcessSet, JobRanks(comm.size()),
                                                           comm, options.cache_capacity);
   if (!options_.timeline_path.empty()) {
@@ -28,6 +28,16 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   if (Status s = CheckRequest(request); !s.ok()) {
     return a.name.empty() ? s : s.WithContext(DescribeRequest(request));
   }
+  // Before the lock: the first GPU tensor loads the GPU stack.
+  if (Status s = gpu_.Admit(&request); !s.ok()) return s;
+  // A request refused below gives its GPU event back.
+  struct Refused {
+    GpuTensors& gpu;
+    const Request* request;
+    ~Refused() {
+      if (request != nullptr) gpu.Drop(*request);
+    }
+  } refused{gpu_, &request};
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.ok()) return failure_;
   if (!stopped_by_.empty()) {
@@ -60,6 +70,7 @@ Result<int64_t> Engine::Enqueue(Request request, CompletionCallback callback) {
   const int64_t handle = handles_.Create(std::move(callback));
   request.handle = handle;
   in_flight_[key] = request;
+  refused.request = nullptr;
   set->second->queue.push_back(std::move(request));  // `a` refers into `request`: unusable now
   wake_.notify_one();
   return handle;

@@ -20,6 +20,8 @@
 #include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "engine/fusion_buffer.h"
+#include "engine/gpu_provider.h"
+#include "engine/gpu_tensors.h"
 #include "engine/handle_table.h"
 #include "engine/negotiation.h"
 #include "engine/process_set.h"
@@ -43,7 +45,8 @@ struct EngineOptions {
 
 class Engine {
  public:
-  Engine(Communicator& comm, EngineOptions options);
+  // `gpu` (may be null: GPU tensors are refused) must outlive the engine.
+  Engine(Communicator& comm, EngineOptions options, GpuProvider* gpu = nullptr);
   ~Engine();  // Shutdown()
 
   // Queues `request` and returns its handle. Fails at once (no handle) when
@@ -52,6 +55,10 @@ class Engine {
   // failed or shut down.
   Result<int64_t> Enqueue(Request request, CompletionCallback callback = nullptr);
   HandleTable& handles() { return handles_; }
+  // The GPU completions of handles (engine/gpu_tensors.h): a GPU tensor's
+  // handle is done on the host when its collective is queued on the device;
+  // Done/Wait/Join there say when the device has run it.
+  GpuTensors& gpu() { return gpu_; }
 
   // The members (job ranks, ascending) of a process set.
   Result<std::vector<int>> ProcessSetRanks(int id);
@@ -129,6 +136,9 @@ class Engine {
   Status ExecuteReduceScatter(ProcessSet& set, const Request& request);
   Status ExecuteAlltoall(ProcessSet& set, const Request& request, const Response& response);
   Status ExecuteProcessSetChange(const Request& request, const Announcement& what);
+  // engine_device.cc: a response on GPU tensors (Announcement::on_device).
+  Status ExecuteOnDevice(ProcessSet& set, const Response& response);
+  Status DeviceAllreduce(GpuTensors::SetState& gpu, const std::vector<Request>& reqs);
   void RecordFusedSpans(const std::vector<Request>& reqs, size_t bytes, Clock::time_point t0,
                         Clock::time_point t1, Clock::time_point t2, Clock::time_point t3);
   void Fail(const Status& status);
@@ -175,6 +185,9 @@ class Engine {
   std::map<int, std::unique_ptr<ProcessSet>> sets_;
   // Every (set, name) not yet completed; guarded by mu_.
   std::map<std::pair<int, std::string>, Request> in_flight_;
+  // GPU state; declared after sets_ so that it goes first (its collectives
+  // run on the sets' communicators).
+  GpuTensors gpu_;
   bool shutdown_requested_ = false;  // guarded by mu_
   bool stopped_ = false;             // guarded by mu_
   std::string stopped_by_;           // guarded by mu_: the peer whose shutdown stopped it

@@ -43,11 +43,13 @@ Status Engine::Execute(ProcessSet& set, const Response& response) {
                      TimelineArgs().Text("error", response.error.message()));
       }
       Request r = TakePending(set.id, name);
+      gpu_.Drop(r);
       if (r.handle != 0) handles_.Complete(r.handle, response.error);
     }
     return Status::OK();
   }
   PhaseSpans phases(*set.comm, tl_.get(), response.names);
+  if (response.what[0].on_device) return ExecuteOnDevice(set, response);
   if (response.kind == RequestKind::kAllreduce) return ExecuteAllreduce(set, response);
   if (response.kind == RequestKind::kJoin) {
     Request r = TakePending(set.id, kJoinName);
@@ -97,6 +99,7 @@ Status Engine::ExecuteProcessSetChange(const Request& r, const Announcement& wha
   } else {
     FailSet(what.set_id, Status::InvalidArgument("process set " + std::to_string(what.set_id) +
                                                  " was removed while this operation waited"));
+    gpu_.RemoveSet(what.set_id);
     std::lock_guard<std::mutex> lock(mu_);
     sets_.erase(what.set_id);
   }

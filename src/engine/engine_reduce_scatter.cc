@@ -8,18 +8,6 @@
 
 namespace cohort {
 
-namespace {
-
-// Rows rank r receives in a reduce-scatter.
-std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
-  if (!a.splits.empty()) return a.splits;
-  std::vector<int64_t> rows(size, a.shape[0] / size);
-  for (int r = 0; r < a.shape[0] % size; ++r) ++rows[r];
-  return rows;
-}
-
-}  // namespace
-
 Status Engine::ExecuteReduceScatter(ProcessSet& set, const Request& r) {
   Communicator& comm = *set.comm;
   const Announcement& a = r.what;

@@ -56,8 +56,9 @@ bool Identical(const std::vector<Announcement>& by_rank) {
   for (const Announcement& x : by_rank) {
     if (x.kind != first.kind || x.dtype != first.dtype || x.op != first.op ||
         x.root != first.root || x.prescale != first.prescale || x.postscale != first.postscale ||
-        x.compression != first.compression || x.shape != first.shape || x.splits != first.splits ||
-        x.set_members != first.set_members || x.set_id != first.set_id) {
+        x.compression != first.compression || x.on_device != first.on_device ||
+        x.shape != first.shape || x.splits != first.splits || x.set_members != first.set_members ||
+        x.set_id != first.set_id) {
       return false;
     }
   }
@@ -160,6 +161,8 @@ Status NegotiationTable::Validate(const Ready& ready) const {
   if (!AllSame(a, kind)) return mismatch("operation", kind);
   auto dtype = [](const Announcement& x) { return std::string(DataTypeName(x.dtype)); };
   if (!AllSame(a, dtype)) return mismatch("data type", dtype);
+  auto memory = [](const Announcement& x) { return std::string(x.on_device ? "GPU" : "host"); };
+  if (!AllSame(a, memory)) return mismatch("memory the tensor is in", memory);
   const RequestKind k = a[0].kind;
   if (!ready.joined.empty() && k != RequestKind::kAllreduce) {
     std::string ranks;
@@ -252,12 +255,13 @@ std::vector<Response> NegotiationTable::TakeResponses(uint64_t fusion_threshold_
     if (fusable && !out.empty() && last_fusable_ok_) {
       Response& last = out.back();
       // Fusable: the previous response is a valid allreduce with identical
-      // dtype, op and scales (remembered in fusion_key), and the sum fits.
+      // dtype, op, scales and memory (remembered in last_fusable_), and the sum fits.
       if (last.error.ok() && last.kind == RequestKind::kAllreduce &&
           fused_bytes + bytes <= fusion_threshold_bytes && last.rows_per_rank.empty()) {
         const Announcement& prev = last_fusable_;
         if (prev.dtype == a.dtype && prev.op == a.op && prev.prescale == a.prescale &&
-            prev.postscale == a.postscale && prev.compression == a.compression) {
+            prev.postscale == a.postscale && prev.compression == a.compression &&
+            prev.on_device == a.on_device) {
           last.names.push_back(ready.name);
           last.what.push_back(a);
           fused_bytes += bytes;

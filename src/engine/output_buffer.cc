@@ -18,8 +18,16 @@ OutputBuffer::OutputBuffer(const Request& request, size_t elements, DataType typ
   data_ = result->data.data();
 }
 
-Status OutputBuffer::Check(const std::vector<int64_t>& rows_per_rank) const {
-  if (request_.recv_elements < 0 || static_cast<size_t>(request_.recv_elements) == elements_) {
+std::vector<int64_t> ScatterRows(const Announcement& a, int size) {
+  if (!a.splits.empty()) return a.splits;
+  std::vector<int64_t> rows(size, a.shape[0] / size);
+  for (int r = 0; r < a.shape[0] % size; ++r) ++rows[r];
+  return rows;
+}
+
+Status CheckOutputSize(const Request& request, size_t elements,
+                       const std::vector<int64_t>& rows_per_rank) {
+  if (request.recv_elements < 0 || static_cast<size_t>(request.recv_elements) == elements) {
     return Status::OK();
   }
   std::string rows;
@@ -27,10 +35,14 @@ Status OutputBuffer::Check(const std::vector<int64_t>& rows_per_rank) const {
     rows += ' ';
     rows += std::to_string(n);
   }
-  return Status::InvalidArgument(DescribeRequest(request_) + ": the output buffer holds " +
-                                 std::to_string(request_.recv_elements) +
+  return Status::InvalidArgument(DescribeRequest(request) + ": the output buffer holds " +
+                                 std::to_string(request.recv_elements) +
                                  " elements but this rank's output has " +
-                                 std::to_string(elements_) + " (rows per rank:" + rows + ")");
+                                 std::to_string(elements) + " (rows per rank:" + rows + ")");
+}
+
+Status OutputBuffer::Check(const std::vector<int64_t>& rows_per_rank) const {
+  return CheckOutputSize(request_, elements_, rows_per_rank);
 }
 
 }  // namespace cohort

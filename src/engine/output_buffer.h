@@ -15,6 +15,16 @@
 
 namespace cohort {
 
+// Rows rank r of a set of `size` receives in a reduce-scatter: the
+// announced splits, else an even split (the first rows % size get one more).
+std::vector<int64_t> ScatterRows(const Announcement& a, int size);
+
+// OK when the caller gave no buffer or one of exactly `elements` elements;
+// else the error naming both sizes and the rows per rank (where the
+// expected size came from).
+Status CheckOutputSize(const Request& request, size_t elements,
+                       const std::vector<int64_t>& rows_per_rank);
+
 class OutputBuffer {
  public:
   // An output of `elements` elements of `type` for `request`: the caller's

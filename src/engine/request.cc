@@ -1,10 +1,10 @@
 // Request helpers and the negotiation wire format (little-endian, packed):
 //   u8 shutdown | u32 count | count x { u32 name_len | name | i32 kind | i32 dtype | i32 op |
-//   i32 root | f64 prescale | f64 postscale | i32 compression | u32 ndim | ndim x i64 |
-//   u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size
-//   [process-set changes only: i32 set_id | u32 nmembers | nmembers x i32] }
-//   | u32 stalled | stalled x { u32 len | name } | u32 cached_bytes | cached bit vector
-//   | u32 stuck | stuck x { i32 set | u32 len | name | i32 kind | u32 nmissing | nmissing x i32 }
+//   i32 root | f64 prescale | f64 postscale | i32 compression | u8 on_device | u32 ndim | ndim x
+//   i64 | u32 nsplits | nsplits x i64 | u64 group_id | u32 group_size [process-set changes only:
+//   i32 set_id | u32 nmembers | nmembers x i32] } | u32 stalled | stalled x { u32 len | name } |
+//   u32 cached_bytes | cached bit vector | u32 stuck | stuck x { i32 set | u32 len | name | i32
+//   kind | u32 nmissing | nmissing x i32 }
 #include "engine/request.h"
 
 #include <cstring>
@@ -94,6 +94,7 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     Put<double>(&out, a.prescale);
     Put<double>(&out, a.postscale);
     Put<int32_t>(&out, a.compression);
+    Put<uint8_t>(&out, a.on_device ? 1 : 0);
     Put<uint32_t>(&out, static_cast<uint32_t>(a.shape.size()));
     for (int64_t d : a.shape) Put<int64_t>(&out, d);
     Put<uint32_t>(&out, static_cast<uint32_t>(a.splits.size()));
@@ -137,11 +138,14 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
     Announcement a;
     uint32_t name_len = 0, ndim = 0;
     int32_t kind = 0, dtype = 0, op = 0;
+    uint8_t on_device = 0;
     if (!in.Get(&name_len) || !in.GetString(name_len, &a.name) || !in.Get(&kind) ||
         !in.Get(&dtype) || !in.Get(&op) || !in.Get(&a.root) || !in.Get(&a.prescale) ||
-        !in.Get(&a.postscale) || !in.Get(&a.compression) || !in.Get(&ndim)) {
+        !in.Get(&a.postscale) || !in.Get(&a.compression) || !in.Get(&on_device) || on_device > 1 ||
+        !in.Get(&ndim)) {
       return false;
     }
+    a.on_device = on_device != 0;
     a.kind = static_cast<RequestKind>(kind);
     a.dtype = static_cast<DataType>(dtype);
     a.op = static_cast<ReduceOp>(op);

@@ -43,6 +43,9 @@ struct Announcement {
   double prescale = 1;
   double postscale = 1;
   int32_t compression = 0;  // cohort::Compression, allreduce only
+  // The tensor is in GPU memory (Request::device >= 0). Ranks must agree: a
+  // collective runs on device pointers everywhere or on host pointers everywhere.
+  bool on_device = false;
   std::vector<int64_t> shape;
   // Rows per rank: alltoall, rows sent to each rank; reduce-scatter, rows
   // each rank receives (empty: an even split).
@@ -68,6 +71,12 @@ struct Request {
   // holds that many elements (the caller's reused buffer: no result to take);
   // -1 when the engine holds the output until TakeResult.
   int64_t recv_elements = -1;
+  // GPU tensors (what.on_device): the CUDA device of send/recv, the caller's
+  // stream (cudaStream_t; null: the legacy default stream) and the event the
+  // engine recorded on it at submission (engine/gpu_tensors.h).
+  int device = -1;
+  void* stream = nullptr;
+  void* ready_event = nullptr;
 };
 
 // An operation a thread of this rank has waited for since COHORT_DEADLOCK_TIME

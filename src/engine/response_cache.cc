@@ -6,8 +6,8 @@ namespace cohort {
 bool SameAnnouncement(const Announcement& a, const Announcement& b) {
   return a.name == b.name && a.kind == b.kind && a.dtype == b.dtype && a.op == b.op &&
          a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-         a.compression == b.compression && a.shape == b.shape && a.splits == b.splits &&
-         a.group_id == b.group_id && a.group_size == b.group_size &&
+         a.compression == b.compression && a.on_device == b.on_device && a.shape == b.shape &&
+         a.splits == b.splits && a.group_id == b.group_id && a.group_size == b.group_size &&
          a.set_members == b.set_members && a.set_id == b.set_id;
 }
 

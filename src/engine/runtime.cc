@@ -24,8 +24,7 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
         "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
         "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
         "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME",
-        "COHORT_TIMELINE",
-        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
+        "COHORT_TIMELINE", "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
         "COHORT_ELASTIC_TIMEOUT"}) {
     Result<SettingValue> value = ReadSetting(env, name);
     if (!value.ok()) return value.status();
@@ -66,6 +65,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   Result<RuntimeSettings> settings = ReadRuntimeSettings(env);
   if (!settings.ok()) return settings.status();
   rt->settings_ = *settings;
+  // GPU settings are checked now; the stack loads at the first GPU tensor.
+  Result<gpu::GpuStackOptions> gpu_options = gpu::GpuStackOptionsFromEnv(env);
+  if (!gpu_options.ok()) return gpu_options.status();
+  rt->gpu_provider_ = LoadingGpuProvider(std::move(*gpu_options));
   JobEnvironment& j = rt->job_;
   if (j.private_store) {
     j.secret = GenerateSecret();
@@ -156,8 +159,19 @@ Result<int64_t> Runtime::NewestElasticRound() {
 
 Engine& Runtime::StartEngine() {
   std::lock_guard<std::mutex> lock(engine_mu_);  // submitting threads race to start it
-  if (engine_ == nullptr) engine_ = std::make_unique<Engine>(*comm_, settings_.engine);
+  if (engine_ == nullptr) {
+    engine_ = std::make_unique<Engine>(*comm_, settings_.engine, gpu_provider_.get());
+  }
   return *engine_;
+}
+
+Status Runtime::SetGpuProvider(std::unique_ptr<GpuProvider> provider) {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  if (engine_ != nullptr) {
+    return Status::InvalidArgument("the GPU provider can only change before the engine starts");
+  }
+  gpu_provider_ = std::move(provider);
+  return Status::OK();
 }
 
 Result<PointToPoint*> Runtime::OpenPointToPoint() {

@@ -13,6 +13,7 @@
 #include "collectives/communicator.h"
 #include "common/env_config.h"
 #include "engine/engine.h"
+#include "engine/gpu_provider.h"
 #include "p2p/point_to_point.h"
 #include "rendezvous/launcher_env.h"
 #include "rendezvous/mesh_builder.h"
@@ -53,6 +54,11 @@ class Runtime {
     return engine_.get();
   }
   Engine& StartEngine();
+  // Where GPU tensors find the GPU stack (loaded at the first one).
+  GpuProvider& gpu_provider() { return *gpu_provider_; }
+  // Replaces the provider (tests: a fake CUDA API). Only before the engine
+  // starts: the engine keeps the provider it started with.
+  Status SetGpuProvider(std::unique_ptr<GpuProvider> provider);
   // Whether the engine has stopped for good (engine.h, Engine::Stopped).
   bool EngineStopped() {
     Engine* e = engine();
@@ -92,6 +98,7 @@ class Runtime {
   std::string store_scope_;                    // this join's store prefix (prefixed_store.h)
   MeshOptions mesh_options_;                   // how the mesh was built, for the p2p mesh
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<GpuProvider> gpu_provider_;  // outlives engine_, which uses it
   std::mutex engine_mu_;
   std::unique_ptr<Engine> engine_;  // guarded by engine_mu_; destroyed before comm_, which it uses
   std::mutex p2p_mu_;
@@ -103,6 +110,10 @@ class Runtime {
   std::mutex elastic_mu_;
   std::unique_ptr<StoreClient> elastic_store_;  // guarded by elastic_mu_
 };
+
+// The process's running Runtime (include/cohort/cohort.h's Init), null when
+// none: for tests that give it parts (SetGpuProvider) before its engine starts.
+Runtime* RunningRuntime();
 
 }  // namespace cohort
 

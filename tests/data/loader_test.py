@@ -253,3 +253,32 @@ def test_png_in_every_mode_decodes_as_pil_converts_it(tmp_path):
     for row, path in enumerate(files):
         theirs = np.asarray(PIL.open(path).convert("RGB")).transpose(2, 0, 1)
         assert (batch[row] == theirs).all(), path.name
+
+
+def test_device_batches_equal_the_host_stream_and_resume_where_handed_out(image_dataset):
+    """device=: batches are copied one ahead (cohort.torch.device_feed); the
+    stream, the metadata and state_dict are those of the batch handed out.
+    With "cpu" here; tests/python/test_gpu.py runs "cuda" on a GPU."""
+    torch = pytest.importorskip("torch")
+    _, location = image_dataset
+    host = DataLoader(location, batch_size=3, image_size=8, seed=5, torch=True)
+    want = [(host.indices.copy(), b["image"].clone(), host.state_dict()) for b in host]
+    fed = DataLoader(location, batch_size=3, image_size=8, seed=5, device="cpu")
+    assert len(fed) == 10
+    it = iter(fed)
+    for k in range(4):
+        b = next(it)
+        assert b["image"].device.type == "cpu"
+        assert (fed.indices == want[k][0]).all() and torch.equal(b["image"], want[k][1])
+        assert fed.state_dict() == want[k][2]  # not the batch copied ahead
+        assert len(fed) == 10 - k - 1
+    resumed = DataLoader(location, batch_size=3, image_size=8, state=fed.state_dict(),
+                         device="cpu")
+    rest = [(resumed.indices.copy(), b["image"]) for b in resumed]
+    assert len(rest) == 6
+    for (i1, x1, _), (i2, x2) in zip(want[4:], rest):
+        assert (i1 == i2).all() and torch.equal(x1, x2)
+    # Epoch after epoch, as without a device: each iteration ends at its epoch's end.
+    again = DataLoader(location, batch_size=3, image_size=8, seed=5, device="cpu")
+    assert [len(list(again)) for _ in range(3)] == [10, 10, 10]
+

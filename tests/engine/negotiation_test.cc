@@ -76,6 +76,7 @@ TEST(NegotiationTable, EveryComparedFieldThatDiffersFailsTheName) {
       {"scale factors", [](Announcement* a) { a->prescale = 0.5; }},
       {"scale factors", [](Announcement* a) { a->postscale = 2; }},
       {"compression", [](Announcement* a) { a->compression = 1; }},
+      {"memory the tensor is in", [](Announcement* a) { a->on_device = true; }},
       {"shape",
        [](Announcement* a) {
          a->shape = {2, 2};
@@ -160,6 +161,15 @@ TEST(NegotiationTable, SmallAllreducesOfOneKindAreFusedWithinTheThreshold) {
             (std::vector<std::string>{"a+b", "c", "big", "d+e", "f"}));
 }
 
+TEST(NegotiationTable, GpuAndHostTensorsAreNeverFusedTogether) {
+  NegotiationTable table(2);
+  Announcement gpu_b = Allreduce("b", 16), gpu_c = Allreduce("c", 16);
+  gpu_b.on_device = gpu_c.on_device = true;
+  const std::vector<Announcement> mine = {Allreduce("a", 16), gpu_b, gpu_c, Allreduce("d", 16)};
+  table.Apply({mine, mine});
+  EXPECT_EQ(Names(table.TakeResponses(1024, 1024)), (std::vector<std::string>{"a", "b+c", "d"}));
+}
+
 TEST(NegotiationTable, ZeroThresholdDisablesFusion) {
   NegotiationTable table(2);
   const std::vector<Announcement> mine = {Allreduce("a", 4), Allreduce("b", 4)};
@@ -176,6 +186,7 @@ TEST(CycleMessage, RoundTripsEveryAnnouncementField) {
   a.prescale = 0.5;
   a.postscale = 2.5;
   a.compression = 1;
+  a.on_device = true;
   a.shape = {3, 4};
   a.splits = {1, 2};
   a.group_id = 77;
@@ -194,6 +205,8 @@ TEST(CycleMessage, RoundTripsEveryAnnouncementField) {
   EXPECT_EQ(b.prescale, a.prescale);
   EXPECT_EQ(b.postscale, a.postscale);
   EXPECT_EQ(b.compression, a.compression);
+  EXPECT_TRUE(b.on_device);
+  EXPECT_FALSE(back.announcements[1].on_device);
   EXPECT_EQ(b.shape, a.shape);
   EXPECT_EQ(b.splits, a.splits);
   EXPECT_EQ(b.group_id, a.group_id);

@@ -66,7 +66,7 @@ def test_unsupported_dtype_is_a_clear_value_error(hvd, dtype):
 
 
 def test_non_cpu_tensor_and_non_tensor(hvd):
-    with pytest.raises(ValueError, match="device meta; cohort works on CPU tensors only"):
+    with pytest.raises(ValueError, match="device meta; cohort works on CPU and CUDA tensors only"):
         hvd.allreduce(torch.empty(3, device="meta"))
     with pytest.raises(TypeError, match="allgather: expected a torch.Tensor, got list"):
         hvd.allgather([1, 2, 3])
@@ -102,3 +102,21 @@ def test_zero_grad_before_step_is_refused(hvd):
         opt.zero_grad()
     opt.step()
     opt.zero_grad()
+
+
+def test_a_gpu_tensor_without_a_cuda_driver_names_what_is_missing(hvd):
+    import ctypes
+    from cohort import _cohort, _ops
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("this machine has a CUDA driver (libcuda.so.1 loads)")
+    except OSError:
+        pass
+    t = torch.ones(3)
+    # What cohort.torch submits for a CUDA tensor: its device and stream.
+    with pytest.raises(RuntimeError, match=r"allreduce of tensor 'err\.gpu' on CUDA device 0: "
+                                           r"CUDA driver not found \(tried .*libcuda\.so\.1: "):
+        _cohort.allreduce_async("err.gpu", t.data_ptr(), t.data_ptr(), [3], _ops.FLOAT32,
+                                _ops.Sum, 1.0, 1.0, 0, (0, 0))
+    # Host tensors are unaffected.
+    assert hvd.allreduce(t, op=hvd.Sum, name="err.gpu.after").tolist() == [hvd.size()] * 3

@@ -1,5 +1,7 @@
 """torch tensors as an ArrayKind, and the checks every cohort.torch call makes
-on its inputs (host memory, a supported dtype, contiguous layout)."""
+on its inputs (CPU or CUDA memory, a supported dtype, contiguous layout).
+CUDA tensors go to the engine with their device and torch's current stream
+(docs/gpu.md); nothing here touches torch.cuda for CPU tensors."""
 import torch
 
 from .. import _ops
@@ -23,12 +25,13 @@ def dtype_code(dtype, what):
 
 
 def check(tensor, what):
-    """Raises unless `tensor` is a CPU tensor of a supported dtype."""
+    """Raises unless `tensor` is a CPU or CUDA tensor of a supported dtype."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
-    if not tensor.is_cpu:  # is_cpu, not device.type: a training step checks ~160 tensors
-        raise ValueError("%s: tensor is on device %s; cohort works on CPU tensors only (move it "
-                         "with .cpu())" % (what, tensor.device))
+    # is_cpu first, not device.type: a training step checks ~160 tensors
+    if not tensor.is_cpu and not tensor.is_cuda:
+        raise ValueError("%s: tensor is on device %s; cohort works on CPU and CUDA tensors only "
+                         "(move it with .cpu())" % (what, tensor.device))
     if tensor.is_sparse:
         raise ValueError("%s: sparse tensors are only accepted by allreduce and allreduce_async "
                          "(as in Horovod); use .to_dense()" % what)
@@ -47,6 +50,15 @@ class TorchKind(_ops.ArrayKind):
 
     def empty(self, shape, dtype, like):
         return torch.empty(shape, dtype=_DTYPES[dtype])
+
+    def device(self, tensor):
+        if tensor.is_cpu:
+            return None
+        index = tensor.device.index
+        return index, torch.cuda.current_stream(index).cuda_stream
+
+    def current_stream(self, device_index):
+        return torch.cuda.current_stream(device_index).cuda_stream
 
 
 KIND = TorchKind()

@@ -3,7 +3,8 @@
     import cohort.torch.distributed  # registers the backend
     torch.distributed.init_process_group("cohort", ...)
 
-Every c10d collective on CPU tensors then runs on cohort's engine (the same
+Every c10d collective on CPU tensors (and allreduce/broadcast of CUDA tensors,
+torch 2.1 and newer: DDP on GPUs) then runs on cohort's engine (the same
 runtime object `cohort` and `cohort.torch` use), so DDP, ZeroRedundancyOptimizer
 and plain collectives need no other change. The process group is the
 compiled extension cohort._c10d, the one part of cohort built against
@@ -21,6 +22,7 @@ send/recv travel on cohort's own point-to-point mesh, monitored_barrier
 through the c10d Store.
 """
 import importlib
+import inspect
 import os
 import secrets
 import socket
@@ -169,7 +171,7 @@ _torch_new_group = _c10d_module.new_group
 
 
 def new_group(ranks=None, timeout=_c10d_module.default_pg_timeout, backend=None,
-              pg_options=None):
+              pg_options=None, **kwargs):
     """torch.distributed.new_group, plus the cohort process set behind a
     'cohort' group: every rank of the job adds it (torch calls the backend's
     creator on the members only, cohort adds sets on every rank)."""
@@ -180,11 +182,11 @@ def new_group(ranks=None, timeout=_c10d_module.default_pg_timeout, backend=None,
             pending = _sets_by_ranks.setdefault(tuple(members), [])
             pending.append(process_set.process_set_id)
             try:
-                return _torch_new_group(ranks, timeout, backend, pg_options)
+                return _torch_new_group(ranks, timeout, backend, pg_options, **kwargs)
             finally:  # a non-member's torch never asks for the set
                 if process_set.process_set_id in pending:
                     pending.remove(process_set.process_set_id)
-    return _torch_new_group(ranks, timeout, backend, pg_options)
+    return _torch_new_group(ranks, timeout, backend, pg_options, **kwargs)
 
 
 _torch_monitored_barrier = _c10d_module.monitored_barrier
@@ -211,4 +213,10 @@ _c10d_module.monitored_barrier = dist.monitored_barrier = monitored_barrier
 _set_env_defaults_under_cohort_run()
 _rendezvous_module._rendezvous_handlers["env"] = _env_rendezvous
 if BACKEND.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)
+    # torch 2.x asks which devices a backend serves: CPU, and CUDA tensors
+    # (allreduce and broadcast, what DDP uses; docs/gpu.md). 1.13 has no such argument.
+    if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+        dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True,
+                                      devices=["cpu", "cuda"])
+    else:
+        dist.Backend.register_backend(BACKEND, _create_process_group, extended_api=True)

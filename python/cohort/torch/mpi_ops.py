@@ -2,8 +2,11 @@
 semantics: blocking forms that autograd differentiates, `_async` forms that
 return a handle for `poll`/`synchronize`, and in-place `_` forms.
 
-Tensors must be CPU tensors of a supported dtype; non-contiguous ones are
-copied (and, for in-place forms, copied back). Errors from the engine (a
+Tensors must be CPU or CUDA tensors of a supported dtype; non-contiguous ones
+are copied (and, for in-place forms, copied back). CUDA tensors stay on the
+device: the engine waits for torch's current stream and synchronize() makes
+the current stream wait for the result (docs/gpu.md); alltoall of CUDA
+tensors is staged through host memory. Errors from the engine (a
 mismatch on any rank fails the operation on every rank) raise
 cohort.CohortError, a RuntimeError; bad arguments raise ValueError."""
 import warnings
@@ -256,8 +259,20 @@ def allgather_async(tensor, name=None, process_set=global_process_set, output=No
     new one; it may hold `tensor` at this rank's rows (in place)."""
     send = _at_least_1d(contiguous(tensor, "allgather"))
     out = _output_buffer(output, "allgather")
+    if out is None and send.is_cuda:
+        # Results of CUDA tensors stay on the device: the output is sized
+        # from every rank's rows (one small host allgather), then filled there.
+        out = _gathered_output(send, name, process_set)
+        return _ops.allgather_async(KIND, send, name, set_id(process_set), out=out)
     h = _ops.allgather_async(KIND, send, name, set_id(process_set), out=out)
     return h if out is None else h.then(lambda _: output)
+
+
+def _gathered_output(send, name, process_set):
+    rows = synchronize(allgather_async(torch.tensor([send.shape[0]], dtype=torch.int64),
+                                       None if name is None else name + ".rows", process_set))
+    return torch.empty((int(rows.sum()),) + tuple(send.shape[1:]), dtype=send.dtype,
+                       device=send.device)
 
 
 class _AllgatherFunction(torch.autograd.Function):
@@ -359,8 +374,13 @@ def _splits_list(splits, tensor, process_set):
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Handle whose synchronize() gives (output, received_splits)."""
     send = _at_least_1d(contiguous(tensor, "alltoall"))
-    h = _ops.alltoall_async(KIND, send, _splits_list(splits, send, process_set), name,
-                            set_id(process_set))
+    device = send.device
+    splits = _splits_list(splits, send, process_set)
+    if send.is_cuda:  # staged: the engine runs alltoall on host memory
+        send = send.cpu()
+    h = _ops.alltoall_async(KIND, send, splits, name, set_id(process_set))
+    if device.type == "cuda":
+        return h.then(lambda r: (r[0].to(device), torch.tensor(r[1], dtype=torch.int32)))
     return h.then(lambda r: (r[0], torch.tensor(r[1], dtype=torch.int32)))
 
 
@@ -419,9 +439,34 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     _check_scatterable(check(tensor, "reducescatter"))
     send = contiguous(tensor, "reducescatter")
     out = _output_buffer(output, "reducescatter")
+    if send.is_cuda:
+        return _cuda_reducescatter_async(send, name, op, process_set, prescale_factor,
+                                         postscale_factor, out, output)
     h = _ops.reducescatter_async(KIND, _at_least_1d(send), name, op, (), set_id(process_set),
                                  prescale_factor, postscale_factor, out=out)
     return h if out is None else h.then(lambda _: output)
+
+
+def _cuda_reducescatter_async(send, name, op, process_set, prescale, postscale, out, output):
+    """Reduce-scatter of a CUDA tensor: into a device block (the engine keeps
+    no device results), scaled by torch on the current stream before and after
+    (the engine scales host tensors only)."""
+    send = _scaled(send, prescale)
+    if out is None:
+        pset = set_id(process_set)
+        size = set_size(process_set)
+        rows = _ops.scatter_rows(send.shape[0], (), size, max(_cohort.process_set_rank(pset), 0))
+        out = torch.empty((rows,) + tuple(send.shape[1:]), dtype=send.dtype, device=send.device)
+    h = _ops.reducescatter_async(KIND, send, name, op, (), set_id(process_set), out=out)
+    result = out if output is None else output
+
+    def finish(_):
+        if postscale != 1.0:
+            with torch.no_grad():
+                out.copy_(_scaled(out, postscale))
+        return result
+
+    return h.then(finish)
 
 
 class _ReducescatterFunction(torch.autograd.Function):

@@ -1,7 +1,7 @@
 // cohort._c10d: the extension behind cohort.torch.distributed, the one part
 // of cohort built against LibTorch. It creates ProcessGroupCohort objects,
-// which Python sees as torch.distributed ProcessGroups (the type torch's own
-// module registered; both modules use Debian's pybind11, so they share it).
+// which Python sees as torch.distributed ProcessGroups (torch 1.13) or
+// Backends (torch 2.x): the types torch's own module registered with pybind11.
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
@@ -18,7 +18,7 @@ PYBIND11_MODULE(_c10d, m) {
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_seconds,
          int process_set, const std::string& name_prefix,
-         int64_t channel) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+         int64_t channel) -> c10::intrusive_ptr<cohort_c10d::C10dBackend> {
         const auto timeout =
             std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
         return c10::make_intrusive<cohort_c10d::ProcessGroupCohort>(

@@ -3,6 +3,7 @@
 #include "c10d/process_group.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <cstring>
@@ -37,9 +38,34 @@ int CohortDType(const at::Tensor& t, const char* what) {
 }
 
 void CheckCpu(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(!t.is_cuda(), "cohort ", what,
+              ": CUDA tensors go through allreduce and broadcast only; move this one to the CPU");
   TORCH_CHECK(t.device().is_cpu(), "cohort ", what, ": tensors must be on the CPU, got ",
               t.device());
   TORCH_CHECK(t.layout() == at::kStrided, "cohort ", what, ": tensors must be dense (strided)");
+}
+
+// CPU or CUDA (allreduce, broadcast).
+void CheckCpuOrCuda(const at::Tensor& t, const char* what) {
+  if (t.is_cuda()) {
+    TORCH_CHECK(t.layout() == at::kStrided, "cohort ", what, ": tensors must be dense (strided)");
+    return;
+  }
+  CheckCpu(t, what);
+}
+
+// A tensor's device for the engine: -1 for host memory; for a CUDA tensor
+// its index and torch's current stream there (through c10's device-generic
+// guard: no CUDA headers needed to build this).
+cohort_device DeviceOf(const at::Tensor& t, const char* what) {
+  if (!t.is_cuda()) return cohort_device{-1, nullptr};
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  const c10::Stream stream =
+      c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device());
+  return cohort_device{static_cast<int32_t>(t.device().index()), stream.native_handle()};
+#else
+  TORCH_CHECK(false, "cohort ", what, ": CUDA tensors need torch 2.1 or newer in the c10d backend");
+#endif
 }
 
 void CheckCount(size_t got, size_t want, const char* what, const char* which) {
@@ -136,7 +162,7 @@ at::Tensor TakeResult(int64_t handle, const at::Tensor& like, const char* what) 
 ProcessGroupCohort::ProcessGroupCohort(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                        std::chrono::milliseconds timeout, int process_set,
                                        std::string name_prefix, int64_t channel)
-    : c10d::ProcessGroup(rank, size),
+    : C10dBackend(rank, size),
       store_(std::move(store)),
       timeout_(timeout),
       process_set_(process_set),
@@ -202,6 +228,8 @@ std::vector<int64_t> ProcessGroupCohort::SubmitReduction(const at::Tensor& input
                                                          std::function<void()>* finish) {
   const c10d::ReduceOp::RedOpType type = op.op_;
   if (IsBitwise(type)) {
+    TORCH_CHECK(!input.is_cuda(), "cohort ", what,
+                ": bitwise reductions of CUDA tensors are not supported; move them to the CPU");
     TORCH_CHECK(!at::isFloatingType(input.scalar_type()), "cohort ", what,
                 ": bitwise reductions need an integer dtype, got ", input.scalar_type());
     const int64_t handle = SubmitAllgather(input, what);
@@ -223,11 +251,13 @@ std::vector<int64_t> ProcessGroupCohort::SubmitReduction(const at::Tensor& input
   cohort_allreduce_options options{cohort_op, 1.0, 1.0, COHORT_COMPRESSION_NONE, process_set_};
   if (type == c10d::ReduceOp::PREMUL_SUM) options.prescale_factor = PremulFactor(op);
   const std::vector<int64_t> shape = EngineShape(input);
+  const cohort_device device = DeviceOf(input, what);
   int64_t handle = 0;
   cohort_error err;
-  CheckCode(cohort_allreduce_async(NextName(what).c_str(), input.data_ptr(), output.data_ptr(),
-                                   shape.data(), static_cast<int>(shape.size()),
-                                   CohortDType(input, what), &options, &handle, &err),
+  CheckCode(cohort_allreduce_async_on_device(
+                NextName(what).c_str(), input.data_ptr(), output.data_ptr(), shape.data(),
+                static_cast<int>(shape.size()), CohortDType(input, what), &options,
+                device.device >= 0 ? &device : nullptr, &handle, &err),
             err, what);
   *finish = [input, output] {};  // keeps both buffers alive until the engine is done
   return {handle};
@@ -237,7 +267,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce(std::vector<at::Ten
                                                              const c10d::AllreduceOptions& opts) {
   CheckCount(tensors.size(), 1, "allreduce", "tensor per process");
   if (tensors[0].is_sparse()) return SparseAllreduce(tensors, opts);
-  CheckCpu(tensors[0], "allreduce");
+  CheckCpuOrCuda(tensors[0], "allreduce");
   Output out(tensors[0]);
   std::function<void()> reduced;
   std::vector<int64_t> handles =
@@ -300,7 +330,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allreduce_coalesced(
   std::vector<int64_t> handles;
   std::vector<std::function<void()>> finishes;
   for (const at::Tensor& t : tensors) {
-    CheckCpu(t, "allreduce_coalesced");
+    CheckCpuOrCuda(t, "allreduce_coalesced");
     Output out(t);
     std::function<void()> reduced;
     for (int64_t h :
@@ -343,18 +373,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::reduce(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
   CheckCount(tensors.size(), 1, "broadcast", "tensor per process");
-  CheckCpu(tensors[0], "broadcast");
+  CheckCpuOrCuda(tensors[0], "broadcast");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "cohort broadcast: root rank ",
               opts.rootRank, " is outside the group of ", size_);
   Output out(tensors[0]);
   const std::vector<int64_t> shape = EngineShape(out.buffer);
+  const cohort_device device = DeviceOf(out.buffer, "broadcast");
   int64_t handle = 0;
   cohort_error err;
-  CheckCode(
-      cohort_broadcast_async(NextName("broadcast").c_str(), out.buffer.data_ptr(), shape.data(),
-                             static_cast<int>(shape.size()), CohortDType(out.buffer, "broadcast"),
-                             static_cast<int>(opts.rootRank), process_set_, &handle, &err),
-      err, "broadcast");
+  CheckCode(cohort_broadcast_async_on_device(NextName("broadcast").c_str(), out.buffer.data_ptr(),
+                                             shape.data(), static_cast<int>(shape.size()),
+                                             CohortDType(out.buffer, "broadcast"),
+                                             static_cast<int>(opts.rootRank), process_set_,
+                                             device.device >= 0 ? &device : nullptr, &handle, &err),
+            err, "broadcast");
   return Enqueue(
       c10d::OpType::BROADCAST, tensors, {handle}, [out] { out.CopyBack(); }, "broadcast");
 }

@@ -1,15 +1,24 @@
-// ProcessGroupCohort: torch.distributed's ProcessGroup (torch 1.13's c10d
-// API) over cohort's engine, for CPU tensors. Each group is one cohort
-// process set (set 0 for the default group); collectives go through
-// c_api.h of libcohort.so, the same runtime object the cohort._cohort module
-// drives; send/recv go through cohort's point-to-point messages (their own
-// mesh). monitored_barrier goes through the c10d Store the group was created
-// with (it must name who is missing).
+// ProcessGroupCohort: torch.distributed's backend over cohort's engine: a
+// c10d::ProcessGroup for torch 1.13, a c10d::Backend for torch 2.x (2.0 split
+// the backend out of ProcessGroup; the virtual collectives kept their
+// signatures). CPU tensors everywhere; CUDA tensors (torch 2.1 and newer:
+// c10::Stream::native_handle) in allreduce, allreduce_coalesced and
+// broadcast, what DDP uses, ordered on torch's current stream (docs/gpu.md). Each group is one
+// cohort process set (set 0 for the default group); collectives go through c_api.h of libcohort.so,
+// the same runtime object the cohort._cohort module drives; send/recv go through cohort's
+// point-to-point messages (their own mesh). monitored_barrier goes through the c10d Store the group
+// was created with (it must name who is missing).
 #ifndef COHORT_PYTHON_C10D_PROCESS_GROUP_H_
 #define COHORT_PYTHON_C10D_PROCESS_GROUP_H_
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 #include <map>
 #include <memory>
@@ -22,7 +31,14 @@
 
 namespace cohort_c10d {
 
-class ProcessGroupCohort : public c10d::ProcessGroup {
+// What torch.distributed's backend creator returns.
+#if TORCH_VERSION_MAJOR >= 2
+using C10dBackend = c10d::Backend;
+#else
+using C10dBackend = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupCohort : public C10dBackend {
  public:
   // `name_prefix` makes the engine names of this group's operations unique in
   // the job and equal on every member, `channel` its messages' channel (the

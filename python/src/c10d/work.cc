@@ -3,9 +3,28 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 #include "cohort/c_api.h"
 
 namespace cohort_c10d {
+namespace {
+
+// The CUDA devices of `outputs`: a future holding CUDA tensors must list
+// them (torch refuses to complete it otherwise) and then orders its
+// callbacks after the work on their streams.
+std::vector<c10::Device> CudaDevices(const std::vector<at::Tensor>& outputs) {
+  std::vector<c10::Device> devices;
+  for (const at::Tensor& t : outputs) {
+    if (!t.is_cuda()) continue;
+    if (std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+      devices.push_back(t.device());
+    }
+  }
+  return devices;
+}
+
+}  // namespace
 
 void ThrowCohortError(const std::string& what, const char* message) {
   TORCH_CHECK(false, "cohort ", what, ": ", message);
@@ -22,9 +41,8 @@ CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outp
       timeout_seconds_(timeout_seconds),
       lazy_(queue != nullptr),
       queue_(queue),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-}
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()), CudaDevices(outputs_))) {}
 
 CohortWork::~CohortWork() {
   if (lazy_) Drive(nullptr);
