@@ -47,6 +47,8 @@ const std::vector<SettingSpec> kSettings = {
    "s ranks may all wait for each other before the job stops (0: never)"},
   {"COHORT_ELASTIC_TIMEOUT", "--elastic-timeout", T::kSeconds, "600", 0, kNone, true, nullptr,
    "elastic jobs: s a worker may take to join a new round"},
+  {"COHORT_GRACE", "--grace", T::kSeconds, "2", 0, kNone, false, nullptr,
+   "s cohort run waits after SIGTERM before SIGKILL (a queued job: the queue's --grace)"},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
    "Chrome-trace timeline path ({rank} for every rank)"},
   // The loader and dataset settings' bounds are checked where they are used
