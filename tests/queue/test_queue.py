@@ -244,6 +244,22 @@ def test_a_preempted_two_rank_job_saves_within_the_grace_and_resumes(tmp_path):
         s.stop()
 
 
+def test_a_second_store_in_the_same_folder_is_told_to_give_its_queue_a_file(tmp_path):
+    first = TrackingServer(tmp_path, ["--slots", "1"], store=f"sqlite:{tmp_path}/a.db")
+    try:
+        second = subprocess.run([COHORT, "server", "--store", f"sqlite:{tmp_path}/b.db",
+                                 "--port", "0", "--slots", "1"],
+                                capture_output=True, text=True, timeout=DEADLINE_S)
+        assert second.returncode != 0
+        assert "is open in another process" in second.stderr, second.stderr
+        assert second.stderr.rstrip().endswith(
+            "; use that server's queue, or give this server's queue a file of its own with "
+            "--queue-db PATH"), second.stderr
+        assert "another --store" not in second.stderr
+    finally:
+        first.stop()
+
+
 def test_quota_reclaims_borrowed_slots(tmp_path):
     s = start_server(tmp_path, extra=["--quota", "a=1,b=1"])
     try:
