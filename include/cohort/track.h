@@ -3,7 +3,9 @@
 // background thread sends points in batches over one kept-alive connection,
 // or writes them into a local SQLite store when the URI says so. While the
 // server cannot be reached, batches go to a spool file and are replayed
-// later; each batch carries an id, so a replay never doubles a point.
+// later; each batch carries an id, so a replay never doubles a point. A run
+// on a server beats (COHORT_TRACKING_HEARTBEAT): a process killed outright
+// leaves a run the server ends as KILLED once its beats stop.
 //
 //   auto run = cohort::TrackingRun::Start({.project = "digits", .run_name = "lr-0.1"});
 //   (*run)->Log({{"loss", 0.25}}, step);
@@ -25,9 +27,21 @@ namespace cohort {
 struct TrackingOptions {
   // "http://host:port" (a `cohort server` or any MLflow server) or
   // "sqlite:PATH" (embedded, no server). Empty: $COHORT_TRACKING_URI, else
-  // sqlite:~/.cohort/tracking.db.
+  // $MLFLOW_TRACKING_URI (http(s)://, or sqlite:///FILE as MLflow writes a
+  // SQLite store), else sqlite:~/.cohort/tracking.db.
   std::string uri;
-  std::string project = "Default";            // the experiment; created when missing
+  // The experiment; created when missing. Empty: $MLFLOW_EXPERIMENT_NAME,
+  // else "Default".
+  std::string project = "Default";
+  // Go on with this run (MLflow's start_run(run_id)): it is RUNNING again,
+  // `params` and `tags` are added to it. Empty: a new run. cohort.track.init
+  // passes $MLFLOW_RUN_ID here, as MLflow's fluent API does.
+  std::string run_id;
+  // An unreachable server: true, the run starts in the spool (its id made
+  // here; the server creates it, in `project`, when it is back, as
+  // docs/tracking.md says) and Start says so once on stderr; false, Start
+  // fails.
+  bool spool_when_unreachable = true;
   std::string run_name;                       // empty: the store picks one
   std::map<std::string, std::string> params;  // the run's config, logged at start
   std::map<std::string, std::string> tags;
@@ -40,10 +54,12 @@ struct TrackingOptions {
 class TrackingRun {
  public:
   // Creates the run (and the experiment when missing). Fails when the store
-  // cannot be opened or the server refuses; an unreachable server is
-  // retried briefly and then reported.
+  // cannot be opened or the server refuses; an unreachable server: see
+  // TrackingOptions::spool_when_unreachable.
   static Result<std::unique_ptr<TrackingRun>> Start(const TrackingOptions& options);
-  ~TrackingRun();  // Finish("FINISHED") unless called
+  // Finish("FINISHED") unless called; Finish("FAILED") when an exception is
+  // unwinding the stack through it.
+  ~TrackingRun();
   TrackingRun(const TrackingRun&) = delete;
   TrackingRun& operator=(const TrackingRun&) = delete;
 

@@ -15,6 +15,11 @@ on the network: a background thread sends batches, and while the server is
 unreachable they wait in a spool file (COHORT_TRACKING_SPOOL, default
 ~/.cohort/spool) and are replayed later, without doubles.
 
+A run ends when its script does: ``finish()``, the end of a ``with`` block,
+or else at exit, FINISHED, or FAILED when the script dies on an uncaught
+exception (KILLED on Ctrl-C). A process killed outright is ended by the
+server once its heartbeats stop (docs/tracking.md, "Runs that end").
+
 In a job of several ranks only rank 0 records unless ``all_ranks=True``;
 the other ranks get a run whose methods do nothing.
 
@@ -42,6 +47,7 @@ from . import _track
 __all__ = ["init", "Run", "active_run"]
 
 _active = None  # the run init() started last, until it finishes (what cohort.torch logs to)
+_exit_hooks = False  # whether init() installed _end_on_exception and _end_at_exit
 
 
 def active_run():
@@ -270,24 +276,65 @@ def _fusion_figures(before, now):
     return out
 
 
-def init(project="Default", name=None, config=None, tags=None, uri=None, all_ranks=False,
-         spool_dir=None, flush_interval_ms=500, system_metrics_s=10.0):
-    """Starts a run in experiment ``project``. ``config`` (a dict) is logged as
-    the run's params, ``tags`` as tags. ``uri`` overrides COHORT_TRACKING_URI.
-    Every ``system_metrics_s`` seconds (None or 0: never) the host's CPU,
-    memory and network use are logged as system/* metrics."""
+def _end_on_exception(hook):
+    """A sys.excepthook that ends the active run as FAILED (KILLED on Ctrl-C)
+    before `hook` prints the traceback: a script that dies on an exception
+    leaves no run RUNNING."""
+    def excepthook(exc_type, exc, tb):
+        run = _active
+        if run is not None:
+            try:
+                run.finish("KILLED" if issubclass(exc_type, KeyboardInterrupt) else "FAILED")
+            except Exception as e:  # the traceback below matters more
+                print("cohort.track: could not end the run: %s" % e, file=sys.stderr)
+        hook(exc_type, exc, tb)
+    excepthook.cohort_track = True
+    return excepthook
+
+
+def _end_at_exit():
+    """At interpreter exit, the run still active ends as FINISHED (the script
+    returned or called sys.exit; an exception already ended it)."""
+    run = _active
+    if run is not None:
+        try:
+            run.finish("FINISHED")
+        except Exception as e:  # at exit there is no caller left to raise to
+            print("cohort.track: ending the run at exit: %s" % e, file=sys.stderr)
+
+
+def _install_exit_hooks():
+    global _exit_hooks
+    if not getattr(sys.excepthook, "cohort_track", False):
+        sys.excepthook = _end_on_exception(sys.excepthook)
+    if not _exit_hooks:
+        import atexit
+        atexit.register(_end_at_exit)
+        _exit_hooks = True
+
+
+def init(project=None, name=None, config=None, tags=None, uri=None, all_ranks=False,
+         spool_dir=None, flush_interval_ms=500, system_metrics_s=10.0, run_id=None):
+    """Starts a run in experiment ``project`` (None: $MLFLOW_EXPERIMENT_NAME,
+    else "Default"). ``config`` (a dict) is logged as the run's params,
+    ``tags`` as tags. ``uri`` overrides COHORT_TRACKING_URI (then
+    MLFLOW_TRACKING_URI). ``run_id`` (None: $MLFLOW_RUN_ID) goes on with
+    that run instead of starting one, as ``mlflow.start_run`` does. Every
+    ``system_metrics_s`` seconds (None or 0: never) the host's CPU, memory
+    and network use are logged as system/* metrics."""
     if not all_ranks and _rank() != 0:
         return Run(None)
     run_tags, diff = _provenance()
     run_tags.update({str(k): str(v) for k, v in (tags or {}).items()})
     params = {str(k): str(v) for k, v in (config or {}).items()}
-    client = _track.TrackingRun(uri or "", project, name or "", params, run_tags,
-                                spool_dir or "", int(flush_interval_ms))
+    client = _track.TrackingRun(uri or "", project or "", name or "", params, run_tags,
+                                spool_dir or "", int(flush_interval_ms), run_id or "")
     run = Run(client, system_metrics_s)
     if diff:
         _log_text(run, "provenance/git.diff", diff)
     global _active
     _active = run
+    _install_exit_hooks()
     return run
 
 

@@ -114,9 +114,10 @@ void PrintUsage() {
                "docs/multi-host.md.\n"
                "Every line a worker prints is relayed with the prefix \"[RANK] \", stdout to\n"
                "stdout and stderr to stderr. When a worker fails, the others get SIGTERM\n"
-               "(SIGKILL 2 s later) and cohort run exits with the failed worker's status\n"
-               "(128+N when it was killed by signal N). SIGINT, SIGTERM and SIGHUP are\n"
-               "forwarded to every worker. Workers read stdin from /dev/null.\n"
+               "(SIGKILL --grace seconds later) and cohort run exits with the failed worker's\n"
+               "status (128+N when it was killed by signal N). SIGINT, SIGTERM and SIGHUP are\n"
+               "forwarded to every worker, which have --grace seconds to save before SIGKILL.\n"
+               "Workers read stdin from /dev/null.\n"
                "\n"
                "options:\n"
                "  -np N, -n N          number of workers (required, 1 to 16384, within ulimit -u)\n"
@@ -216,6 +217,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
   for (const char* variable : kHostVariables) {
     if (const char* value = std::getenv(variable)) host_settings[variable] = value;
   }
+  std::optional<double> grace_flag;
   int i = 0;
   for (; i < argc; ++i) {
     std::string arg = argv[i];
@@ -252,6 +254,11 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     } else if (IsHostFlag(name)) {
       host_settings[HostFlagVariable(name)] = value;
       if (name == "-x") flags.options.exported_env.push_back(value);
+    } else if (name == "--grace") {
+      // The launcher's own setting: not a worker's.
+      Result<SettingValue> grace = ParseSetting(*FindSettingByFlag(name), value, name);
+      if (!grace.ok()) return grace.status();
+      grace_flag = grace->number;
     } else if (const SettingSpec* setting = FindSettingByFlag(name)) {
       // Checked here with the runtime's own parser: a bad value is a usage
       // error before any worker starts.
@@ -271,6 +278,14 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
     }
     flags.options.np = elastic.min_np;
     flags.elastic = elastic;
+  }
+  if (grace_flag) {
+    flags.options.grace_seconds = *grace_flag;
+  } else {
+    // COHORT_GRACE: how a queued job gets the queue's grace.
+    Result<SettingValue> grace = ReadSetting(ProcessEnv(), "COHORT_GRACE");
+    if (!grace.ok()) return grace.status();
+    flags.options.grace_seconds = grace->number;
   }
   if (flags.options.np == 0) return Status::InvalidArgument("-np N is required");
   COHORT_RETURN_IF_ERROR(CheckJobFits(flags.options.np));

@@ -47,6 +47,8 @@ const std::vector<SettingSpec> kSettings = {
    "s ranks may all wait for each other before the job stops (0: never)"},
   {"COHORT_ELASTIC_TIMEOUT", "--elastic-timeout", T::kSeconds, "600", 0, kNone, true, nullptr,
    "elastic jobs: s a worker may take to join a new round"},
+  {"COHORT_GRACE", "--grace", T::kSeconds, "2", 0, kNone, false, nullptr,
+   "s cohort run waits after SIGTERM before SIGKILL (a queued job: the queue's --grace)"},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
    "Chrome-trace timeline path ({rank} for every rank)"},
   // The GPU stack (src/gpu, docs/gpu.md).
@@ -82,6 +84,22 @@ const std::vector<SettingSpec> kSettings = {
    nullptr, "s one dataset request may take"},
   {"COHORT_DATA_IN_FLIGHT", "--data-in-flight", T::kCount, "16", 1, 1024, false, nullptr,
    "dataset requests in flight per batch"},
+  // Tracking clients (docs/tracking.md). The MLflow variables mean what they
+  // mean to MLflow's client; cohort's own win where both are set.
+  {"COHORT_TRACKING_URI", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "where runs go: http(s)://host:port or sqlite:PATH"},
+  {"COHORT_TRACKING_SPOOL", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "where batches wait while the server is unreachable (default ~/.cohort/spool)"},
+  {"COHORT_TRACKING_SPOOL_BYTES", nullptr, T::kBytes, "4G", 0, kNone, false, nullptr,
+   "most bytes of artifacts kept in the spool while the server is unreachable"},
+  {"COHORT_TRACKING_HEARTBEAT", nullptr, T::kSeconds, "10", 0, kNone, false, nullptr,
+   "s between a run's heartbeats; 3 missed end it as KILLED (0: none)"},
+  {"MLFLOW_TRACKING_URI", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "MLflow's: where runs go, when COHORT_TRACKING_URI is unset"},
+  {"MLFLOW_EXPERIMENT_NAME", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "MLflow's: the experiment of a run started without a project"},
+  {"MLFLOW_RUN_ID", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "MLflow's: the run to go on with instead of starting one"},
   // The job queue's clients (docs/queue.md, docs/security.md).
   {"COHORT_QUEUE_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
    "the token of a job queue without --auth (found on the server's host)"},

@@ -91,7 +91,10 @@ Status QueueAgent::Beat() {
   }
   for (const json& signal : work.value("signal", json::array())) {
     auto it = held_.find(signal.value("id", uint64_t{0}));
-    if (it != held_.end()) SignalJob(it->second.pgid, signal.value("signal", SIGTERM));
+    const int sig = signal.value("signal", SIGTERM);
+    if (it == held_.end() || it->second.signalled == sig) continue;
+    it->second.signalled = sig;
+    SignalJob(it->second.pgid, sig);
   }
   for (const json& id : work.value("drop", json::array())) {
     auto it = id.is_number_unsigned() ? held_.find(id.get<uint64_t>()) : held_.end();

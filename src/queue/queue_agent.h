@@ -43,6 +43,10 @@ class QueueAgent {
     int pgid = 0;
     uint64_t log_base = 0;  // the server's log offset where this run begins
     uint64_t sent = 0;      // bytes of the local log the server holds
+    // The last stop signal sent: the server repeats SIGTERM every heartbeat
+    // of the grace, and a second SIGTERM would make a `cohort run` job kill
+    // its workers at once (a second Ctrl-C), cutting the grace short.
+    int signalled = 0;
   };
   Status Beat();
   Status Start(const nlohmann::json& job);

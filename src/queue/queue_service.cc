@@ -22,15 +22,22 @@ std::string FormatSeconds(double s) {
 }
 
 // The job's environment: the submitter's, without variables of an earlier
-// queue job, plus what tells the job who it is.
-std::vector<std::string> JobEnv(const JobRecord& job) {
+// queue job, plus what tells the job who it is, and the queue's grace as
+// COHORT_GRACE: a `cohort run` in the job then gives its workers the whole
+// grace after the SIGTERM it forwards, not its own 2 s default.
+std::vector<std::string> JobEnv(const JobRecord& job, double grace_s) {
   std::vector<std::string> env;
   for (const std::string& entry : job.env) {
-    if (entry.rfind("COHORT_JOB_", 0) != 0) env.push_back(entry);
+    if (entry.rfind("COHORT_JOB_", 0) != 0 && entry.rfind("COHORT_GRACE=", 0) != 0) {
+      env.push_back(entry);
+    }
   }
   env.push_back("COHORT_JOB_ID=" + std::to_string(job.id));
   env.push_back("COHORT_JOB_SLOTS=" + std::to_string(job.slots));
   env.push_back("COHORT_JOB_RESTARTS=" + std::to_string(job.restarts));
+  char grace[32];
+  std::snprintf(grace, sizeof(grace), "%g", grace_s);
+  env.push_back(std::string("COHORT_GRACE=") + grace);
   return env;
 }
 
@@ -319,7 +326,7 @@ Status QueueService::Launch(JobRecord* job, double now) {
     // name (FollowStarting) rather than submitting it again.
     job->state = JobState::kStarting;
     COHORT_RETURN_IF_ERROR(store_->Update(*job));
-    auto id = slurm_->Submit(*job, JobEnv(*job), LogPath(job->id));
+    auto id = slurm_->Submit(*job, JobEnv(*job, options_.grace_s), LogPath(job->id));
     if (!id.ok()) {
       job->state = JobState::kFailed;
       job->finished = now;
@@ -342,7 +349,7 @@ Status QueueService::Launch(JobRecord* job, double now) {
   COHORT_RETURN_IF_ERROR(store_->Update(*job));
   JobLaunch launch;
   launch.command = job->command;
-  launch.env = JobEnv(*job);
+  launch.env = JobEnv(*job, options_.grace_s);
   launch.cwd = job->cwd;
   launch.log_path = LogPath(job->id);
   launch.exit_path = ExitPath(job->id);
@@ -580,7 +587,8 @@ Result<AgentWork> QueueService::AgentWorkFor(const std::string& agent,
       }
       work.signal.push_back({job.id, now - job.stop_since >= options_.grace_s ? SIGKILL : SIGTERM});
     } else if (!runs) {
-      AgentStart start{job.id, job.command, JobEnv(job), job.cwd, LogSize(job.id), ""};
+      AgentStart start{job.id,  job.command,     JobEnv(job, options_.grace_s),
+                       job.cwd, LogSize(job.id), ""};
       if (!job.placement.empty()) {
         std::vector<std::pair<std::string, int>> hosts;
         for (const auto& [name, slots] : ParsePlacement(job.placement)) {

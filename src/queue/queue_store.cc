@@ -79,7 +79,12 @@ Result<JobRecord> ReadRow(const track::SqlStatement& row) {
 }  // namespace
 
 Result<std::unique_ptr<QueueStore>> QueueStore::Open(const std::string& path) {
-  auto db = track::SqliteDb::Open(path);
+  // Two servers whose stores share a folder share its default queue file:
+  // the second needs a queue file of its own, not another store.
+  auto db = track::SqliteDb::Open(
+      path,
+      "use that server's queue, or give this server's queue a file of its own with "
+      "--queue-db PATH");
   if (!db.ok()) return db.status();
   COHORT_RETURN_IF_ERROR((*db)->Exec(kSchema));
   return std::unique_ptr<QueueStore>(new QueueStore(std::move(*db)));

@@ -1,6 +1,7 @@
 // MLflow REST endpoints: request fields in, store calls, MLflow JSON out.
 #include "server/mlflow_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -221,14 +222,59 @@ Result<json> SetExperimentTag(track::TrackingStore& store, const RequestFields& 
   return json::object();
 }
 
+// The experiment named `name`, created when missing (by another client at
+// the same moment is fine).
+Result<std::string> ExperimentNamed(track::TrackingStore& store, const std::string& name) {
+  auto found = store.GetExperimentByName(name);
+  if (found.ok()) return found->experiment_id;
+  auto made = store.CreateExperiment(name, "", {});
+  if (made.ok() || track::KindOf(made.status()) != track::ErrorKind::kAlreadyExists) return made;
+  COHORT_ASSIGN(again, store.GetExperimentByName(name));
+  return again.experiment_id;
+}
+
+// A run id a client made: what the store makes, 32 lowercase hex digits.
+bool IsClientRunId(const std::string& id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// MLflow's runs/create, and cohort's extension for a client that started its
+// run while the server was down and sends the request from its spool
+// (docs/tracking.md): `cohort_run_id`, the id it made, and
+// `cohort_experiment_name` (created when missing) in place of
+// `experiment_id`. The same request again (a spool replayed twice) answers
+// the run it made.
 Result<json> CreateRun(track::TrackingStore& store, const RequestFields& f) {
   COHORT_ASSIGN(experiment, f.OptionalString("experiment_id"));
+  COHORT_ASSIGN(experiment_name, f.OptionalString("cohort_experiment_name"));
+  COHORT_ASSIGN(given_id, f.OptionalString("cohort_run_id"));
   COHORT_ASSIGN(user, f.OptionalString("user_id"));
   COHORT_ASSIGN(start, f.OptionalInt("start_time"));
   COHORT_ASSIGN(name, f.OptionalString("run_name"));
   COHORT_ASSIGN(tags, Tags(f, "tags"));
-  COHORT_ASSIGN(run, store.CreateRun(experiment.value_or("0"), user.value_or(""),
-                                     start.value_or(NowMillis()), name.value_or(""), tags));
+  std::string experiment_id = experiment.value_or("0");
+  if (!experiment && experiment_name) {
+    COHORT_ASSIGN(named, ExperimentNamed(store, *experiment_name));
+    experiment_id = named;
+  }
+  if (given_id) {
+    if (!IsClientRunId(*given_id)) {
+      return Status::InvalidArgument("Invalid value '" + *given_id +
+                                     "' for parameter 'cohort_run_id' supplied: it must be 32 "
+                                     "lowercase hex digits");
+    }
+    auto existing = store.GetRun(*given_id);
+    if (existing.ok()) {
+      if (existing->info.experiment_id != experiment_id) {
+        return track::AlreadyExistsError("Run '" + *given_id + "' already exists");
+      }
+      return json{{"run", RunJson(*existing)}};
+    }
+  }
+  COHORT_ASSIGN(run, store.CreateRun(experiment_id, user.value_or(""), start.value_or(NowMillis()),
+                                     name.value_or(""), tags, given_id.value_or("")));
   return json{{"run", RunJson(run)}};
 }
 

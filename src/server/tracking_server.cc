@@ -6,13 +6,22 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "server/sweep_journal_api.h"
 #include "track/errors.h"
+#include "track/sqlite_store.h"
 
 namespace cohort::server {
 namespace {
+
+// How often the server looks for runs whose heartbeats stopped, and how long
+// after its start before deadlines that passed while it was down count.
+constexpr double kLostRunCheckS = 1;
+constexpr double kLostRunSettleS = 60;
 
 const char* ContentType(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
@@ -65,9 +74,20 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
   auto store = track::OpenStore(uri);
   if (!store.ok()) return store.status();
   server->store_ = std::move(*store);
-  if (!options.artifacts.empty()) {
-    auto artifacts = OpenArtifactStore(options.artifacts);
-    if (!artifacts.ok()) return artifacts.status().WithContext("--artifacts " + options.artifacts);
+  std::string artifacts_location = options.artifacts;
+  if (artifacts_location.empty() && uri.rfind("sqlite:", 0) == 0) {
+    // As an embedded client keeps them: artifacts/ beside the store's file.
+    artifacts_location =
+        (std::filesystem::path(track::ExpandHome(uri.substr(7))).parent_path() / "artifacts")
+            .string();
+  }
+  if (!artifacts_location.empty()) {
+    auto artifacts = OpenArtifactStore(artifacts_location);
+    if (!artifacts.ok()) {
+      return artifacts.status().WithContext(
+          options.artifacts.empty() ? "artifacts beside the store, " + artifacts_location
+                                    : "--artifacts " + options.artifacts);
+    }
     server->artifacts_ = std::move(*artifacts);
   }
   server->api_ = std::make_unique<MlflowApi>(server->store_.get(), server->artifacts_.get());
@@ -79,8 +99,50 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
       http);
   if (!started.ok()) return started.status();
   server->http_ = std::move(*started);
+  server->reaper_ = std::thread([s = server.get()] { s->EndLostRuns(); });
   return server;
 }
+
+void TrackingServer::EndLostRuns() {
+  using Clock = std::chrono::system_clock;
+  const auto started = Clock::now();
+  auto millis = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  while (!reaper_wake_.wait_for(lock, std::chrono::duration<double>(kLostRunCheckS),
+                                [&] { return stopping_; })) {
+    lock.unlock();
+    const auto now = Clock::now();
+    // Deadlines that passed while this server was down are left to the
+    // clients' next beats until every live client has had time to beat.
+    const int64_t since = now - started >= std::chrono::duration<double>(kLostRunSettleS)
+                              ? std::numeric_limits<int64_t>::min()
+                              : millis(started);
+    auto ended = store_->EndLostRuns(millis(now), since);
+    if (!ended.ok()) {
+      std::fprintf(stderr, "cohort server: ending runs whose heartbeats stopped: %s\n",
+                   ended.status().message().c_str());
+    }
+    lock.lock();
+  }
+}
+
+void TrackingServer::StopReaper() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    stopping_ = true;
+  }
+  reaper_wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+void TrackingServer::Stop() {
+  StopReaper();
+  http_->Stop();
+}
+
+TrackingServer::~TrackingServer() { StopReaper(); }
 
 Admission TrackingServer::Admit(const HttpRequest& head) const {
   Admission admission;

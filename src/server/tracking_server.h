@@ -6,10 +6,13 @@
 #ifndef COHORT_SERVER_TRACKING_SERVER_H_
 #define COHORT_SERVER_TRACKING_SERVER_H_
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cohort/status.h"
@@ -35,9 +38,11 @@ struct RouteHook {
 struct TrackingServerOptions {
   std::string store_uri;  // "sqlite:PATH"; empty = track::DefaultStoreUri()
   std::string host = "127.0.0.1";
-  int port = 5000;        // 0 = any free port
-  std::string artifacts;  // directory or s3://...; empty = no artifact proxy
-  std::string web_dir;    // the dashboard's built files; empty or missing = none
+  int port = 5000;  // 0 = any free port
+  // Directory or s3://...; empty = artifacts/ beside a SQLite store's file
+  // (no artifact proxy for another store).
+  std::string artifacts;
+  std::string web_dir;  // the dashboard's built files; empty or missing = none
   // Every API and artifact request must carry "Authorization: Bearer TOKEN"
   // of a user of the store (`cohort user add`, `cohort token create`).
   bool auth = false;
@@ -57,7 +62,8 @@ class TrackingServer {
   int port() const { return http_->port(); }
   // The store it serves, for hooks that authenticate themselves.
   track::TrackingStore* store() const { return store_.get(); }
-  void Stop() { http_->Stop(); }
+  void Stop();
+  ~TrackingServer();
 
  private:
   TrackingServer() = default;
@@ -68,6 +74,10 @@ class TrackingServer {
   // nullopt when the request may go on (with --auth, *user is who sent
   // it); else the 401 to answer.
   std::optional<HttpResponse> Authenticate(const HttpRequest& request, std::string* user);
+  // Every kLostRunCheckS: ends the runs whose heartbeats stopped
+  // (TrackingStore::EndLostRuns), until Stop.
+  void EndLostRuns();
+  void StopReaper();
 
   TrackingServerOptions options_;
   std::optional<RequestGuard> guard_;
@@ -76,6 +86,10 @@ class TrackingServer {
   std::unique_ptr<ArtifactStore> artifacts_;
   std::unique_ptr<MlflowApi> api_;
   std::unique_ptr<AccessControl> access_;
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_wake_;
+  bool stopping_ = false;             // under reaper_mu_
+  std::thread reaper_;                // EndLostRuns
   std::unique_ptr<HttpServer> http_;  // last: stops before what it uses goes
 };
 

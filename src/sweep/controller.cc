@@ -166,7 +166,38 @@ class Controller {
     }
     PrintSummary();
     if (observer_ && !o_.rerun_best) observer_->Closing(/*finished=*/study_->Finished());
-    return 0;
+    return o_.rerun_best ? 0 : ExitStatus();
+  }
+
+  // 1 when every trial failed (a broken command or script, not a bad
+  // region of the space), with the first failure's reason; else 0.
+  int ExitStatus() const {
+    const std::vector<TrialRecord>& trials = study_->Trials();
+    const TrialRecord* first = nullptr;
+    for (const TrialRecord& r : trials) {
+      if (r.state != TrialState::kFailed) return 0;
+      if (first == nullptr) first = &r;
+    }
+    if (first == nullptr) return 0;
+    std::printf("cohort sweep: every trial failed (%zu of %zu); trial %lld: %s\n", trials.size(),
+                trials.size(), static_cast<long long>(first->trial.id), first->error.c_str());
+    std::fflush(stdout);
+    return 1;
+  }
+
+  // Once per controller: a report without the spec's metric is found at the
+  // first such report, not when the trial ends.
+  void WarnMissingMetric(const ReportMessage& m, const RunningTrial& r) {
+    if (warned_missing_metric_) return;
+    warned_missing_metric_ = true;
+    std::string names;
+    for (const auto& [name, value] : r.numbers) names += (names.empty() ? "" : ", ") + name;
+    std::printf(
+        "cohort sweep: warning: trial %lld reported {%s} at step %lld without the metric '%s' "
+        "(%s); a trial that ends without reporting it fails\n",
+        static_cast<long long>(r.id), names.c_str(), static_cast<long long>(m.step),
+        o_.spec.metric.c_str(), o_.spec.metric_where.c_str());
+    std::fflush(stdout);
   }
 
   Status FillSlots() {
@@ -329,6 +360,7 @@ class Controller {
       answer = "error " + value.status().message();
     } else if (!value->has_value()) {
       answer = "continue";  // other metrics only: nothing to decide on
+      WarnMissingMetric(m, *r);
       if (observer_ && !r->rerun)
         observer_->Reported(study_->Trials()[m.trial], m.step, r->numbers);
     } else if (r->rerun) {
@@ -490,6 +522,7 @@ class Controller {
   std::vector<int64_t> relaunch_;
   std::map<int64_t, Trial> deferred_;        // resumed trials whose paused job has not exited yet
   std::unique_ptr<TrialObserver> observer_;  // may be null
+  bool warned_missing_metric_ = false;
 };
 
 }  // namespace

@@ -237,7 +237,7 @@ Status SqlStore::SetExperimentTag(const std::string& experiment_id, const Tag& t
 
 Result<Run> SqlStore::CreateRun(const std::string& experiment_id, const std::string& user_id,
                                 int64_t start_time, const std::string& run_name,
-                                const std::vector<Tag>& tags) {
+                                const std::vector<Tag>& tags, const std::string& given_id) {
   for (size_t i = 0; i < tags.size(); ++i) {
     COHORT_RETURN_IF_ERROR(ValidateKey("tags[" + std::to_string(i) + "].key", tags[i].key));
   }
@@ -245,7 +245,7 @@ Result<Run> SqlStore::CreateRun(const std::string& experiment_id, const std::str
   for (const Tag& t : tags) {
     if (t.key == "mlflow.runName" && name.empty()) name = t.value;
   }
-  std::string run_id = GenerateSecret().substr(0, 32);
+  std::string run_id = given_id.empty() ? GenerateSecret().substr(0, 32) : given_id;
   if (name.empty()) name = "run-" + run_id.substr(0, 8);
   {
     std::lock_guard<std::mutex> lock(mu_);

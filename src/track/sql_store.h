@@ -56,13 +56,14 @@ class SqlStore : public TrackingStore {
   Status SetExperimentTag(const std::string& experiment_id, const Tag& tag) override;
   Result<Run> CreateRun(const std::string& experiment_id, const std::string& user_id,
                         int64_t start_time, const std::string& run_name,
-                        const std::vector<Tag>& tags) override;
+                        const std::vector<Tag>& tags, const std::string& run_id) override;
   Result<Run> GetRun(const std::string& run_id) override;
   Result<RunInfo> UpdateRun(const std::string& run_id, const std::optional<std::string>& status,
                             const std::optional<int64_t>& end_time,
                             const std::optional<std::string>& run_name) override;
   Status SetRunLifecycle(const std::string& run_id, const std::string& stage) override;
   Result<Page<Run>> SearchRuns(const RunSearch& search) override;
+  Result<std::vector<std::string>> EndLostRuns(int64_t now_ms, int64_t since_ms) override;
   Status LogBatch(const std::string& run_id, const Batch& batch) override;
   Status DeleteTag(const std::string& run_id, const std::string& key) override;
   Status LogInputs(const std::string& run_id, const std::vector<DatasetInput>& inputs) override;

@@ -102,7 +102,7 @@ std::string DescribeHolder(const struct stat& st) {
 // link, meets the same lock; a lock file named after the path would not, and
 // two writers on one database through two names write two WALs and lose
 // commits. Independent of SQLite's own fcntl locks on the file.
-Result<int> ClaimStoreFile(const std::string& path) {
+Result<int> ClaimStoreFile(const std::string& path, const std::string& advice) {
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     return Status::IoError("cannot open tracking store " + path + ": " + std::strerror(errno));
@@ -116,8 +116,7 @@ Result<int> ClaimStoreFile(const std::string& path) {
     return Status::IoError("cannot lock tracking store " + path + ": " + std::strerror(error));
   }
   return AlreadyExistsError("tracking store " + path + " is open in another process" +
-                            (known ? DescribeHolder(st) : std::string()) +
-                            "; use that server, or another --store");
+                            (known ? DescribeHolder(st) : std::string()) + "; " + advice);
 }
 
 }  // namespace
@@ -174,8 +173,9 @@ std::string SqliteStatement::Text(int column) const {
                      static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
-Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
-  Result<int> fd = ClaimStoreFile(path);
+Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
+                                                 const std::string& advice) {
+  Result<int> fd = ClaimStoreFile(path, advice);
   if (!fd.ok()) return fd.status();
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(

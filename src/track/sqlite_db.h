@@ -43,8 +43,10 @@ class SqliteDb : public SqlConnection {
  public:
   // Opens (creating) the file with WAL journaling and full fsync on commit.
   // A file another connection has open, under this name or any other (a
-  // symlink, a hard link), is refused, naming the process that holds it.
-  static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  // symlink, a hard link), is refused, naming the process that holds it and
+  // ending with `advice` (what to do instead: the flag that picks the file).
+  static Result<std::unique_ptr<SqliteDb>> Open(
+      const std::string& path, const std::string& advice = "use that server, or another --store");
   ~SqliteDb() override;
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;

@@ -26,6 +26,12 @@ inline constexpr size_t kMaxKeyLength = 250;
 inline constexpr size_t kMaxParamValueLength = 6000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 // MLflow's limits on runs/log-inputs (bytes).
+// A live client's heartbeat (docs/tracking.md, "Runs that end"): the time,
+// ms since the epoch, until which its run counts as alive; and why a run
+// the server ended was ended.
+inline constexpr char kAliveUntilTag[] = "cohort.alive_until";
+inline constexpr char kEndReasonTag[] = "cohort.end_reason";
+
 inline constexpr size_t kMaxDatasetsPerCall = 1000;
 inline constexpr size_t kMaxDatasetNameLength = 500;
 inline constexpr size_t kMaxDatasetDigestLength = 36;
@@ -63,9 +69,11 @@ class TrackingStore {
                                         const std::string& stage) = 0;
   virtual Status SetExperimentTag(const std::string& experiment_id, const Tag& tag) = 0;
 
+  // `run_id`: the id a client made while the server was down (32 hex
+  // digits, checked by the caller); "" for a new one.
   virtual Result<Run> CreateRun(const std::string& experiment_id, const std::string& user_id,
                                 int64_t start_time, const std::string& run_name,
-                                const std::vector<Tag>& tags) = 0;
+                                const std::vector<Tag>& tags, const std::string& run_id) = 0;
   virtual Result<Run> GetRun(const std::string& run_id) = 0;
   // Changes what is given; an absent field keeps its value.
   virtual Result<RunInfo> UpdateRun(const std::string& run_id,
@@ -74,6 +82,14 @@ class TrackingStore {
                                     const std::optional<std::string>& run_name) = 0;
   virtual Status SetRunLifecycle(const std::string& run_id, const std::string& stage) = 0;
   virtual Result<Page<Run>> SearchRuns(const RunSearch& search) = 0;
+  // Runs whose client stopped beating (it was killed): every RUNNING run
+  // whose tag kAliveUntilTag (ms since the epoch, renewed by the client's
+  // heartbeat) is before `now_ms` and not before `since_ms` becomes KILLED,
+  // ended at that deadline, tagged kEndReasonTag. Returns their ids. Runs
+  // without the tag (clients that do not beat, such as MLflow's) are never
+  // touched. (`since_ms`: a server that just started leaves the deadlines
+  // that passed while it was down to the clients' next beats.)
+  virtual Result<std::vector<std::string>> EndLostRuns(int64_t now_ms, int64_t since_ms) = 0;
 
   // Metrics, params and tags of one run in one transaction. A param already
   // logged with a different value fails the whole batch (params are immutable).

@@ -90,6 +90,7 @@ TEST(LocalLauncher, BadFlagsExitTwoWithUsage) {
       {{"run", "-np", "2", "--fusion-threshold=1X", "true"},
        "--fusion-threshold: '1X' has an unknown unit"},
       {{"run", "-np", "2", "--timeout-secs=-1", "true"}, "--timeout-secs '-1'"},
+      {{"run", "-np", "2", "--grace", "-1", "true"}, "--grace must not be negative, not -1"},
   };
   for (const auto& [args, message] : cases) {
     SCOPED_TRACE(args.size() > 2 ? args[1] + " " + args[2] : args.back());
@@ -364,6 +365,41 @@ void CheckForwarding(int sig, const std::string& trap_name, bool to_group) {
 }
 
 TEST(LocalLauncher, SigtermReachesEveryWorker) { CheckForwarding(SIGTERM, "TERM", false); }
+
+// Preemption: workers that need 3 s to write a checkpoint after SIGTERM get
+// the grace (--grace, or COHORT_GRACE as the queue sets it), not the 2 s
+// default, before SIGKILL.
+void CheckGraceLetsWorkersSave(const std::vector<std::string>& flags,
+                               const std::map<std::string, std::string>& env) {
+  std::vector<std::string> args = {"run", "-np", "2"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  for (std::string word :
+       {"--", "sh", "-c",
+        "trap 'sleep 3; echo saved $COHORT_RANK; exit 0' TERM; echo ready $COHORT_RANK;"
+        "while :; do sleep 0.1; done"}) {
+    args.push_back(word);
+  }
+  ChildProcess launcher(CohortArgv(args), env);
+  ASSERT_TRUE(launcher.WaitFor(
+      [&] { return Contains(launcher.out(), "ready 0") && Contains(launcher.out(), "ready 1"); },
+      Deadline::AfterSeconds(20)))
+      << launcher.out();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  Finished run = launcher.Finish(Deadline::AfterSeconds(20));
+  EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.err;
+  EXPECT_TRUE(Contains(run.out, "[0] saved 0\n")) << run.out << run.err;
+  EXPECT_TRUE(Contains(run.out, "[1] saved 1\n")) << run.out << run.err;
+  EXPECT_FALSE(Contains(run.err, "SIGKILL")) << run.err;
+  EXPECT_GE(run.seconds, 2.9);
+}
+
+TEST(LocalLauncher, GraceFlagLetsWorkersSaveAfterSigterm) {
+  CheckGraceLetsWorkersSave({"--grace", "8"}, {});
+}
+
+TEST(LocalLauncher, GraceVariableLetsWorkersSaveAfterSigterm) {
+  CheckGraceLetsWorkersSave({}, {{"COHORT_GRACE", "8"}});
+}
 
 TEST(LocalLauncher, SigintToTheTerminalGroupIsForwardedOnce) {
   CheckForwarding(SIGINT, "INT", true);

@@ -3,6 +3,7 @@ end to end (pause/resume, a killed controller, --stop, failing trials,
 --rerun-best, --extend, bad specs)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -204,6 +205,11 @@ def test_failing_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert fails[2] == ("%s:3: metric.name: trial 2 exited without reporting metric 'loss' "
                         "(it reported: other)" % spec)
     assert "best: trial 0 loss=0.5025" in text
+    # The metric the script never reports is named at its first report, once.
+    warnings = [x for x in text.splitlines() if "cohort sweep: warning:" in x]
+    assert [re.sub("trial [25] ", "trial N ", x) for x in warnings] == [
+        "cohort sweep: warning: trial N reported {other} at step 1 without the metric 'loss' "
+        "(%s:3: metric.name); a trial that ends without reporting it fails" % spec], text
     # The best trial once more, outside the study.
     again = subprocess.run([COHORT, "sweep", spec, "--dir", sweep_dir, "--rerun-best"],
                            env=sweep_env(tmp_path, 0), stdout=subprocess.PIPE,
@@ -216,6 +222,18 @@ def test_failing_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
                           stderr=subprocess.STDOUT, timeout=60)
     assert more.returncode == 0
     assert "cohort sweep: fail-test: 6 trials" in more.stdout.decode()
+
+
+def test_a_sweep_whose_every_trial_failed_exits_1_with_the_first_reason(tmp_path):
+    spec = write_spec(tmp_path, FAIL_SPEC.replace("fail-test", "all-fail").replace(
+        "values: [ok, crash, silent]", "values: [crash, silent]"))
+    sweep_dir = str(tmp_path / "s")
+    out = subprocess.run([COHORT, "sweep", spec, "--dir", sweep_dir], env=sweep_env(tmp_path, 0),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    text = out.stdout.decode()
+    assert out.returncode == 1, text
+    assert ("cohort sweep: every trial failed (4 of 4); trial 0: exit status 3 (log: "
+            "%s/trials/0/log)\n" % sweep_dir) in text, text
 
 
 def test_bad_spec_names_line_and_key(tmp_path):

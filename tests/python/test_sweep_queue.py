@@ -229,7 +229,10 @@ def test_jobs_that_ended_without_a_controller_are_accounted(server, tmp_path):
     wait_until("the jobs end", lambda: all(
         queue_jobs(server)[j]["state"] == "failed" for j in before.values()))
     rc, out, err = sweep(spec, sweep_dir, env, "--queue", server.url)
-    assert rc == 0, out + err
+    # Every trial failed: the sweep says so and exits 1 (docs/sweeps.md).
+    assert rc == 1, out + err
+    assert ("cohort sweep: every trial failed (2 of 2); trial 0: job %d failed: exit status 1"
+            % before[0]) in out, out
     tells, fails = outcome(sweep_dir)
     assert not tells and sorted(fails) == [0, 1]
     for trial, job_id in before.items():

@@ -253,6 +253,14 @@ def test_journal_in_the_store_survives_kill_9_without_any_journal_file(tmp_path)
         assert {r["tags"]["cohort.sweep.trial"] for r in trials} == {str(i) for i in range(9)}
         assert {r["tags"]["cohort.sweep.rungs"] for r in trials} == {"1,3,9"}
         assert all(r["rungs"] == "1,3,9" for r in records if r["op"] == "run" and "trial" in r)
+        # Nothing the killed controller left open stays RUNNING: its sweep run, and
+        # the runs of the trials it ran or had paused (KILLED, tagged interrupted).
+        found = sweep_runs(server, "asha-test")
+        assert [r["name"] for r in found if r["status"] == "RUNNING"] == []
+        sweeps = by_role(found, "sweep")
+        assert sorted(r["status"] for r in sweeps) == ["FINISHED", "KILLED"]
+        interrupted = [r for r in trials if r["tags"]["cohort.sweep.state"] == "interrupted"]
+        assert interrupted and all(r["status"] == "KILLED" for r in interrupted)
     finally:
         server.stop()
 

@@ -212,6 +212,54 @@ def test_priorities_order_the_queue_and_preempt(tmp_path):
         s.stop()
 
 
+def test_a_preempted_two_rank_job_saves_within_the_grace_and_resumes(tmp_path):
+    # Each rank of a `cohort run -np 2` job needs 3 s after SIGTERM to write
+    # its checkpoint: the queue's --grace (10 s) reaches cohort run through
+    # COHORT_GRACE, so both save and the requeued job resumes from them.
+    s = TrackingServer(tmp_path, ["--slots", "2", "--grace", "10"])
+    try:
+        script = ("if [ -e ckpt.$COHORT_RANK ]; then "
+                  "echo resumed $COHORT_RANK from $(cat ckpt.$COHORT_RANK); exit 0; fi; "
+                  "[ $COHORT_JOB_RESTARTS = 0 ] || { echo no checkpoint $COHORT_RANK; exit 1; }; "
+                  "trap 'sleep 3; echo step-7 > ckpt.$COHORT_RANK; exit 0' TERM; "
+                  "echo ready $COHORT_RANK; while true; do sleep 0.05; done")
+        victim = submit(s, "--slots", "2", "--priority", "low", "--",
+                        COHORT, "run", "-np", "2", "--", "sh", "-c", script, cwd=tmp_path)
+        log = tmp_path / "queue-logs" / f"{victim}.log"
+        deadline = time.monotonic() + DEADLINE_S
+        while not (log.exists() and "[0] ready 0" in log.read_text()
+                   and "[1] ready 1" in log.read_text()):
+            assert time.monotonic() < deadline, "the job's ranks never started"
+            time.sleep(0.05)
+        urgent = submit(s, "--slots", "2", "--priority", "high", "--", "true")
+        j = wait_for(s, victim, {"preempted", "failed"})
+        assert j["state"] == "preempted" and j["restarts"] == 1, j
+        wait_for(s, urgent, {"succeeded"})
+        j = wait_for(s, victim, {"succeeded", "failed"})
+        out = cli(s, "logs", str(victim))[1]
+        assert j["state"] == "succeeded", out
+        assert "[0] resumed 0 from step-7" in out and "[1] resumed 1 from step-7" in out, out
+        assert "SIGKILL" not in out, out
+    finally:
+        s.stop()
+
+
+def test_a_second_store_in_the_same_folder_is_told_to_give_its_queue_a_file(tmp_path):
+    first = TrackingServer(tmp_path, ["--slots", "1"], store=f"sqlite:{tmp_path}/a.db")
+    try:
+        second = subprocess.run([COHORT, "server", "--store", f"sqlite:{tmp_path}/b.db",
+                                 "--port", "0", "--slots", "1"],
+                                capture_output=True, text=True, timeout=DEADLINE_S)
+        assert second.returncode != 0
+        assert "is open in another process" in second.stderr, second.stderr
+        assert second.stderr.rstrip().endswith(
+            "; use that server's queue, or give this server's queue a file of its own with "
+            "--queue-db PATH"), second.stderr
+        assert "another --store" not in second.stderr
+    finally:
+        first.stop()
+
+
 def test_quota_reclaims_borrowed_slots(tmp_path):
     s = start_server(tmp_path, extra=["--quota", "a=1,b=1"])
     try:

@@ -33,12 +33,12 @@ def raw_exchange(port, payload, timeout=10):
 
 
 class TrackingServer:
-    def __init__(self, tmp_path, extra_args=(), store=None):
+    def __init__(self, tmp_path, extra_args=(), store=None, artifacts=True, env=None):
         self.store = store or f"sqlite:{tmp_path}/tracking.db"
         self.artifacts = str(tmp_path / "artifacts")
         args = [COHORT, "server", "--store", self.store, "--port", "0",
-                "--artifacts", self.artifacts, *extra_args]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                *(["--artifacts", self.artifacts] if artifacts else []), *extra_args]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         line = self._first_line(deadline=time.monotonic() + 30)
         # "cohort server: listening on http://127.0.0.1:PORT (store ...)"
         self.port = int(line.split("http://127.0.0.1:")[1].split(" ")[0])

@@ -32,7 +32,7 @@ std::unique_ptr<TrackingStore> Open(const std::string& path) {
 
 std::string NewRun(TrackingStore& store, const std::string& experiment_id,
                    const std::string& name = "", int64_t start = 0) {
-  auto run = store.CreateRun(experiment_id, "alice", start, name, {});
+  auto run = store.CreateRun(experiment_id, "alice", start, name, {}, "");
   EXPECT_TRUE(run.ok()) << run.status().ToString();
   return run.ok() ? run->info.run_id : "";
 }

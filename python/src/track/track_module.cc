@@ -12,6 +12,7 @@
 
 #include "../data/convert.h"
 #include "cohort/track.h"
+#include "common/settings.h"
 
 namespace py = pybind11;
 
@@ -24,7 +25,8 @@ std::unique_ptr<TrackingRun> StartRun(const std::string& uri, const std::string&
                                       const std::string& run_name,
                                       const std::map<std::string, std::string>& params,
                                       const std::map<std::string, std::string>& tags,
-                                      const std::string& spool_dir, int flush_interval_ms) {
+                                      const std::string& spool_dir, int flush_interval_ms,
+                                      const std::string& run_id) {
   TrackingOptions options;
   options.uri = uri;
   options.project = project;
@@ -33,6 +35,10 @@ std::unique_ptr<TrackingRun> StartRun(const std::string& uri, const std::string&
   options.tags = tags;
   options.spool_dir = spool_dir;
   options.flush_interval_ms = flush_interval_ms;
+  // MLflow's fluent API goes on with $MLFLOW_RUN_ID; so does cohort.track.init.
+  options.run_id = run_id;
+  if (options.run_id.empty())
+    options.run_id = Check(ReadSetting(ProcessEnv(), "MLFLOW_RUN_ID")).text;
   py::gil_scoped_release release;
   return Check(TrackingRun::Start(options));
 }
@@ -61,7 +67,8 @@ PYBIND11_MODULE(_track, m) {
   m.doc() = "cohort's tracking client (see cohort.track)";
   py::class_<TrackingRun>(m, "TrackingRun")
       .def(py::init(&StartRun), py::arg("uri"), py::arg("project"), py::arg("run_name"),
-           py::arg("params"), py::arg("tags"), py::arg("spool_dir"), py::arg("flush_interval_ms"))
+           py::arg("params"), py::arg("tags"), py::arg("spool_dir"), py::arg("flush_interval_ms"),
+           py::arg("run_id") = "")
       .def_property_readonly("run_id", &TrackingRun::run_id)
       .def_property_readonly("experiment_id", &TrackingRun::experiment_id)
       .def("log", &Log, py::arg("values"), py::arg("step"))

@@ -1,6 +1,7 @@
 // The tracking store's view of a sweep (tracked_sweep.h).
 #include "sweep/tracking/tracked_sweep.h"
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "cohort/track.h"
 #include "sweep/asha.h"
+#include "track/transport.h"
 
 namespace cohort::sweep {
 
@@ -19,6 +21,7 @@ using nlohmann::json;
 // What earlier controllers of this sweep did.
 struct Earlier {
   std::string sweep_id;                        // the first sweep run's id
+  std::vector<std::string> sweep_runs;         // every earlier controller's sweep run
   std::map<int64_t, std::string> trial_runs;   // each trial's last run
   std::map<int64_t, std::string> trial_rungs;  // ASHA/Hyperband: each trial's rung resources
   std::optional<double> best;                  // best value of a completed trial
@@ -39,6 +42,7 @@ Earlier ReadJournal(const std::vector<std::string>& records, const std::vector<T
     const std::string op = r["op"].get<std::string>();
     if (op == "run" && r.contains("sweep")) {
       if (e.sweep_id.empty()) e.sweep_id = r["sweep"].get<std::string>();
+      e.sweep_runs.push_back(r["run"].get<std::string>());
     } else if (op == "run" && r.contains("trial")) {
       e.trial_runs[r["trial"].get<int64_t>()] = r["run"].get<std::string>();
       if (r.contains("rungs") && r["rungs"].is_string()) {
@@ -66,6 +70,40 @@ std::string RungResources(int64_t first, const Budget& budget) {
   return out;
 }
 
+// Ends the runs an earlier controller left RUNNING (it was killed, or the
+// server was down when it closed them): its sweep run and the runs of its
+// trials that were running or paused then. A trial started again goes on in
+// a new run; the old one is KILLED, tagged cohort.sweep.state=interrupted.
+// A run that already ended is left as it is.
+Status EndEarlierRuns(const std::string& uri, const Earlier& earlier) {
+  if (earlier.sweep_runs.empty() && earlier.trial_runs.empty()) return Status::OK();
+  auto transport = track::OpenTransport(uri);
+  if (!transport.ok()) return transport.status();
+  auto end = [&](const std::string& run_id, bool trial) -> Status {
+    auto got = (*transport)->Call("GET", "runs/get", {{"run_id", run_id}});
+    if (track::Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return Status::OK();
+    if (!got.ok()) return got.status();
+    auto status = track::StringIn(*got, "/run/info/status");
+    if (!status.ok() || *status != "RUNNING") return Status::OK();
+    if (trial) {
+      auto tagged =
+          (*transport)
+              ->Call("POST", "runs/set-tag",
+                     {{"run_id", run_id}, {"key", "cohort.sweep.state"}, {"value", "interrupted"}});
+      if (!tagged.ok()) return tagged.status();
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return (*transport)
+        ->Call("POST", "runs/update", {{"run_id", run_id}, {"status", "KILLED"}, {"end_time", now}})
+        .status();
+  };
+  for (const std::string& run_id : earlier.sweep_runs) COHORT_RETURN_IF_ERROR(end(run_id, false));
+  for (const auto& [trial, run_id] : earlier.trial_runs) COHORT_RETURN_IF_ERROR(end(run_id, true));
+  return Status::OK();
+}
+
 class TrackedSweep : public TrialObserver {
  public:
   TrackedSweep(const SweepSpec& spec, const std::string& uri, Journal& journal, Earlier earlier)
@@ -90,6 +128,7 @@ class TrackedSweep : public TrialObserver {
                 {"max_resource", std::to_string(b.max_resource)},
                 {"reduction", std::to_string(b.reduction)}};
     o.tags = {{"cohort.sweep.role", "sweep"}};
+    o.spool_when_unreachable = false;  // the sweep's journal is in that store: no server, no sweep
     if (!earlier_.sweep_id.empty()) o.tags["cohort.sweep.id"] = earlier_.sweep_id;
     auto run = TrackingRun::Start(o);
     if (!run.ok()) return run.status();
@@ -224,8 +263,15 @@ TrialObserverFactory TrackingObserver(const SweepSpec& spec, const std::string& 
   return
       [spec, uri](const std::vector<std::string>& records, const std::vector<TrialRecord>& trials,
                   Journal& journal) -> Result<std::unique_ptr<TrialObserver>> {
-        auto sweep = std::make_unique<TrackedSweep>(
-            spec, uri, journal, ReadJournal(records, trials, spec.study.maximize));
+        Earlier earlier = ReadJournal(records, trials, spec.study.maximize);
+        // Before this controller opens its own runs: an embedded store is
+        // one connection at a time.
+        Status ended = EndEarlierRuns(uri, earlier);
+        if (!ended.ok()) {
+          std::fprintf(stderr, "cohort sweep: tracking: ending the earlier controller's runs: %s\n",
+                       ended.message().c_str());
+        }
+        auto sweep = std::make_unique<TrackedSweep>(spec, uri, journal, std::move(earlier));
         COHORT_RETURN_IF_ERROR(sweep->Open());
         return std::unique_ptr<TrialObserver>(std::move(sweep));
       };

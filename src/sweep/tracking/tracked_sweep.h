@@ -20,7 +20,11 @@ namespace cohort::sweep {
 // stop; FAILED: failed, with tag cohort.sweep.error). A paused trial's run
 // stays open and goes on when the trial is resumed; a restarted controller
 // cannot reopen a run, so an interrupted trial goes on in a new run tagged
-// cohort.sweep.resumed_from.
+// cohort.sweep.resumed_from. A restarted controller first ends what the
+// earlier one left RUNNING (killed with -9, or the server was down when it
+// closed them): the earlier sweep runs and the runs of trials then running
+// or paused become KILLED, those trials' runs tagged
+// cohort.sweep.state=interrupted.
 // Tags: cohort.sweep.id (the first sweep run's id, the same after a
 // restart), cohort.sweep.trial, mlflow.parentRunId, cohort.sweep.state, and
 // for ASHA/Hyperband cohort.sweep.rungs ("1,3,9": the resources of the rungs
