@@ -74,12 +74,20 @@ try {
   });
 
   await check("column picker", async () => {
-    await page.click("#column-picker summary");
+    await page.click("#column-picker > summary");
+    // The user's metrics and the params open; engine/*, system/* and tags in closed sections.
+    const sections = await page.$$eval("#column-picker details.picker-section", (ds) =>
+      ds.map((d) => [d.dataset.section, d.open, [...d.querySelectorAll("input")].map((i) => i.dataset.col)]));
+    assert.deepEqual(sections.map(([s, open]) => [s, open]),
+                     [["metrics", true], ["params", true], ["engine", false], ["system", false], ["tags", false]]);
+    assert.deepEqual(sections[2][2], ["metrics.engine/step_time_s"]);
+    assert.deepEqual(sections[3][2], ["metrics.system/cpu_percent"]);
     await page.uncheck('#column-picker input[data-col="params.batch"]');
+    await page.click('#column-picker details[data-section="tags"] > summary');
     await page.check('#column-picker input[data-col="tags.purpose"]');
     const header = await page.$$eval("#runs-header .c-value", (cells) => cells.map((c) => c.dataset.col));
     assert.deepEqual(header, ["metrics.accuracy", "metrics.live_loss", "metrics.loss", "params.lr", "tags.purpose"]);
-    await page.click("#column-picker summary");
+    await page.click("#column-picker > summary");
   });
 
   await check("run page charts draw", async () => {
@@ -91,6 +99,35 @@ try {
     assert.ok(provenance.includes("cohort.command"), "provenance shows the command");
     await page.waitForSelector("#timeline-canvas");
     await waitInked(page, "#timeline", 100);
+  });
+
+  await check("run page: the user's metrics first, in the same order on every load, filling the row", async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    for (let load = 0; load < 3; load++) {
+      await page.goto(`${url}/#/run/${compareRuns[1]}`);
+      await page.reload();  // a fresh load each time, not only a route change
+      await page.waitForSelector('#metric-charts .chart[data-metric="loss"] canvas');
+      await page.waitForSelector('#metric-charts .chart[data-metric="accuracy"] canvas');
+      assert.deepEqual(await page.$$eval("#metric-charts .chart", (cs) => cs.map((c) => c.dataset.metric)),
+                       ["accuracy", "loss"]);
+      assert.deepEqual(await page.$$eval("#engine-charts .chart", (cs) => cs.map((c) => c.dataset.metric)),
+                       ["engine/step_time_s"]);
+      assert.equal(await page.$eval("#engine-section", (d) => d.open), false);
+      assert.equal(await page.$eval("#system-section", (d) => d.open), false);
+    }
+    // Two charts share the row at 1400 px: no empty right third.
+    const [host, boxes] = await page.$eval("#metric-charts", (h) => [h.getBoundingClientRect().right,
+      [...h.querySelectorAll(".chart")].map((c) => [c.getBoundingClientRect().top, c.getBoundingClientRect().right,
+                                                    c.querySelector("canvas").getBoundingClientRect().right])]);
+    assert.equal(boxes[0][0], boxes[1][0], "both charts on one row");
+    assert.ok(host - boxes[1][1] < 2, `the second chart ends at the row's end (${boxes[1][1]} of ${host})`);
+    assert.ok(boxes[1][1] - boxes[1][2] < 20, "its plot fills its box");
+    await waitInked(page, '#metric-charts .chart[data-metric="accuracy"]', 500);
+    // A closed section draws its charts when opened.
+    assert.equal(await page.$$eval("#engine-charts canvas", (cs) => cs.length), 0);
+    await page.click("#engine-section > summary");
+    await waitInked(page, '#engine-charts .chart[data-metric="engine/step_time_s"]', 300);
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   await check("live run chart grows", async () => {
@@ -119,6 +156,10 @@ try {
     await waitInked(page, "#compare-curves", 500);
     await waitInked(page, "#compare-parallel", 500);
     await waitInked(page, "#compare-scatter", 100);
+    // lr spans 0.001..0.1: a log axis, where 0.01 is halfway; batch (32..128) stays linear.
+    assert.equal(await page.getAttribute("#compare-parallel", "data-log-axes"), "lr");
+    await page.selectOption("#scatter-x", "params.lr");
+    assert.equal(await page.getAttribute("#compare-scatter", "data-log-axes"), "x");
     await page.selectOption("#compare-x", "time");
     await page.fill("#compare-smoothing", "0.9");
     await page.waitForSelector('#compare-curves[data-x="time"][data-smoothing="0.9"] canvas');

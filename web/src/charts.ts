@@ -1,6 +1,7 @@
 // Charts: uPlot line charts for metric curves, and two hand-drawn canvas
 // charts (parallel coordinates, scatter) for comparing runs.
 import uPlot from "uplot";
+import { axisPosition, wantsLogScale } from "./columns";
 import { seriesColor, formatNumber, shortNumber } from "./format";
 
 export interface Curve { label: string; xs: number[]; ys: number[]; }
@@ -68,8 +69,8 @@ function scaleFor(values: (number | string | undefined)[]): (v: number | string 
   const numeric = present.every((v) => typeof v === "number" || !isNaN(Number(v)));
   if (numeric) {
     const nums = present.map(Number);
-    const lo = Math.min(...nums), hi = Math.max(...nums);
-    return (v) => (v === undefined || v === "" ? null : hi === lo ? 0.5 : (Number(v) - lo) / (hi - lo));
+    const lo = Math.min(...nums), hi = Math.max(...nums), log = wantsLogScale(present);
+    return (v) => (v === undefined || v === "" ? null : axisPosition(Number(v), lo, hi, log));
   }
   const cats = [...new Set(present.map(String))].sort();
   return (v) => (v === undefined ? null : cats.length < 2 ? 0.5 : cats.indexOf(String(v)) / (cats.length - 1));
@@ -102,6 +103,7 @@ function canvas(host: HTMLElement, width: number, height: number): CanvasRenderi
 export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: number, colors?: string[]): void {
   const height = 280, top = 30, bottom = 30, left = 50, right = 50;
   const ctx = canvas(host, width, height);
+  host.dataset.logAxes = axes.filter((a) => wantsLogScale(a.values)).map((a) => a.name).join(",");
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const scales = axes.map((a) => scaleFor(a.values));
   const runs = axes.length ? axes[0].values.length : 0;
@@ -122,7 +124,7 @@ export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: numb
     const x = left + i * step;
     ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, height - bottom); ctx.stroke();
     const [hi, lo] = axisLabels(a.values);
-    ctx.fillText(a.name, x, 14);
+    ctx.fillText(wantsLogScale(a.values) ? `${a.name} (log)` : a.name, x, 14);
     ctx.fillStyle = "#666"; ctx.fillText(hi, x, top - 4); ctx.fillText(lo, x, height - bottom + 14);
     ctx.fillStyle = "#333";
   });
@@ -134,6 +136,10 @@ export function scatter(host: HTMLElement, xs: (number | string | undefined)[], 
   const height = 280, pad = 50;
   const ctx = canvas(host, width, height);
   const sx = scaleFor(xs), sy = scaleFor(ys);
+  const logX = wantsLogScale(xs), logY = wantsLogScale(ys);
+  host.dataset.logAxes = [logX ? "x" : "", logY ? "y" : ""].filter(Boolean).join(",");
+  if (logX) xName += " (log)";
+  if (logY) yName += " (log)";
   ctx.strokeStyle = "#888"; ctx.beginPath();
   ctx.moveTo(pad, 10); ctx.lineTo(pad, height - pad); ctx.lineTo(width - 10, height - pad); ctx.stroke();
   ctx.fillStyle = "#333"; ctx.textAlign = "center";

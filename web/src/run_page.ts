@@ -3,6 +3,7 @@
 import uPlot from "uplot";
 import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run } from "./api";
 import { lineChart } from "./charts";
+import { MetricGroup, metricGroup, userFirst } from "./columns";
 import { el, formatDuration, formatTime, table } from "./format";
 import { tag } from "./sweep_data";
 import { timelineView } from "./timeline";
@@ -12,6 +13,7 @@ const PROVENANCE = /^(cohort\.|mlflow\.source\.|mlflow\.user$)/;
 
 export class RunPage {
   private charts = new Map<string, uPlot>();
+  private run?: Run;
   private timer = 0;
 
   constructor(private root: HTMLElement, private runId: string) {}
@@ -39,14 +41,31 @@ export class RunPage {
       card("Overview", overview), card("Params", params), card("Provenance", provenance), card("Tags", other));
     this.root.append(title, grid,
       el("h2", {}, "Metrics"), el("div", { class: "charts", id: "metric-charts" }),
-      el("h2", {}, "System"), el("div", { class: "charts", id: "system-charts" }),
+      section("engine", "Engine", el("div", { class: "charts", id: "engine-charts" })),
+      section("system", "System", el("div", { class: "charts", id: "system-charts" })),
       el("h2", {}, "Artifacts"), el("div", { id: "artifacts" }));
+    // A closed section's charts are drawn when it opens (they need its width).
+    for (const d of Array.from(this.root.querySelectorAll<HTMLDetailsElement>("details.chart-section"))) {
+      d.addEventListener("toggle", () => { if (d.open && this.run) void this.refreshCharts(this.run); });
+    }
+    window.addEventListener("resize", this.onResize);
     await this.refreshCharts(run);
     void this.showArtifacts(run);
     if (info.status === "RUNNING") this.timer = window.setInterval(() => void this.tick(), LIVE_REFRESH_MS);
   }
 
-  unmount(): void { window.clearInterval(this.timer); }
+  unmount(): void {
+    window.clearInterval(this.timer);
+    window.removeEventListener("resize", this.onResize);
+  }
+
+  // Charts take their box's width: the grid gives each box a share of the row.
+  private onResize = (): void => {
+    for (const chart of this.charts.values()) {
+      const box = chart.root.parentElement as HTMLElement;
+      if (box.clientWidth) chart.setSize({ width: chartWidth(box), height: chart.height });
+    }
+  };
 
   // A failed poll (the server restarting) is skipped; the next one tries again.
   private async tick(): Promise<void> {
@@ -61,30 +80,49 @@ export class RunPage {
     }
   }
 
+  // One chart per metric, the user's first; the boxes go in in name order
+  // before any history arrives, so the order is the same on every load.
   private async refreshCharts(run: Run): Promise<void> {
-    const keys = (run.data.metrics || []).map((m) => m.key).sort();
-    const metricHost = this.root.querySelector("#metric-charts") as HTMLElement;
-    const systemHost = this.root.querySelector("#system-charts") as HTMLElement;
-    if (!keys.some((k) => !k.startsWith("system/")) && !metricHost.childElementCount) {
-      metricHost.replaceChildren(el("p", { class: "muted" }, "No metrics logged yet."));
+    this.run = run;
+    const keys = userFirst((run.data.metrics || []).map((m) => m.key));
+    const hosts: Record<MetricGroup, HTMLElement> = {
+      user: this.root.querySelector("#metric-charts") as HTMLElement,
+      engine: this.root.querySelector("#engine-charts") as HTMLElement,
+      system: this.root.querySelector("#system-charts") as HTMLElement,
+    };
+    const empty: Record<MetricGroup, string> = {
+      user: "No metrics logged yet.", engine: "No engine metrics (cohort.torch's DistributedOptimizer logs them).",
+      system: "No system metrics (logged every 10 s by cohort.track).",
+    };
+    for (const group of ["user", "engine", "system"] as MetricGroup[]) {
+      const n = keys.filter((k) => metricGroup(k) === group).length;
+      const host = hosts[group];
+      const details = host.closest("details");
+      if (details) (details.querySelector(".count") as HTMLElement).textContent = ` (${n})`;
+      if (!n && !host.childElementCount) host.replaceChildren(el("p", { class: "muted" }, empty[group]));
     }
-    if (!keys.some((k) => k.startsWith("system/")) && !systemHost.childElementCount) {
-      systemHost.replaceChildren(el("p", { class: "muted" }, "No system metrics (logged every 10 s by cohort.track)."));
+    const boxes = new Map<string, HTMLElement>();
+    for (const key of keys) {
+      const host = hosts[metricGroup(key)];
+      let box = host.querySelector<HTMLElement>(`:scope > .chart[data-metric="${CSS.escape(key)}"]`);
+      if (!box) {
+        host.querySelector("p.muted")?.remove();
+        box = el("div", { class: "chart", "data-metric": key, "data-points": "0" });
+        host.append(box);
+      }
+      boxes.set(key, box);
     }
-    await Promise.all(keys.map(async (key) => {
+    // Charts in a closed section wait until it opens.
+    const shown = keys.filter((k) => !boxes.get(k)!.closest("details:not([open])"));
+    await Promise.all(shown.map(async (key) => {
       const points = await history([this.runId], key);
       const data: uPlot.AlignedData = [points.map((p) => p.step), points.map((p) => p.value)];
+      const box = boxes.get(key)!;
+      box.dataset.points = String(points.length);
       const chart = this.charts.get(key);
-      if (chart) {
-        chart.setData(data);
-        (chart.root.parentElement as HTMLElement).dataset.points = String(points.length);
-        return;
-      }
-      const host = key.startsWith("system/") ? systemHost : metricHost;
-      host.querySelector("p.muted")?.remove();
-      const box = el("div", { class: "chart", "data-metric": key, "data-points": String(points.length) });
-      host.append(box);
-      this.charts.set(key, lineChart(box, key, [{ label: key, xs: data[0] as number[], ys: data[1] as number[] }], "step", 460));
+      if (chart) { chart.setData(data); return; }
+      this.charts.set(key, lineChart(box, key, [{ label: key, xs: data[0] as number[], ys: data[1] as number[] }],
+                                     "step", chartWidth(box)));
     }));
   }
 
@@ -120,6 +158,17 @@ function sweepRow(run: Run): [string, Node][] {
   const trial = tag(run, "cohort.sweep.trial");
   if (!id) return [];
   return [["Sweep", el("a", { href: `#/sweep/${id}`, id: "sweep-link" }, trial === undefined ? "the sweep" : `trial ${trial} of the sweep`)]];
+}
+
+// The chart's width inside its box (the box's padding is 6 px a side).
+function chartWidth(box: HTMLElement): number {
+  return Math.max(200, box.clientWidth - 12);
+}
+
+// A closed section of cohort's own charts (engine, system), its count beside the title.
+function section(id: string, title: string, body: HTMLElement): HTMLElement {
+  return el("details", { class: "chart-section", id: `${id}-section` },
+            el("summary", {}, el("h2", {}, title, el("span", { class: "count muted" }))), body);
 }
 
 function card(title: string, body: HTMLElement): HTMLElement {

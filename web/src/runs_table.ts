@@ -2,6 +2,7 @@
 // (runs/search), pages loaded in the background, only the rows and columns
 // in view built (virtualized), a column picker, selection for compare view.
 import { get, Run } from "./api";
+import { defaultColumns, metricGroup } from "./columns";
 import { el, formatDuration, formatNumber, formatTime } from "./format";
 
 const ROW_HEIGHT = 28;
@@ -142,25 +143,43 @@ export class RunsTable {
   private refreshColumnChoices(): void {
     const all = [...this.columns].sort();
     if (!this.userPickedColumns) {
-      const metrics = all.filter((c) => c.startsWith("metrics.") && !c.startsWith("metrics.system/"));
-      const params = all.filter((c) => c.startsWith("params."));
-      this.visible = [...metrics.slice(0, 6), ...params.slice(0, 6)];
+      const room = this.viewport.clientWidth || this.root.clientWidth;
+      this.visible = defaultColumns(all, Math.floor((room - rowWidth(0)) / VALUE_WIDTH));
     }
-    this.picker.replaceChildren(...all.map((c) => {
-      const box = el("input", { type: "checkbox", "data-col": c });
-      box.checked = this.visible.includes(c);
-      box.addEventListener("change", () => {
-        this.userPickedColumns = true;
-        this.visible = box.checked ? [...this.visible, c] : this.visible.filter((v) => v !== c);
-        this.renderHeader(); this.renderRows();
-      });
-      return el("label", {}, box, " " + c);
+    // The user's metrics and the params open; cohort's own metrics and the
+    // tags in sections of their own, closed until asked for.
+    const sections: [string, string, (c: string) => boolean, boolean][] = [
+      ["metrics", "Metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "user", true],
+      ["params", "Params", (c) => c.startsWith("params."), true],
+      ["engine", "Engine metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "engine", false],
+      ["system", "System metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "system", false],
+      ["tags", "Tags", (c) => c.startsWith("tags."), false],
+    ];
+    const open = new Set(Array.from(this.picker.querySelectorAll("details[open]")).map((d) => (d as HTMLElement).dataset.section));
+    this.picker.replaceChildren(...sections.map(([id, title, has, opened]) => {
+      const cols = all.filter(has);
+      if (!cols.length) return "";
+      const section = el("details", { class: "picker-section", "data-section": id },
+                         el("summary", {}, `${title} (${cols.length})`), ...cols.map((c) => this.columnBox(c)));
+      section.open = open.size ? open.has(id) : opened;
+      return section;
     }));
     const current = this.groupSelect.value;
     this.groupSelect.replaceChildren(el("option", { value: "" }, "(none)"),
       ...all.filter((c) => !c.startsWith("tags.mlflow.") && c !== "tags.cohort.command")
         .map((c) => el("option", { value: c }, c)));
     this.groupSelect.value = current;
+  }
+
+  private columnBox(c: string): HTMLElement {
+    const box = el("input", { type: "checkbox", "data-col": c });
+    box.checked = this.visible.includes(c);
+    box.addEventListener("change", () => {
+      this.userPickedColumns = true;
+      this.visible = box.checked ? [...this.visible, c] : this.visible.filter((v) => v !== c);
+      this.renderHeader(); this.renderRows();
+    });
+    return el("label", {}, box, " " + columnLabel(c));
   }
 
   private renderHeader(): void {
@@ -240,7 +259,9 @@ function sweepLink(r: Row): HTMLElement | string {
   return el("a", { class: "badge sweep-link", href: `#/sweep/${id}`, title: "the sweep's page" }, "sweep");
 }
 
+const VALUE_WIDTH = 120;
+
 function rowWidth(valueColumns: number): number {
-  return 30 + 240 + 90 + 170 + 100 + valueColumns * 120;
+  return 30 + 240 + 90 + 170 + 100 + valueColumns * VALUE_WIDTH + 2;
 }
 

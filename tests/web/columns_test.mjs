@@ -1,0 +1,44 @@
+// Unit tests of web/src/columns.ts (the user's metrics against cohort's own,
+// the runs table's default columns, log axes): node columns_test.mjs bundles
+// the module with npm's esbuild (build-tools/web), prints "ok NAME" per check,
+// exits 1 on the first failure.
+import assert from "node:assert/strict";
+import { bundle, check } from "./browser.mjs";
+
+const c = await bundle("web/src/columns.ts");
+
+await check("metric groups and the user's first", async () => {
+  assert.equal(c.metricGroup("engine/step_time_s"), "engine");
+  assert.equal(c.metricGroup("system/cpu_percent"), "system");
+  assert.equal(c.metricGroup("test_accuracy"), "user");
+  assert.equal(c.metricGroup("val/engine/x"), "user");
+  assert.deepEqual(c.userFirst(["system/gpu0_util", "train_loss", "engine/allreduces", "test_accuracy", "train_loss"]),
+                   ["test_accuracy", "train_loss", "engine/allreduces", "system/gpu0_util"]);
+});
+
+await check("default columns: the user's metrics and the params, half each", async () => {
+  const cols = ["metrics.engine/step_time_s", "metrics.system/cpu_percent", "metrics.train_loss", "metrics.test_accuracy",
+                "metrics.a", "metrics.b", "params.lr", "params.batch", "params.wd", "tags.purpose"];
+  assert.deepEqual(c.defaultColumns(cols, 4), ["metrics.a", "metrics.b", "params.batch", "params.lr"]);
+  assert.deepEqual(c.defaultColumns(cols, 7), ["metrics.a", "metrics.b", "metrics.test_accuracy", "metrics.train_loss",
+                                               "params.batch", "params.lr", "params.wd"]);
+  // An unused half goes to the other kind; never fewer than two.
+  assert.deepEqual(c.defaultColumns(["metrics.loss", "params.a", "params.b", "params.c"], 4),
+                   ["metrics.loss", "params.a", "params.b", "params.c"]);
+  assert.deepEqual(c.defaultColumns(["metrics.loss", "metrics.acc", "params.a"], 0), ["metrics.acc", "params.a"]);
+  assert.deepEqual(c.defaultColumns(["metrics.engine/x", "tags.t"], 6), []);
+});
+
+await check("log axes for positive values over two decades or more", async () => {
+  assert.equal(c.wantsLogScale(["0.1", "0.01", "0.001"]), true);
+  assert.equal(c.wantsLogScale([1e-4, 1e-2]), true);
+  assert.equal(c.wantsLogScale([32, 64, 128]), false);
+  assert.equal(c.wantsLogScale([0, 0.01, 1]), false);    // zero has no log
+  assert.equal(c.wantsLogScale([-1, 100]), false);
+  assert.equal(c.wantsLogScale(["sgd", "adam"]), false);
+  assert.equal(c.wantsLogScale([0.5]), false);
+  assert.equal(c.wantsLogScale([undefined, "", 1, 1000]), true);
+  assert.equal(c.axisPosition(0.01, 0.001, 0.1, true), 0.5);
+  assert.ok(Math.abs(c.axisPosition(0.01, 0.001, 0.1, false) - 0.0909) < 1e-3);
+  assert.equal(c.axisPosition(3, 3, 3, true), 0.5);
+});
