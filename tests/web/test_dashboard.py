@@ -4,9 +4,12 @@ runs tests/web/dashboard_test.mjs (playwright-core + headless chromium)."""
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import threading
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
@@ -52,36 +55,111 @@ def record_sweep(uri, tmp_path):
     return ids
 
 
-@needs_browser
-def test_dashboard_in_chromium(tmp_path):
-    require_dashboard()
-    server = TrackingServer(tmp_path)
-    stop = threading.Event()
-    try:
-        ids = record_sweep(server.url, tmp_path)
-        live = cohort.track.init(project="dash-test", name="live", uri=server.url,
-                                 system_metrics_s=None, flush_interval_ms=100)
-        live.log({"live_loss": 1.0}, step=0)
-        live.flush()  # the table's columns include live_loss from the start
+def record_fake_sweep(server, trials=30):
+    """A sweep as `cohort sweep --tracking` records one (its run, tagged trial
+    runs, best_loss), written straight through the REST API: 30 finished ASHA
+    trials whose loss depends mostly on lr (log-uniform 1e-4..1e-1), a little
+    on dropout, and not at all on batch or optimizer. Returns (experiment id,
+    sweep run id, [(params, final loss)])."""
+    t0 = 1_700_000_000_000
+    status, e = server.post("experiments/create", {"name": "dash-sweep"})
+    assert status == 200, e
+    exp = e["experiment_id"]
 
-        def keep_logging():  # paced, not a wait: a point every 50 ms until the browser is done
+    def run(name, start, tags, params, metrics, end):
+        status, r = server.post("runs/create", {"experiment_id": exp, "run_name": name, "start_time": start,
+                                                "tags": [{"key": k, "value": v} for k, v in tags.items()]})
+        assert status == 200, r
+        run_id = r["run"]["info"]["run_id"]
+        status, r = server.post("runs/log-batch", {
+            "run_id": run_id, "params": [{"key": k, "value": str(v)} for k, v in params.items()],
+            "metrics": [{"key": k, "value": v, "timestamp": start + 1000 * step, "step": step} for k, step, v in metrics]})
+        assert status == 200, r
+        return run_id
+
+    sweep = run("sweep-layout", t0, {"cohort.sweep.role": "sweep"},
+                {"algorithm": "asha", "metric": "loss", "mode": "min", "seed": 7, "workers": 1, "trials": trials,
+                 "concurrent": 2, "resource": "epoch", "min_resource": 1, "max_resource": 9, "reduction": 3}, [], None)
+    server.post("runs/set-tag", {"run_id": sweep, "key": "cohort.sweep.id", "value": sweep})
+    rng = random.Random(7)
+    results, best = [], math.inf
+    for i in range(trials):
+        params = {"lr": 10 ** rng.uniform(-4, -1), "batch": rng.choice([32, 64, 128, 256]),
+                  "dropout": rng.uniform(0, 0.5), "optimizer": rng.choice(["sgd", "adam"])}
+        final = 0.5 * (math.log10(params["lr"]) + 2.5) ** 2 + 0.2 * params["dropout"] + rng.gauss(0, 0.01)
+        start = t0 + 20_000 * (i + 1)
+        curve = [("loss", step, final + 1.0 / step) for step in range(1, 10)]
+        trial = run(f"sweep-layout trial {i}", start,
+                    {"cohort.sweep.id": sweep, "cohort.sweep.role": "trial", "cohort.sweep.trial": str(i),
+                     "cohort.sweep.state": "completed", "cohort.sweep.rungs": "1,3,9"}, params, curve, None)
+        server.post("runs/update", {"run_id": trial, "status": "FINISHED", "end_time": start + 9_000})
+        best = min(best, curve[-1][2])
+        server.post("runs/log-metric", {"run_id": sweep, "key": "best_loss", "value": best,
+                                        "timestamp": start + 9_000, "step": i + 1})
+        results.append((params, curve[-1][2]))
+    server.post("runs/update", {"run_id": sweep, "status": "FINISHED", "end_time": t0 + 20_000 * (trials + 1)})
+    return exp, sweep, results
+
+
+class Dashboard:
+    """The server both browser tests use, its runs, and a run that keeps logging."""
+
+    def __init__(self, tmp_path):
+        self.server = TrackingServer(tmp_path)
+        self.stop = threading.Event()
+        self.logger = None
+        self.ids = record_sweep(self.server.url, tmp_path)
+        self.sweep_experiment, self.sweep, self.sweep_trials = record_fake_sweep(self.server)
+        self.live = cohort.track.init(project="dash-test", name="live", uri=self.server.url,
+                                      system_metrics_s=None, flush_interval_ms=100)
+        self.live.log({"live_loss": 1.0}, step=0)
+        self.live.flush()  # the table's columns include live_loss from the start
+
+        def keep_logging():  # paced, not a wait: a point every 50 ms until the tests are done
             step = 1
-            while not stop.wait(0.05):
-                live.log({"live_loss": 1.0 / (step + 1)}, step=step)
+            while not self.stop.wait(0.05):
+                self.live.log({"live_loss": 1.0 / (step + 1)}, step=step)
                 step += 1
-        logger = threading.Thread(target=keep_logging)
-        logger.start()
-        env = dict(os.environ, DASH_URL=server.url, DASH_EXPERIMENT_ID=live.experiment_id,
-                   DASH_RUN_COUNT="13", DASH_LIVE_RUN_ID=live.id,
-                   DASH_COMPARE_RUN_IDS=",".join([ids[0], ids[5], ids[11]]))
-        result = subprocess.run(["node", os.path.join(HERE, "dashboard_test.mjs")], env=env,
-                                capture_output=True, text=True, timeout=120)
+        self.logger = threading.Thread(target=keep_logging)
+        self.logger.start()
+
+    def node(self, script, **env):
+        """Runs tests/web/SCRIPT against the server; returns its stdout, asserting it passed."""
+        env = dict(os.environ, DASH_URL=self.server.url, DASH_EXPERIMENT_ID=self.live.experiment_id,
+                   DASH_RUN_COUNT="13", DASH_LIVE_RUN_ID=self.live.id,
+                   DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
+                   DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep, **env)
+        result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
+                                capture_output=True, text=True, timeout=150)
         print(result.stdout)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert result.stdout.count("ok ") == 11
-        stop.set()
-        logger.join()
-        live.finish()
-    finally:
-        stop.set()
-        server.stop()
+        return result.stdout
+
+    def close(self):
+        self.stop.set()
+        if self.logger:
+            self.logger.join()
+        self.live.finish()
+        self.server.stop()
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory):
+    require_dashboard()
+    d = Dashboard(tmp_path_factory.mktemp("dashboard"))
+    yield d
+    d.close()
+
+
+@needs_browser
+def test_dashboard_in_chromium(dashboard):
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 11
+
+
+@needs_browser
+def test_every_page_fits_at_800_and_1400_px(dashboard, tmp_path):
+    """Every page at 800 and 1400 px: no horizontal overflow; full-page
+    screenshots in DASH_SCREENSHOTS (default: the test's temp folder)."""
+    shots = os.environ.get("DASH_SCREENSHOTS") or str(tmp_path)
+    out = dashboard.node("layout_test.mjs", DASH_SCREENSHOTS=shots)
+    assert out.count("ok ") == 2 * 6, out

@@ -2,7 +2,7 @@
 // time), parallel coordinates of params against a metric, and a scatter.
 import { getRun, history, Run } from "./api";
 import { Axis, Curve, lineChart, parallelCoordinates, scatter, smooth } from "./charts";
-import { el, seriesColor } from "./format";
+import { contentWidth, el, seriesColor } from "./format";
 
 export class ComparePage {
   private runs: Run[] = [];
@@ -80,10 +80,11 @@ export class ComparePage {
     this.curvesHost.replaceChildren();
     this.curvesHost.dataset.x = this.xAxis;
     this.curvesHost.dataset.smoothing = String(this.smoothing);
-    lineChart(this.curvesHost, this.metric, curves, this.xAxis, Math.min(1100, this.root.clientWidth - 20));
+    const width = Math.min(1600, contentWidth(this.root));
+    lineChart(this.curvesHost, this.metric, curves, this.xAxis, width - 14);  // the box's padding and border
     this.parallelHost.replaceChildren();
     parallelCoordinates(this.parallelHost, parallelAxes(this.runs, this.metric, (r) => this.lastValue(r, this.metric)),
-                        Math.min(1100, this.root.clientWidth - 20));
+                        width - 2);
     this.drawScatter();
   }
 

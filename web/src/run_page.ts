@@ -146,7 +146,7 @@ export class RunPage {
       el("p", {}, el("a", { href: artifactUrl(trace.path), download: "" }, "Download the trace"),
          " (opens in Perfetto or chrome://tracing)."), view);
     const text = await (await fetch(artifactUrl(trace.path))).text();
-    try { timelineView(view, text, Math.min(1240, this.root.clientWidth)); } catch (e) {
+    try { timelineView(view, text, Math.min(1600, view.clientWidth) - 2); } catch (e) {
       view.append(el("p", { class: "error" }, `Cannot read the timeline: ${(e as Error).message}`));
     }
   }

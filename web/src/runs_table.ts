@@ -144,7 +144,7 @@ export class RunsTable {
     const all = [...this.columns].sort();
     if (!this.userPickedColumns) {
       const room = this.viewport.clientWidth || this.root.clientWidth;
-      this.visible = defaultColumns(all, Math.floor((room - rowWidth(0)) / VALUE_WIDTH));
+      this.visible = defaultColumns(all, Math.floor((room - rowWidth(0, this.compact())) / valueWidth(this.compact())));
     }
     // The user's metrics and the params open; cohort's own metrics and the
     // tags in sections of their own, closed until asked for.
@@ -169,6 +169,12 @@ export class RunsTable {
       ...all.filter((c) => !c.startsWith("tags.mlflow.") && c !== "tags.cohort.command")
         .map((c) => el("option", { value: c }, c)));
     this.groupSelect.value = current;
+  }
+
+  // A narrow window (800 px) drops the start time (Duration stays) and
+  // narrows the name and value cells, so params show beside the metrics.
+  private compact(): boolean {
+    return (this.viewport.clientWidth || this.root.clientWidth) < COMPACT_BELOW;
   }
 
   private columnBox(c: string): HTMLElement {
@@ -199,7 +205,8 @@ export class RunsTable {
       cells.push(cell);
     }
     this.header.replaceChildren(...cells);
-    this.header.style.minWidth = this.spacer.style.minWidth = `${rowWidth(this.visible.length)}px`;
+    this.viewport.classList.toggle("compact", this.compact());
+    this.header.style.minWidth = this.spacer.style.minWidth = `${rowWidth(this.visible.length, this.compact())}px`;
   }
 
   // Only the rows in view (plus a margin) exist in the DOM.
@@ -259,9 +266,15 @@ function sweepLink(r: Row): HTMLElement | string {
   return el("a", { class: "badge sweep-link", href: `#/sweep/${id}`, title: "the sweep's page" }, "sweep");
 }
 
-const VALUE_WIDTH = 120;
+// Cell widths in px, as style.css gives them (.compact: narrower ones).
+const COMPACT_BELOW = 1000;
 
-function rowWidth(valueColumns: number): number {
-  return 30 + 240 + 90 + 170 + 100 + valueColumns * VALUE_WIDTH + 2;
+function valueWidth(compact: boolean): number {
+  return compact ? 96 : 120;
+}
+
+function rowWidth(valueColumns: number, compact: boolean): number {
+  const fixed = compact ? 30 + 170 + 90 + 80 : 30 + 240 + 90 + 170 + 100;
+  return fixed + valueColumns * valueWidth(compact) + 2;
 }
 

@@ -7,7 +7,7 @@
 import { ApiError, get, getRun, history, Metric, Run } from "./api";
 import { bestSoFarChart, parallelCoordinates } from "./charts";
 import { paramKeys, parallelAxes } from "./compare";
-import { el, formatNumber, formatTime, table } from "./format";
+import { contentWidth, el, formatNumber, formatTime, table } from "./format";
 import { searchIdentifier } from "./runs_table";
 import { lineageView, scheduleTable } from "./lineage_view";
 import { bestCompleted, Bracket, bracketsOf, completionOrder, lineageOf, Point, SweepSettings, settingsOf, tag, Trial,
@@ -73,7 +73,7 @@ export class SweepPage {
     const [points, best] = await Promise.all([histories(trialRuns, s.metric), histories(sweepRuns, `best_${s.metric}`)]);
     const trials = trialsOf(trialRuns, points, s, Date.now());
     const latest = sweepRuns[sweepRuns.length - 1] || first;
-    const width = Math.min(1100, this.root.clientWidth - 20);
+    const width = Math.min(1600, contentWidth(this.root)) - 2;  // less the canvases' borders
 
     if (this.stopped) return false;
     const [bestHost, drawBest] = this.bestSoFar(s, trials, best, width);
@@ -88,7 +88,9 @@ export class SweepPage {
          card("Trials", stateCounts(trials, first.info.experiment_id, sweepId))),
       el("h2", {}, "Best so far"), bestHost,
       ...(pbt ? [el("h2", {}, "Lineage"), lineage(s, trials, params, width)] : []),
-      el("h2", {}, "Trials"), this.table ? this.table.element : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
+      el("h2", {}, "Trials"),
+      // A wide table scrolls in its own box: the page keeps to the window's width.
+      this.table ? el("div", { class: "scroll-x" }, this.table.element) : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
       el("h2", {}, "Parameters against the metric"), this.parallel(s, trials, width),
       ...(brackets.length ? [el("h2", {}, "Rungs"), rungsView(brackets, s, trials)] : []));
     drawBest();
