@@ -166,6 +166,43 @@ try {
     await waitInked(page, "#compare-curves", 500);
   });
 
+  const jobs = JSON.parse(process.env.DASH_JOBS);
+  await check("queue page: the token, then every job with state, slots, owner, priority", async () => {
+    await page.goto(`${url}/#/queue`);
+    await page.waitForSelector("#queue-token-form");
+    assert.match(await page.textContent("#queue-error"), /needs its token in the X-Cohort-Queue-Token header/);
+    await page.fill("#queue-token", "not-the-token");
+    await page.click("#queue-token-form button");
+    await page.waitForFunction(() => document.querySelector("#queue-error")?.textContent?.includes("was refused"));
+    await page.fill("#queue-token", process.env.DASH_QUEUE_TOKEN);
+    await page.click("#queue-token-form button");
+    await page.waitForSelector("#jobs tr[data-job-id]");
+    const rows = await page.$$eval("#jobs tr[data-job-id]", (trs) => trs.map((tr) => [Number(tr.dataset.jobId),
+      tr.dataset.state, ...["slots", "user", "priority"].map((c) => tr.querySelector(`[data-col="${c}"]`).textContent)]));
+    // Running first, then waiting, then the rest (the server's order).
+    assert.deepEqual(rows, [[jobs.running, "running", "2", "bob", "normal"], [jobs.pending, "pending", "1", "alice", "low"],
+                            [jobs.done, "succeeded", "1", "alice", "high"]]);
+    assert.match(await page.textContent(`#jobs tr[data-job-id="${jobs.pending}"] .reason`), /^#1/);
+  });
+
+  await check("job page: the log follows a running job, a finished job's log is whole", async () => {
+    await page.click(`#jobs tr[data-job-id="${jobs.running}"] a`);
+    await page.waitForSelector("#job-log:has-text('tick 2')");
+    assert.equal(await page.textContent("#job-state"), "running");
+    const lines = () => page.$eval("#job-log", (pre) => pre.textContent.trim().split("\n").length);
+    const first = await lines();
+    await page.waitForFunction((n) => document.querySelector("#job-log").textContent.trim().split("\n").length >= n + 10, first);
+    const text = await page.textContent("#job-log");
+    const ticks = text.trim().split("\n");
+    ticks.forEach((line, i) => assert.equal(line, `tick ${i}`));  // in order, none lost or doubled
+    // Following: the newest line is in view.
+    assert.ok(await page.$eval("#job-log", (pre) => pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4));
+    await page.goto(`${url}/#/queue/${jobs.done}`);
+    await page.waitForSelector('#job-log[data-complete="true"]');
+    assert.equal(await page.textContent("#job-log"), "hello from the queue\n");
+    assert.equal(await page.textContent("#job-state"), "succeeded");
+  });
+
   await check("unknown run shows the server's error", async () => {
     await page.goto(`${url}/#/run/0123456789abcdef`);
     await page.waitForSelector("#page-error");

@@ -21,6 +21,8 @@ const PAGES = [
   ["sweep", `#/sweep/${process.env.DASH_SWEEP_ID}`, ["#trials tbody tr", "#sweep-best canvas", "#sweep-parallel canvas",
                                                      "#sweep-rungs .rung"]],
   ["sweep-runs-table", `#/p/${process.env.DASH_SWEEP_EXPERIMENT_ID}`, [".run-row"]],
+  ["queue", "#/queue", ["#jobs tr[data-job-id]"]],
+  ["job", `#/queue/${JSON.parse(process.env.DASH_JOBS).running}`, ["#job-log:has-text('tick 3')"]],
 ];
 
 // What sticks out past the viewport's right edge: the document, and each
@@ -50,6 +52,8 @@ function overflow() {
 
 const { browser, page, errors } = await launch();
 page.setDefaultTimeout(TIMEOUT);
+// The queue pages ask for the queue's token once per tab.
+await page.addInitScript((token) => sessionStorage.setItem("cohort.queue-token", token), process.env.DASH_QUEUE_TOKEN);
 try {
   for (const width of [800, 1400]) {
     await page.setViewportSize({ width, height: 900 });

@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -101,13 +102,51 @@ def record_fake_sweep(server, trials=30):
     return exp, sweep, results
 
 
+TICKER = "import time\nfor i in range(3000):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"
+
+
+def submit_jobs(server, headers):
+    """Three jobs in the queue (2 slots): one that succeeded, one running
+    (2 slots, printing a line every 0.1 s), one pending behind it. Returns
+    their ids and the queue's token."""
+    def submit(user, body):
+        status, r = server.request("POST", "/api/queue/jobs", body=body, headers=dict(headers, **{"X-Cohort-User": user}))
+        assert status == 200, r
+        return r["id"]
+
+    def wait_state(job, states):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status, j = server.request("GET", f"/api/queue/jobs/{job}", headers=headers)
+            assert status == 200, j
+            if j["state"] in states:
+                return
+            time.sleep(0.05)  # polling the job's state, with the deadline above
+        raise AssertionError(f"job {job} not {states} in 30 s: {j}")
+
+    done = submit("alice", {"command": ["/bin/sh", "-c", "echo hello from the queue"], "slots": 1,
+                            "priority": "high", "project": "dash-test"})
+    wait_state(done, {"succeeded"})
+    running = submit("bob", {"command": ["/usr/bin/python3", "-c", TICKER], "slots": 2, "project": "dash-test"})
+    wait_state(running, {"running"})
+    pending = submit("alice", {"command": ["true"], "slots": 1, "priority": "low", "project": "dash-test"})
+    wait_state(pending, {"pending"})
+    return {"done": done, "running": running, "pending": pending}
+
+
 class Dashboard:
-    """The server both browser tests use, its runs, and a run that keeps logging."""
+    """The server both browser tests use (its job queue on, 2 slots), its
+    runs and jobs, and a run that keeps logging."""
 
     def __init__(self, tmp_path):
-        self.server = TrackingServer(tmp_path)
+        self.server = TrackingServer(tmp_path, ["--slots", "2", "--grace", "1"])
         self.stop = threading.Event()
         self.logger = None
+        self.jobs = {}
+        with open(tmp_path / "queue-token") as f:
+            self.queue_token = f.read().strip()
+        self.queue_headers = {"X-Cohort-Queue-Token": self.queue_token}
+        self.jobs = submit_jobs(self.server, self.queue_headers)
         self.ids = record_sweep(self.server.url, tmp_path)
         self.sweep_experiment, self.sweep, self.sweep_trials = record_fake_sweep(self.server)
         self.live = cohort.track.init(project="dash-test", name="live", uri=self.server.url,
@@ -128,7 +167,8 @@ class Dashboard:
         env = dict(os.environ, DASH_URL=self.server.url, DASH_EXPERIMENT_ID=self.live.experiment_id,
                    DASH_RUN_COUNT="13", DASH_LIVE_RUN_ID=self.live.id,
                    DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
-                   DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep, **env)
+                   DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep,
+                   DASH_QUEUE_TOKEN=self.queue_token, DASH_JOBS=json.dumps(self.jobs), **env)
         result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
                                 capture_output=True, text=True, timeout=150)
         print(result.stdout)
@@ -136,6 +176,10 @@ class Dashboard:
         return result.stdout
 
     def close(self):
+        for name, user in (("running", "bob"), ("pending", "alice")):
+            if name in self.jobs:
+                self.server.request("POST", f"/api/queue/jobs/{self.jobs[name]}/cancel", body={},
+                                    headers=dict(self.queue_headers, **{"X-Cohort-User": user}))
         self.stop.set()
         if self.logger:
             self.logger.join()
@@ -153,7 +197,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 11
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 13
 
 
 @needs_browser
@@ -162,4 +206,4 @@ def test_every_page_fits_at_800_and_1400_px(dashboard, tmp_path):
     screenshots in DASH_SCREENSHOTS (default: the test's temp folder)."""
     shots = os.environ.get("DASH_SCREENSHOTS") or str(tmp_path)
     out = dashboard.node("layout_test.mjs", DASH_SCREENSHOTS=shots)
-    assert out.count("ok ") == 2 * 6, out
+    assert out.count("ok ") == 2 * 8, out

@@ -1,7 +1,8 @@
-// The dashboard's entry point: a hash router over the five pages.
+// The dashboard's entry point: a hash router over its pages.
 import { ApiError, Experiment, get } from "./api";
 import { ComparePage } from "./compare";
 import { el, formatTime } from "./format";
+import { JobPage, QueuePage } from "./queue_page";
 import { RunPage } from "./run_page";
 import { RunsTable } from "./runs_table";
 import { SweepPage } from "./sweep_page";
@@ -47,6 +48,16 @@ async function route(): Promise<void> {
     } else if (parts[0] === "sweep" && parts[1]) {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / sweep");
       const page = new SweepPage(root, parts[1]);
+      current = page;
+      await page.mount();
+    } else if (parts[0] === "queue" && parts[1]) {
+      crumbs.replaceChildren(el("a", { href: "#/queue" }, "Queue"), ` / job ${parts[1]}`);
+      const page = new JobPage(root, Number(parts[1]));
+      current = page;
+      await page.mount();
+    } else if (parts[0] === "queue") {
+      crumbs.replaceChildren("Queue");
+      const page = new QueuePage(root);
       current = page;
       await page.mount();
     } else if (parts[0] === "compare") {
