@@ -151,6 +151,7 @@ try {
     await page.waitForSelector("#compare-legend li");
     const legend = await page.$$eval("#compare-legend li", (items) => items.map((li) => li.dataset.runId));
     assert.deepEqual(legend.sort(), [...compareRuns].sort());
+    await page.waitForSelector("#compare-curves .u-legend");  // drawn once the histories are in
     const series = await page.$$eval("#compare-curves .u-legend .u-series", (s) => s.length);
     assert.equal(series, compareRuns.length + 1);  // x plus one per run
     await waitInked(page, "#compare-curves", 500);
@@ -164,6 +165,36 @@ try {
     await page.fill("#compare-smoothing", "0.9");
     await page.waitForSelector('#compare-curves[data-x="time"][data-smoothing="0.9"] canvas');
     await waitInked(page, "#compare-curves", 500);
+  });
+
+  await check("zoom reads the zoomed range's own points from the server", async () => {
+    const n = Number(process.env.DASH_BIG_POINTS);
+    const chart = '.chart[data-metric="big"]';
+    await page.goto(`${url}/#/run/${process.env.DASH_BIG_RUN_ID}`);
+    await page.waitForSelector(`${chart} canvas`);
+    const data = () => page.$eval(chart, (c) => ({ points: Number(c.dataset.points), zoom: c.dataset.zoom, steps: c.dataset.steps }));
+    assert.deepEqual(await data(), { points: 1000, zoom: "", steps: `0,${n - 1}` });  // the whole run, downsampled
+    // Drag over a tenth of the plot, from 45 % to 55 % of its width.
+    const over = await page.$eval(`${chart} .u-over`, (o) => { const r = o.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; });
+    const y = over[1] + over[3] / 2;
+    await page.mouse.move(over[0] + 0.45 * over[2], y);
+    await page.mouse.down();
+    await page.mouse.move(over[0] + 0.55 * over[2], y, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction((sel) => document.querySelector(sel).dataset.zoom !== "", chart);
+    const zoomed = await data();
+    const [lo, hi] = zoomed.zoom.split(",").map(Number);
+    assert.ok(Math.abs(lo - 0.45 * n) < 0.02 * n && Math.abs(hi - 0.55 * n) < 0.02 * n, zoomed.zoom);
+    // That range's own detail: as many points as the whole run had, all inside it
+    // (the coarse series had about 100 there).
+    assert.equal(zoomed.points, 1000);
+    const [first, last] = zoomed.steps.split(",").map(Number);
+    assert.ok(first >= lo && last <= hi && first - lo < (hi - lo) / 100 && hi - last < (hi - lo) / 100, zoomed.steps);
+    await waitInked(page, chart, 500);
+    // A double click goes back to the whole run.
+    await page.dblclick(`${chart} .u-over`);
+    await page.waitForFunction((sel) => document.querySelector(sel).dataset.zoom === "", chart);
+    assert.deepEqual(await data(), { points: 1000, zoom: "", steps: `0,${n - 1}` });
   });
 
   const jobs = JSON.parse(process.env.DASH_JOBS);

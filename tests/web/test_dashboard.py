@@ -134,6 +134,25 @@ def submit_jobs(server, headers):
     return {"done": done, "running": running, "pending": pending}
 
 
+BIG_POINTS = 200_000
+
+
+def record_big_metric(server):
+    """A run in project dash-big with one metric of BIG_POINTS steps (a saw
+    tooth of period 997), logged 1,000 points a batch. Returns the run's id."""
+    status, e = server.post("experiments/create", {"name": "dash-big"})
+    assert status == 200, e
+    status, r = server.post("runs/create", {"experiment_id": e["experiment_id"], "run_name": "big", "start_time": 1})
+    assert status == 200, r
+    run_id = r["run"]["info"]["run_id"]
+    for first in range(0, BIG_POINTS, 1000):
+        status, r = server.post("runs/log-batch", {"run_id": run_id, "metrics": [
+            {"key": "big", "value": (i % 997) / 997, "timestamp": 1 + i, "step": i} for i in range(first, first + 1000)]})
+        assert status == 200, r
+    server.post("runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": 2 + BIG_POINTS})
+    return run_id
+
+
 class Dashboard:
     """The server both browser tests use (its job queue on, 2 slots), its
     runs and jobs, and a run that keeps logging."""
@@ -149,6 +168,7 @@ class Dashboard:
         self.jobs = submit_jobs(self.server, self.queue_headers)
         self.ids = record_sweep(self.server.url, tmp_path)
         self.sweep_experiment, self.sweep, self.sweep_trials = record_fake_sweep(self.server)
+        self.big = record_big_metric(self.server)
         self.live = cohort.track.init(project="dash-test", name="live", uri=self.server.url,
                                       system_metrics_s=None, flush_interval_ms=100)
         self.live.log({"live_loss": 1.0}, step=0)
@@ -168,7 +188,7 @@ class Dashboard:
                    DASH_RUN_COUNT="13", DASH_LIVE_RUN_ID=self.live.id,
                    DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
                    DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep,
-                   DASH_QUEUE_TOKEN=self.queue_token, DASH_JOBS=json.dumps(self.jobs), **env)
+                   DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
         result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
                                 capture_output=True, text=True, timeout=150)
         print(result.stdout)
@@ -197,7 +217,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 13
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 14
 
 
 @needs_browser

@@ -67,10 +67,13 @@ export function artifactRoot(run: RunInfo): string {
                                 : `${run.experiment_id}/${run.run_id}/artifacts`;
 }
 
-// Downsampled history (min/max buckets on the server): at most maxResults points per run.
-export async function history(runIds: string[], key: string, maxResults = 1000): Promise<Metric[]> {
-  const r = await get<{ metrics?: Metric[] }>("metrics/get-history-bulk-interval",
-                                               { run_ids: runIds, metric_key: key, max_results: maxResults });
+// Downsampled history (min/max buckets on the server): at most maxResults
+// points per run, of the steps in `range` (both ends included) when given.
+export async function history(runIds: string[], key: string, maxResults = 1000,
+                              range?: [number, number]): Promise<Metric[]> {
+  const r = await get<{ metrics?: Metric[] }>("metrics/get-history-bulk-interval", {
+    run_ids: runIds, metric_key: key, max_results: maxResults,
+    start_step: range?.[0], end_step: range?.[1] });
   return r.metrics || [];
 }
 

@@ -20,10 +20,19 @@ export function smooth(ys: number[], weight: number): number[] {
   return out;
 }
 
+// Zoom that reads the detail: dragging over the plot asks `zoom` for the
+// points of that x range (whole steps) and draws them; a double click asks
+// for the whole range again (null).
+export type ZoomFetch = (range: [number, number] | null) => Promise<uPlot.AlignedData>;
+
 export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLabel: string,
-                          width: number): uPlot {
+                          width: number, zoom?: ZoomFetch): uPlot {
   const opts: uPlot.Options = {
     title, width, height: 220,
+    ...(zoom ? { cursor: { drag: { x: true, y: false, setScale: false } },
+                 hooks: { setSelect: [(u: uPlot) => zoomTo(u, zoom)], ready: [(u: uPlot) => {
+                   u.over.addEventListener("dblclick", () => void zoomOut(u, zoom));
+                 }] } } : {}),
     scales: { x: { time: xLabel === "time" } },
     axes: [{ label: xLabel === "time" ? "" : xLabel }, { size: 56, values: (_u, ticks) => ticks.map(shortNumber) }],
     series: [{ label: xLabel }, ...curves.map((c, i) => ({
@@ -32,6 +41,19 @@ export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLa
     legend: { show: curves.length > 1 },
   };
   return new uPlot(opts, alignCurves(curves), host);
+}
+
+async function zoomTo(u: uPlot, zoom: ZoomFetch): Promise<void> {
+  if (u.select.width < 3) return;
+  const lo = Math.floor(u.posToVal(u.select.left, "x")), hi = Math.ceil(u.posToVal(u.select.left + u.select.width, "x"));
+  u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+  const data = await zoom([lo, Math.max(lo, hi)]);
+  u.setData(data, false);
+  u.setScale("x", { min: lo, max: Math.max(lo + 1, hi) });
+}
+
+async function zoomOut(u: uPlot, zoom: ZoomFetch): Promise<void> {
+  u.setData(await zoom(null), true);
 }
 
 // A sweep's progress: the best value so far against the number of completed

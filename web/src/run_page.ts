@@ -9,11 +9,13 @@ import { tag } from "./sweep_data";
 import { timelineView } from "./timeline";
 
 const LIVE_REFRESH_MS = 2000;
+const CHART_POINTS = 1000;
 const PROVENANCE = /^(cohort\.|mlflow\.source\.|mlflow\.user$)/;
 
 export class RunPage {
   private charts = new Map<string, uPlot>();
   private run?: Run;
+  private zoom = new Map<string, [number, number]>();  // a chart's zoomed-in steps
   private timer = 0;
 
   constructor(private root: HTMLElement, private runId: string) {}
@@ -115,15 +117,27 @@ export class RunPage {
     // Charts in a closed section wait until it opens.
     const shown = keys.filter((k) => !boxes.get(k)!.closest("details:not([open])"));
     await Promise.all(shown.map(async (key) => {
-      const points = await history([this.runId], key);
-      const data: uPlot.AlignedData = [points.map((p) => p.step), points.map((p) => p.value)];
       const box = boxes.get(key)!;
-      box.dataset.points = String(points.length);
+      const zoomed = this.zoom.get(key);
+      const data = await this.series(key, box, zoomed || null);
       const chart = this.charts.get(key);
-      if (chart) { chart.setData(data); return; }
+      if (chart) { chart.setData(data, !zoomed); return; }
       this.charts.set(key, lineChart(box, key, [{ label: key, xs: data[0] as number[], ys: data[1] as number[] }],
-                                     "step", chartWidth(box)));
+                                     "step", chartWidth(box), (range) => {
+                                       if (range) this.zoom.set(key, range); else this.zoom.delete(key);
+                                       return this.series(key, box, range);
+                                     }));
     }));
+  }
+
+  // A metric's points over `range` of steps (null: all of them), at most
+  // CHART_POINTS: a zoomed-in range comes back in its own detail.
+  private async series(key: string, box: HTMLElement, range: [number, number] | null): Promise<uPlot.AlignedData> {
+    const points = await history([this.runId], key, CHART_POINTS, range || undefined);
+    box.dataset.points = String(points.length);
+    box.dataset.zoom = range ? range.join(",") : "";
+    box.dataset.steps = points.length ? `${points[0].step},${points[points.length - 1].step}` : "";
+    return [points.map((p) => p.step), points.map((p) => p.value)];
   }
 
   private async showArtifacts(run: Run): Promise<void> {
