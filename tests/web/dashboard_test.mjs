@@ -167,6 +167,22 @@ try {
     await waitInked(page, "#compare-curves", 500);
   });
 
+  await check("compare view: several metrics of several runs, one chart each", async () => {
+    const charted = () => page.$$eval("#compare-curves .chart", (cs) => cs.map((c) =>
+      [c.dataset.metric, c.querySelectorAll(".u-legend .u-series").length]));
+    await page.click("#compare-more > summary");
+    await page.check('#compare-more input[data-metric="loss"]');
+    await page.waitForSelector('#compare-curves[data-metrics="accuracy,loss"] .chart[data-metric="loss"] canvas');
+    assert.deepEqual(await charted(), [["accuracy", 4], ["loss", 4]]);
+    await waitInked(page, '#compare-curves .chart[data-metric="loss"]', 500);
+    // A link names them: the first is the main one (parallel coordinates, scatter).
+    await page.goto(`${url}/#/compare?runs=${compareRuns.join(",")}&metrics=loss,engine/step_time_s,accuracy`);
+    await page.waitForSelector('#compare-curves[data-metrics="loss,engine/step_time_s,accuracy"] .chart[data-metric="accuracy"] canvas');
+    assert.deepEqual(await charted(), [["loss", 4], ["engine/step_time_s", 4], ["accuracy", 4]]);
+    assert.equal(await page.$eval("#compare-metric", (s) => s.value), "loss");
+    await waitInked(page, '#compare-curves .chart[data-metric="engine/step_time_s"]', 300);
+  });
+
   await check("zoom reads the zoomed range's own points from the server", async () => {
     const n = Number(process.env.DASH_BIG_POINTS);
     const chart = '.chart[data-metric="big"]';

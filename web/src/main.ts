@@ -62,7 +62,8 @@ async function route(): Promise<void> {
       await page.mount();
     } else if (parts[0] === "compare") {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / compare");
-      await new ComparePage(root, (params.get("runs") || "").split(",").filter(Boolean)).mount();
+      await new ComparePage(root, (params.get("runs") || "").split(",").filter(Boolean),
+                            (params.get("metrics") || "").split(",").filter(Boolean)).mount();
     } else {
       crumbs.replaceChildren();
       await projectsPage(root);
