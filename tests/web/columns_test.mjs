@@ -42,3 +42,28 @@ await check("log axes for positive values over two decades or more", async () =>
   assert.ok(Math.abs(c.axisPosition(0.01, 0.001, 0.1, false) - 0.0909) < 1e-3);
   assert.equal(c.axisPosition(3, 3, 3, true), 0.5);
 });
+
+const tree = await bundle("web/src/run_tree.ts");
+const run = (id, tags = {}) => ({ info: { run_id: id }, data: { tags: Object.entries(tags).map(([key, value]) => ({ key, value })) } });
+
+await check("parents: mlflow.parentRunId, and a sweep's trials under its run", async () => {
+  assert.equal(tree.parentOf(run("a")), undefined);
+  assert.equal(tree.parentOf(run("a", { "mlflow.parentRunId": "p" })), "p");
+  assert.equal(tree.parentOf(run("a", { "mlflow.parentRunId": "a" })), undefined);
+  assert.equal(tree.parentOf(run("t", { "cohort.sweep.id": "s", "cohort.sweep.role": "trial" })), "s");
+  assert.equal(tree.parentOf(run("s", { "cohort.sweep.id": "s", "cohort.sweep.role": "sweep" })), undefined);
+  assert.equal(tree.parentOf(run("s2", { "cohort.sweep.id": "s", "cohort.sweep.role": "sweep" })), "s");  // continued
+});
+
+await check("nesting: children under their parent, collapsed unless expanded, none lost", async () => {
+  const runs = [run("c1", { "mlflow.parentRunId": "p" }), run("p"), run("x"), run("c2", { "mlflow.parentRunId": "p" }),
+                run("g", { "mlflow.parentRunId": "c2" }), run("orphan", { "mlflow.parentRunId": "gone" }),
+                run("k1", { "mlflow.parentRunId": "k2" }), run("k2", { "mlflow.parentRunId": "k1" })];
+  const flat = (expanded) => tree.nest(runs, (r) => r, new Set(expanded)).map((n) => [n.item.info.run_id, n.depth, n.children]);
+  assert.deepEqual(flat([]), [["p", 0, 2], ["x", 0, 0], ["orphan", 0, 0], ["k1", 0, 1]]);
+  assert.deepEqual(flat(["p"]), [["p", 0, 2], ["c1", 1, 0], ["c2", 1, 1], ["x", 0, 0], ["orphan", 0, 0], ["k1", 0, 1]]);
+  assert.deepEqual(flat(["p", "c2", "k1"]), [["p", 0, 2], ["c1", 1, 0], ["c2", 1, 1], ["g", 2, 0], ["x", 0, 0],
+                                             ["orphan", 0, 0], ["k1", 0, 1], ["k2", 1, 1]]);
+  // Every run once when all are expanded.
+  assert.equal(flat(["p", "c2", "k1", "k2", "x"]).length, runs.length);
+});

@@ -213,6 +213,28 @@ try {
     assert.deepEqual(await data(), { points: 1000, zoom: "", steps: `0,${n - 1}` });
   });
 
+  await check("nested runs: a sweep's trials under its run, parent and children on the run pages", async () => {
+    const sweep = process.env.DASH_SWEEP_ID;
+    await page.goto(`${url}/#/p/${process.env.DASH_SWEEP_EXPERIMENT_ID}`);
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "31 runs");
+    const rows = () => page.$$eval(".run-row", (rs) => rs.map((r) => [r.dataset.depth, r.querySelector(".c-name a:last-child").textContent]));
+    assert.deepEqual(await rows(), [["0", "sweep-layout"]]);  // the 30 trials folded under it
+    assert.equal(await page.textContent(`.nest-toggle[data-run-id="${sweep}"]`), "▸ 30");
+    await page.click(`.nest-toggle[data-run-id="${sweep}"]`);
+    await page.waitForFunction(() => document.querySelectorAll('.run-row[data-depth="1"]').length >= 10);
+    const open = await rows();
+    assert.deepEqual(open[0], ["0", "sweep-layout"]);
+    assert.deepEqual(open[1], ["1", "sweep-layout trial 29"]);  // newest first, as the table sorts
+    assert.equal(await page.$eval("#runs-viewport .spacer", (s) => s.style.height), `${31 * 28}px`);
+    await page.click(`.run-row[data-depth="1"] .c-name a`);
+    await page.waitForSelector("#parent-run");
+    assert.equal(await page.textContent("#parent-run"), sweep);
+    await page.click("#parent-run");
+    await page.waitForSelector("#child-runs h2");
+    assert.equal(await page.textContent("#child-runs h2"), "Child runs (30)");
+    assert.equal(await page.$$eval("#child-runs a", (as) => as.length), 30);
+  });
+
   const jobs = JSON.parse(process.env.DASH_JOBS);
   await check("queue page: the token, then every job with state, slots, owner, priority", async () => {
     await page.goto(`${url}/#/queue`);

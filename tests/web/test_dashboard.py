@@ -217,7 +217,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 15
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 16
 
 
 @needs_browser

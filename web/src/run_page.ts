@@ -1,9 +1,10 @@
 // One run: overview, params, tags, provenance, metric and system charts that
 // follow the run while it is RUNNING, artifacts and the engine's timeline.
 import uPlot from "uplot";
-import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run } from "./api";
+import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run, RunInfo } from "./api";
 import { lineChart } from "./charts";
 import { MetricGroup, metricGroup, userFirst } from "./columns";
+import { parentOf } from "./run_tree";
 import { el, formatDuration, formatTime, table } from "./format";
 import { tag } from "./sweep_data";
 import { timelineView } from "./timeline";
@@ -33,15 +34,18 @@ export class RunPage {
       ["Started", formatTime(info.start_time)], ["Ended", formatTime(info.end_time)],
       ["Duration", formatDuration(info.start_time, info.end_time)],
       ...sweepRow(run),
+      ...(parentOf(run) ? [["Parent run", el("a", { href: `#/run/${parentOf(run)}`, id: "parent-run" }, parentOf(run)!)] as [string, Node]] : []),
     ], "");
     const params = table((run.data.params || []).map((p) => [p.key, p.value]), "No params.");
     const provenance = table(tags.filter((t) => PROVENANCE.test(t.key)).map((t) => [t.key, t.value]),
                              "No provenance recorded.");
     const other = table(tags.filter((t) => !PROVENANCE.test(t.key) && t.key !== "mlflow.runName")
                           .map((t) => [t.key, t.value]), "No tags.");
+    const children = el("div", { id: "child-runs" });
     const grid = el("div", { class: "cards" },
       card("Overview", overview), card("Params", params), card("Provenance", provenance), card("Tags", other));
     this.root.append(title, grid,
+      children,
       el("h2", {}, "Metrics"), el("div", { class: "charts", id: "metric-charts" }),
       section("engine", "Engine", el("div", { class: "charts", id: "engine-charts" })),
       section("system", "System", el("div", { class: "charts", id: "system-charts" })),
@@ -52,6 +56,7 @@ export class RunPage {
     }
     window.addEventListener("resize", this.onResize);
     await this.refreshCharts(run);
+    void this.showChildren(info, children);
     void this.showArtifacts(run);
     if (info.status === "RUNNING") this.timer = window.setInterval(() => void this.tick(), LIVE_REFRESH_MS);
   }
@@ -138,6 +143,21 @@ export class RunPage {
     box.dataset.zoom = range ? range.join(",") : "";
     box.dataset.steps = points.length ? `${points[0].step},${points[points.length - 1].step}` : "";
     return [points.map((p) => p.step), points.map((p) => p.value)];
+  }
+
+  // The runs whose parent this run is (run_tree.ts): MLflow's nested runs,
+  // a sweep's trials.
+  private async showChildren(info: RunInfo, host: HTMLElement): Promise<void> {
+    const found = new Map<string, Run>();
+    for (const filter of [`tags.\`mlflow.parentRunId\` = '${info.run_id}'`, `tags.\`cohort.sweep.id\` = '${info.run_id}'`]) {
+      const r = await get<{ runs?: Run[] }>("runs/search", { experiment_ids: [info.experiment_id], filter, max_results: 1000,
+                                                             order_by: ["attributes.start_time ASC"] });
+      for (const child of r.runs || []) if (parentOf(child) === info.run_id) found.set(child.info.run_id, child);
+    }
+    if (!found.size) return;
+    const runs = [...found.values()];
+    host.append(el("h2", {}, `Child runs (${runs.length})`), el("p", { class: "child-list" }, ...runs.flatMap((c, i) =>
+      [i ? ", " : "", el("a", { href: `#/run/${c.info.run_id}`, "data-run-id": c.info.run_id }, c.info.run_name || c.info.run_id)])));
   }
 
   private async showArtifacts(run: Run): Promise<void> {

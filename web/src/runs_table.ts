@@ -3,6 +3,7 @@
 // in view built (virtualized), a column picker, selection for compare view.
 import { get, Run } from "./api";
 import { defaultColumns, metricGroup } from "./columns";
+import { Nested, nest } from "./run_tree";
 import { el, formatDuration, formatNumber, formatTime } from "./format";
 
 const ROW_HEIGHT = 28;
@@ -12,7 +13,8 @@ const FIRST_PAGE = 300;
 const PAGE_SIZE = 50000;
 
 interface Row { run: Run; values: Map<string, string | number>; }
-type Item = { group: string; count: number } | Row;
+// A run's row nests under its parent's (run_tree.ts) unless rows are grouped.
+type Item = { group: string; count: number } | Nested<Row>;
 
 // "metrics.loss" → metrics.`loss` (MLflow's quoting for keys with dots or spaces).
 export function searchIdentifier(column: string): string {
@@ -46,6 +48,7 @@ export class RunsTable {
   private generation = 0;
   private done = false;
   private selected = new Set<string>();
+  private expanded = new Set<string>();  // parents whose children show
   private viewport = el("div", { class: "viewport", id: "runs-viewport" });
   private spacer = el("div", { class: "spacer" });
   private header = el("div", { class: "row header", id: "runs-header" });
@@ -118,7 +121,7 @@ export class RunsTable {
     const before = this.columns.size;
     for (const r of this.rows) for (const k of r.values.keys()) this.columns.add(k);
     if (this.columns.size !== before) this.refreshColumnChoices();
-    this.items = this.groupColumn ? this.grouped() : this.rows;
+    this.items = this.groupColumn ? this.grouped() : nest(this.rows, (r) => r.run, this.expanded);
     this.status.textContent = `${this.rows.length.toLocaleString("en-US")} runs${this.done ? "" : " (loading…)"}`;
     this.spacer.style.height = `${this.items.length * ROW_HEIGHT}px`;
     this.renderHeader();
@@ -135,7 +138,7 @@ export class RunsTable {
       const v = valueOf(r);
       if (v !== last) items.push({ group: `${columnLabel(this.groupColumn)} = ${v}`, count: counts.get(v)! });
       last = v;
-      items.push(r);
+      items.push({ item: r, depth: 0, children: 0, expanded: false });
     }
     return items;
   }
@@ -228,14 +231,23 @@ export class RunsTable {
     return el("div", { class: "row group-row" }, `${item.group}  (${item.count} run${item.count === 1 ? "" : "s"})`);
   }
 
-  private runRow(r: Row): HTMLElement {
+  private runRow(n: Nested<Row>): HTMLElement {
+    const r = n.item;
     const info = r.run.info;
+    const toggle = n.children ? el("button", { class: "nest-toggle", "data-run-id": info.run_id, "aria-expanded": String(n.expanded),
+                                               title: `${n.children} child run${n.children === 1 ? "" : "s"}` },
+                                   `${n.expanded ? "▾" : "▸"} ${n.children}`) : "";
+    if (toggle) toggle.addEventListener("click", () => {
+      if (this.expanded.has(info.run_id)) this.expanded.delete(info.run_id); else this.expanded.add(info.run_id);
+      this.rebuild();
+    });
     const box = el("input", { type: "checkbox", "data-run-id": info.run_id });
     box.checked = this.selected.has(info.run_id);
     const cells: (HTMLElement)[] = [
       el("span", { class: "c-select" }, box),
       // The badge first: a long name is cut off at the cell's end, the badge is not.
-      el("span", { class: "c-name" }, sweepLink(r), el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
+      el("span", { class: "c-name", style: `padding-left: ${8 + 16 * n.depth}px` }, toggle, sweepLink(r),
+         el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
       el("span", { class: `c-status status-${info.status}` }, info.status),
       el("span", { class: "c-start" }, formatTime(info.start_time)),
       el("span", { class: "c-duration" }, formatDuration(info.start_time, info.end_time)),
@@ -244,7 +256,7 @@ export class RunsTable {
       const v = r.values.get(c);
       cells.push(el("span", { class: "c-value" }, typeof v === "number" ? formatNumber(v) : v ?? ""));
     }
-    const row = el("div", { class: "row run-row", "data-run-id": info.run_id });
+    const row = el("div", { class: "row run-row", "data-run-id": info.run_id, "data-depth": String(n.depth) });
     row.append(...cells);
     return row;
   }
