@@ -213,6 +213,25 @@ try {
     assert.deepEqual(await data(), { points: 1000, zoom: "", steps: `0,${n - 1}` });
   });
 
+  await check("artifact preview: text, JSON and images in the page", async () => {
+    await page.goto(`${url}/#/run/${compareRuns[0]}`);
+    await page.waitForSelector('.preview-button[data-path="notes.txt"]');
+    const previewable = await page.$$eval(".preview-button", (bs) => bs.map((b) => b.dataset.path));
+    assert.deepEqual(previewable.sort(), ["config.json", "notes.txt", "plots/plot.png", "provenance/git.diff", "timeline.json"]);
+    await page.click('.preview-button[data-path="notes.txt"]');
+    await page.waitForSelector('#artifact-preview[data-path="notes.txt"] pre');
+    assert.equal(await page.textContent("#artifact-preview pre"), process.env.DASH_ARTIFACT_TEXT);  // as text, no markup
+    assert.equal(await page.$$eval("#artifact-preview b", (b) => b.length), 0);
+    await page.click('.preview-button[data-path="config.json"]');
+    await page.waitForSelector('#artifact-preview[data-path="config.json"] pre');
+    assert.equal(await page.textContent("#artifact-preview pre"), process.env.DASH_ARTIFACT_JSON);  // indented
+    await page.click('.preview-button[data-path="plots/plot.png"]');
+    await page.waitForSelector('#artifact-preview[data-path="plots/plot.png"] img');
+    await page.waitForFunction(() => document.querySelector("#artifact-preview img").complete &&
+                                     document.querySelector("#artifact-preview img").naturalWidth > 0);
+    assert.deepEqual(await page.$eval("#artifact-preview img", (i) => [i.naturalWidth, i.naturalHeight]), [120, 80]);
+  });
+
   await check("nested runs: a sweep's trials under its run, parent and children on the run pages", async () => {
     const sweep = process.env.DASH_SWEEP_ID;
     await page.goto(`${url}/#/p/${process.env.DASH_SWEEP_EXPERIMENT_ID}`);

@@ -34,6 +34,24 @@ def sample_trace(path):
         json.dump(events, f)
 
 
+def write_png(path, width, height):
+    """A real PNG (RGB, a gradient), written with zlib alone."""
+    import struct
+    import zlib
+    rows = b"".join(b"\0" + bytes(v for x in range(width) for v in (x * 255 // width, y * 255 // height, 128))
+                    for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+ARTIFACT_JSON = {"model": {"layers": [64, 32], "activation": "relu"}, "lr": 0.1}
+ARTIFACT_TEXT = "epoch 1: loss 0.9\nepoch 2: loss 0.5 <b>not bold</b>\n"
+
+
 def record_sweep(uri, tmp_path):
     """trial-0..11: lr cycles over LRS, batch over 32..128; trial-11 ends with the lowest loss."""
     ids = []
@@ -51,6 +69,12 @@ def record_sweep(uri, tmp_path):
             trace = tmp_path / "timeline.json"
             sample_trace(trace)
             run.log_artifact(trace, "timeline.json")
+            (tmp_path / "notes.txt").write_text(ARTIFACT_TEXT)
+            run.log_artifact(tmp_path / "notes.txt", "notes.txt")
+            (tmp_path / "config.json").write_text(json.dumps(ARTIFACT_JSON))  # one line: the page indents it
+            run.log_artifact(tmp_path / "config.json", "config.json")
+            write_png(tmp_path / "plot.png", 120, 80)
+            run.log_artifact(tmp_path / "plot.png", "plots/plot.png")
         ids.append(run.id)
         run.finish()
     return ids
@@ -188,6 +212,7 @@ class Dashboard:
                    DASH_RUN_COUNT="13", DASH_LIVE_RUN_ID=self.live.id,
                    DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
                    DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep,
+                   DASH_ARTIFACT_JSON=json.dumps(ARTIFACT_JSON, indent=2), DASH_ARTIFACT_TEXT=ARTIFACT_TEXT,
                    DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
         result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
                                 capture_output=True, text=True, timeout=150)
@@ -217,7 +242,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 16
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 17
 
 
 @needs_browser

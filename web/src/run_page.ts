@@ -170,9 +170,16 @@ export class RunPage {
     }
     if (!files.length) { host.append(el("p", { class: "muted" }, "No artifacts.")); return; }
     const list = el("ul", { class: "artifacts" });
-    for (const f of files) list.append(el("li", {}, el("a", { href: artifactUrl(f.path), download: "" }, f.path.slice(root.length + 1)),
-                                           el("span", { class: "muted" }, ` ${f.file_size ?? ""} bytes`)));
-    host.append(list);
+    const preview = el("div", { id: "artifact-preview" });
+    for (const f of files) {
+      const name = f.path.slice(root.length + 1);
+      const kind = previewKind(name);
+      const button = kind ? el("button", { class: "preview-button", "data-path": name }, "Preview") : "";
+      if (button) button.addEventListener("click", () => void showPreview(preview, f.path, name, kind!, f.file_size));
+      list.append(el("li", {}, el("a", { href: artifactUrl(f.path), download: "" }, name),
+                     el("span", { class: "muted" }, ` ${f.file_size ?? ""} bytes `), button));
+    }
+    host.append(list, preview);
     const trace = files.find((f) => /timeline.*\.json$|\.trace\.json$/.test(f.path));
     if (!trace) return;
     const view = el("div", { class: "timeline", id: "timeline" });
@@ -184,6 +191,65 @@ export class RunPage {
       view.append(el("p", { class: "error" }, `Cannot read the timeline: ${(e as Error).message}`));
     }
   }
+}
+
+// Artifact preview: text, JSON (pretty-printed) and images, shown in the
+// page; bigger files are only downloaded.
+type PreviewKind = "text" | "json" | "image";
+const PREVIEW_MAX_BYTES = 2 << 20;
+const TEXT_SHOWN_BYTES = 256 << 10;
+
+export function previewKind(name: string): PreviewKind | undefined {
+  const ext = (name.match(/\.([^./]+)$/)?.[1] || "").toLowerCase();
+  if (ext === "json") return "json";
+  if (["png", "jpg", "jpeg", "gif", "webp", "svg", "bmp"].includes(ext)) return "image";
+  if (["txt", "log", "md", "csv", "tsv", "yaml", "yml", "py", "sh", "diff", "patch", "cfg", "ini", "toml", "out", "err"].includes(ext)) {
+    return "text";
+  }
+  return undefined;
+}
+
+async function showPreview(host: HTMLElement, path: string, name: string, kind: PreviewKind, size?: number): Promise<void> {
+  const head = el("h3", {}, name);
+  // data-path names the file once its preview is in (tests wait on it).
+  delete host.dataset.path;
+  host.dataset.kind = kind;
+  host.replaceChildren(head, el("p", { class: "muted" }, "Loading…"));
+  // A later click wins over a slower earlier one.
+  const ask = String(Number(host.dataset.asked || 0) + 1);
+  host.dataset.asked = ask;
+  const view = el("div", {});
+  await showPreviewOf(view, head, path, name, kind, size);
+  if (host.dataset.asked !== ask) return;
+  host.replaceChildren(...Array.from(view.childNodes));
+  host.dataset.path = name;
+}
+
+async function showPreviewOf(host: HTMLElement, head: HTMLElement, path: string, name: string, kind: PreviewKind,
+                             size?: number): Promise<void> {
+  if (kind !== "image" && (size ?? 0) > PREVIEW_MAX_BYTES) {
+    host.replaceChildren(head, el("p", { class: "muted" }, `Too big to preview (${size} bytes): download it.`));
+    return;
+  }
+  if (kind === "image") {
+    // An <img> runs no script, an SVG's included.
+    host.replaceChildren(head, el("img", { src: artifactUrl(path), alt: name, class: "artifact-image" }));
+    return;
+  }
+  const response = await fetch(artifactUrl(path));
+  const text = await response.text();
+  if (!response.ok) { host.replaceChildren(head, el("p", { class: "error" }, `Cannot read ${name}: HTTP ${response.status}`)); return; }
+  let shown = text;
+  if (kind === "json") {
+    try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) {
+      host.replaceChildren(head, el("p", { class: "error" }, `Not valid JSON: ${(e as Error).message}`),
+                           el("pre", { class: "artifact-text" }, text.slice(0, TEXT_SHOWN_BYTES)));
+      return;
+    }
+  }
+  const cut = shown.length > TEXT_SHOWN_BYTES;
+  host.replaceChildren(head, el("pre", { class: "artifact-text" }, shown.slice(0, TEXT_SHOWN_BYTES)),
+                       cut ? el("p", { class: "muted" }, `The first ${TEXT_SHOWN_BYTES} characters; download it for the rest.`) : "");
 }
 
 // A sweep's run or trial (cohort sweep --tracking) links to the sweep's page.
