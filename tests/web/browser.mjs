@@ -33,7 +33,7 @@ export async function launch(width = 1280, height = 800, extraArgs = []) {
   });
   const page = await browser.newPage({ viewport: { width, height } });
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("pageerror", (e) => errors.push(String(e) + (process.env.DASH_STACKS ? e.stack : "")));
   return { browser, page, errors };
 }
 

@@ -291,6 +291,36 @@ try {
     assert.equal(await page.textContent("#job-state"), "succeeded");
   });
 
+  await check("rename, delete and restore a run (MLflow's lifecycle_stage)", async () => {
+    const big = process.env.DASH_BIG_RUN_ID;
+    await page.goto(`${url}/#/run/${big}`);
+    await page.fill("#rename-input", "big (renamed)");
+    await page.click("#rename-form button");
+    await page.waitForFunction(() => document.querySelector("#run-name")?.textContent === "big (renamed)");
+    await page.click("#delete-run");
+    await page.waitForSelector("#run-deleted");
+    await page.click('#app a[href^="#/p/"]');  // its project
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "0 runs");
+    await page.selectOption("#run-view", "DELETED_ONLY");
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "1 runs");
+    assert.deepEqual(await rowNames(), ["big (renamed)"]);
+    assert.equal(await page.$eval(`.run-row[data-run-id="${big}"]`, (r) => r.classList.contains("deleted")), true);
+    await page.check(`.run-row input[data-run-id="${big}"]`);
+    await page.click("#restore-selected");
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "0 runs");
+    await page.selectOption("#run-view", "ACTIVE_ONLY");
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "1 runs");
+    // Delete from the table too, and the run page says so.
+    await page.check(`.run-row input[data-run-id="${big}"]`);
+    await page.click("#delete-selected");
+    await page.waitForFunction(() => document.querySelector("#run-count")?.textContent === "0 runs");
+    await page.goto(`${url}/#/run/${big}`);
+    await page.waitForSelector("#run-deleted");
+    await page.click("#restore-run");
+    await page.waitForSelector("#delete-run");
+    assert.equal(await page.$$eval("#run-deleted", (b) => b.length), 0);
+  });
+
   await check("unknown run shows the server's error", async () => {
     await page.goto(`${url}/#/run/0123456789abcdef`);
     await page.waitForSelector("#page-error");

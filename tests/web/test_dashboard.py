@@ -242,7 +242,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 17
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 18
 
 
 @needs_browser

@@ -1,7 +1,7 @@
 // One run: overview, params, tags, provenance, metric and system charts that
 // follow the run while it is RUNNING, artifacts and the engine's timeline.
 import uPlot from "uplot";
-import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, Run, RunInfo } from "./api";
+import { artifactRoot, artifactUrl, Experiment, get, getRun, history, listArtifacts, post, Run, RunInfo } from "./api";
 import { lineChart } from "./charts";
 import { MetricGroup, metricGroup, userFirst } from "./columns";
 import { parentOf } from "./run_tree";
@@ -18,16 +18,20 @@ export class RunPage {
   private run?: Run;
   private zoom = new Map<string, [number, number]>();  // a chart's zoomed-in steps
   private timer = 0;
+  private stopped = false;
 
   constructor(private root: HTMLElement, private runId: string) {}
 
   async mount(): Promise<void> {
+    this.stopped = false;
     const run = await getRun(this.runId);
     const info = run.info;
     const project = (await get<{ experiment: Experiment }>("experiments/get", { experiment_id: info.experiment_id })).experiment;
+    if (this.stopped) return;
     const tags = run.data.tags || [];
-    const title = el("h1", {}, info.run_name || info.run_id, " ",
-                     el("span", { class: `badge status-${info.status}`, id: "run-status" }, info.status));
+    const title = el("h1", {}, el("span", { id: "run-name" }, info.run_name || info.run_id), " ",
+                     el("span", { class: `badge status-${info.status}`, id: "run-status" }, info.status), " ",
+                     info.lifecycle_stage === "deleted" ? el("span", { class: "badge deleted", id: "run-deleted" }, "deleted") : "");
     const overview = table([
       ["Run id", info.run_id],
       ["Project", el("a", { href: `#/p/${info.experiment_id}` }, project.name)],
@@ -44,7 +48,7 @@ export class RunPage {
     const children = el("div", { id: "child-runs" });
     const grid = el("div", { class: "cards" },
       card("Overview", overview), card("Params", params), card("Provenance", provenance), card("Tags", other));
-    this.root.append(title, grid,
+    this.root.append(title, this.actions(info), grid,
       children,
       el("h2", {}, "Metrics"), el("div", { class: "charts", id: "metric-charts" }),
       section("engine", "Engine", el("div", { class: "charts", id: "engine-charts" })),
@@ -55,13 +59,42 @@ export class RunPage {
       d.addEventListener("toggle", () => { if (d.open && this.run) void this.refreshCharts(this.run); });
     }
     window.addEventListener("resize", this.onResize);
+    const artifacts = this.root.querySelector("#artifacts") as HTMLElement;
     await this.refreshCharts(run);
+    if (this.stopped) return;  // left for another page meanwhile
     void this.showChildren(info, children);
-    void this.showArtifacts(run);
+    void this.showArtifacts(run, artifacts);
     if (info.status === "RUNNING") this.timer = window.setInterval(() => void this.tick(), LIVE_REFRESH_MS);
   }
 
+  // Rename, and MLflow's delete (the run leaves the active runs; its data
+  // stays) and restore; the page reads the run again after each.
+  private actions(info: RunInfo): HTMLElement {
+    const error = el("span", { class: "error", id: "run-action-error" });
+    const act = async (endpoint: string, body: object) => {
+      try { await post(endpoint, { run_id: info.run_id, ...body }); } catch (e) {
+        error.textContent = (e as Error).message;
+        return;
+      }
+      this.unmount();
+      this.root.replaceChildren();
+      this.charts.clear();
+      await this.mount();
+    };
+    const name = el("input", { id: "rename-input", type: "text", size: "32", value: info.run_name || "" });
+    const rename = el("form", { id: "rename-form", class: "inline" }, name, el("button", { type: "submit", class: "secondary" }, "Rename"));
+    rename.addEventListener("submit", (e) => {
+      e.preventDefault();
+      if (name.value.trim()) void act("runs/update", { run_name: name.value.trim() });
+    });
+    const deleted = info.lifecycle_stage === "deleted";
+    const lifecycle = el("button", { id: deleted ? "restore-run" : "delete-run", class: "secondary" }, deleted ? "Restore" : "Delete");
+    lifecycle.addEventListener("click", () => void act(deleted ? "runs/restore" : "runs/delete", {}));
+    return el("div", { class: "toolbar" }, rename, lifecycle, error);
+  }
+
   unmount(): void {
+    this.stopped = true;
     window.clearInterval(this.timer);
     window.removeEventListener("resize", this.onResize);
   }
@@ -101,6 +134,7 @@ export class RunPage {
       user: "No metrics logged yet.", engine: "No engine metrics (cohort.torch's DistributedOptimizer logs them).",
       system: "No system metrics (logged every 10 s by cohort.track).",
     };
+    if (!hosts.user || !hosts.engine || !hosts.system) return;  // the page was left
     for (const group of ["user", "engine", "system"] as MetricGroup[]) {
       const n = keys.filter((k) => metricGroup(k) === group).length;
       const host = hosts[group];
@@ -160,8 +194,7 @@ export class RunPage {
       [i ? ", " : "", el("a", { href: `#/run/${c.info.run_id}`, "data-run-id": c.info.run_id }, c.info.run_name || c.info.run_id)])));
   }
 
-  private async showArtifacts(run: Run): Promise<void> {
-    const host = this.root.querySelector("#artifacts") as HTMLElement;
+  private async showArtifacts(run: Run, host: HTMLElement): Promise<void> {
     const root = artifactRoot(run.info);
     let files;
     try { files = await walk(root); } catch (e) {

@@ -1,7 +1,7 @@
 // The runs table of one project: server-side sort, filter and grouping
 // (runs/search), pages loaded in the background, only the rows and columns
 // in view built (virtualized), a column picker, selection for compare view.
-import { get, Run } from "./api";
+import { get, post, Run } from "./api";
 import { defaultColumns, metricGroup } from "./columns";
 import { Nested, nest } from "./run_tree";
 import { el, formatDuration, formatNumber, formatTime } from "./format";
@@ -57,6 +57,11 @@ export class RunsTable {
   private picker = el("div", { class: "picker-list" });
   private groupSelect = el("select", { id: "group-by" });
   private compareButton = el("button", { id: "compare-selected", disabled: "" }, "Compare selected");
+  // MLflow's lifecycle: a deleted run is hidden (ACTIVE_ONLY) until restored.
+  private viewSelect = el("select", { id: "run-view" }, el("option", { value: "ACTIVE_ONLY" }, "Active runs"),
+                          el("option", { value: "DELETED_ONLY" }, "Deleted runs"), el("option", { value: "ALL" }, "All runs"));
+  private deleteButton = el("button", { id: "delete-selected", class: "secondary", disabled: "" }, "Delete");
+  private restoreButton = el("button", { id: "restore-selected", class: "secondary", disabled: "" }, "Restore");
 
   // `filter`: the search to start with (a link such as the sweep page's gives one).
   constructor(private root: HTMLElement, private experimentId: string, private filter = "") {}
@@ -74,15 +79,32 @@ export class RunsTable {
     this.compareButton.addEventListener("click", () => {
       location.hash = `#/compare?runs=${[...this.selected].join(",")}`;
     });
+    this.viewSelect.addEventListener("change", () => void this.reload());
+    this.deleteButton.addEventListener("click", () => void this.lifecycle("runs/delete"));
+    this.restoreButton.addEventListener("click", () => void this.lifecycle("runs/restore"));
     const picker = el("details", { class: "picker", id: "column-picker" }, el("summary", {}, "Columns"), this.picker);
     this.root.append(
       el("div", { class: "toolbar" }, filterInput, el("label", {}, "Group by ", this.groupSelect), picker,
-         this.compareButton, this.status),
+         this.viewSelect, this.compareButton, this.deleteButton, this.restoreButton, this.status),
       this.error, this.viewport);
     this.viewport.append(this.header, this.spacer);
     this.viewport.addEventListener("scroll", () => this.renderRows());
     this.spacer.addEventListener("change", (e) => this.onSelect(e));
     await this.reload();
+  }
+
+  // Deletes or restores the selected runs, then reads the table again.
+  private async lifecycle(endpoint: string): Promise<void> {
+    let failure = "";
+    try {
+      for (const id of this.selected) await post(endpoint, { run_id: id });
+    } catch (e) {
+      failure = `${endpoint === "runs/delete" ? "Delete" : "Restore"} failed: ${(e as Error).message}`;
+    }
+    this.selected.clear();
+    this.selectionChanged();
+    await this.reload();
+    if (failure) this.error.textContent = failure;
   }
 
   private orderBy(): string[] {
@@ -102,6 +124,7 @@ export class RunsTable {
         const page = await get<{ runs?: Run[]; next_page_token?: string }>("runs/search", {
           experiment_ids: [this.experimentId], filter: this.filter || undefined,
           order_by: this.orderBy(), max_results: token ? PAGE_SIZE : FIRST_PAGE, page_token: token,
+          run_view_type: this.viewSelect.value,
         });
         if (generation !== this.generation) return;
         for (const run of page.runs || []) this.rows.push(rowOf(run));
@@ -256,7 +279,8 @@ export class RunsTable {
       const v = r.values.get(c);
       cells.push(el("span", { class: "c-value" }, typeof v === "number" ? formatNumber(v) : v ?? ""));
     }
-    const row = el("div", { class: "row run-row", "data-run-id": info.run_id, "data-depth": String(n.depth) });
+    const row = el("div", { class: `row run-row${info.lifecycle_stage === "deleted" ? " deleted" : ""}`,
+                            "data-run-id": info.run_id, "data-depth": String(n.depth) });
     row.append(...cells);
     return row;
   }
@@ -266,9 +290,15 @@ export class RunsTable {
     const id = box.getAttribute("data-run-id");
     if (!id) return;
     if (box.checked) this.selected.add(id); else this.selected.delete(id);
-    this.compareButton.textContent = `Compare selected (${this.selected.size})`;
-    this.compareButton.toggleAttribute("disabled", this.selected.size === 0);
+    this.selectionChanged();
   }
+
+  private selectionChanged(): void {
+    const n = this.selected.size;
+    this.compareButton.textContent = n ? `Compare selected (${n})` : "Compare selected";
+    for (const b of [this.compareButton, this.deleteButton, this.restoreButton]) b.toggleAttribute("disabled", n === 0);
+  }
+
 }
 
 // A sweep's own run (cohort sweep --tracking) links to the sweep's page.
