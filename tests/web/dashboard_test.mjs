@@ -23,6 +23,16 @@ try {
     await page.goto(`${url}/`);
     await page.waitForSelector(`#projects tr[data-experiment-id="${experiment}"]`);
     assert.equal(await page.textContent(`#projects tr[data-experiment-id="${experiment}"] a`), "dash-test");
+    // Run counts, and the last thing that happened: the live run logs all the time.
+    const cell = (e, col) => `#projects tr[data-experiment-id="${e}"] [data-col="${col}"]`;
+    assert.equal(await page.textContent(cell(experiment, "runs")), "13 (1 running)");
+    const last = Number(await page.getAttribute(cell(experiment, "last"), "data-time"));
+    assert.ok(Date.now() - last < 30000, `dash-test's last activity ${new Date(last).toISOString()} is recent`);
+    const sweepExperiment = process.env.DASH_SWEEP_EXPERIMENT_ID;
+    assert.equal(await page.textContent(cell(sweepExperiment, "runs")), "31");
+    assert.equal(await page.getAttribute(cell(sweepExperiment, "last"), "data-time"), process.env.DASH_SWEEP_LAST);
+    const order = await page.$$eval("#projects tr[data-experiment-id]", (rows) => rows.map((r) => r.dataset.experimentId));
+    assert.deepEqual(order.slice(0, 2), [sweepExperiment, experiment]);  // latest first: the sweep's end is minutes ahead
   });
 
   await check("table rows", async () => {

@@ -85,11 +85,13 @@ def record_fake_sweep(server, trials=30):
     runs, best_loss), written straight through the REST API: 30 finished ASHA
     trials whose loss depends mostly on lr (log-uniform 1e-4..1e-1), a little
     on dropout, and not at all on batch or optimizer. Returns (experiment id,
-    sweep run id, [(params, final loss)])."""
-    t0 = 1_700_000_000_000
+    sweep run id, [(params, final loss)], the project's last activity)."""
     status, e = server.post("experiments/create", {"name": "dash-sweep"})
     assert status == 200, e
     exp = e["experiment_id"]
+    # From the project's creation on (into the next minutes): its last
+    # activity is the sweep run's end, not the creation.
+    t0 = server.get("experiments/get", experiment_id=exp)[1]["experiment"]["creation_time"]
 
     def run(name, start, tags, params, metrics, end):
         status, r = server.post("runs/create", {"experiment_id": exp, "run_name": name, "start_time": start,
@@ -123,7 +125,7 @@ def record_fake_sweep(server, trials=30):
                                         "timestamp": start + 9_000, "step": i + 1})
         results.append((params, curve[-1][2]))
     server.post("runs/update", {"run_id": sweep, "status": "FINISHED", "end_time": t0 + 20_000 * (trials + 1)})
-    return exp, sweep, results
+    return exp, sweep, results, t0 + 20_000 * (trials + 1)
 
 
 TICKER = "import time\nfor i in range(3000):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)\n"
@@ -191,7 +193,7 @@ class Dashboard:
         self.queue_headers = {"X-Cohort-Queue-Token": self.queue_token}
         self.jobs = submit_jobs(self.server, self.queue_headers)
         self.ids = record_sweep(self.server.url, tmp_path)
-        self.sweep_experiment, self.sweep, self.sweep_trials = record_fake_sweep(self.server)
+        self.sweep_experiment, self.sweep, self.sweep_trials, self.sweep_last = record_fake_sweep(self.server)
         self.big = record_big_metric(self.server)
         self.live = cohort.track.init(project="dash-test", name="live", uri=self.server.url,
                                       system_metrics_s=None, flush_interval_ms=100)
@@ -213,7 +215,7 @@ class Dashboard:
                    DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
                    DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep,
                    DASH_ARTIFACT_JSON=json.dumps(ARTIFACT_JSON, indent=2), DASH_ARTIFACT_TEXT=ARTIFACT_TEXT,
-                   DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
+                   DASH_SWEEP_LAST=str(self.sweep_last), DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
         result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
                                 capture_output=True, text=True, timeout=150)
         print(result.stdout)
