@@ -67,3 +67,18 @@ await check("nesting: children under their parent, collapsed unless expanded, no
   // Every run once when all are expanded.
   assert.equal(flat(["p", "c2", "k1", "k2", "x"]).length, runs.length);
 });
+
+const timeline = await bundle("web/src/timeline.ts");
+
+await check("timeline: time ticks and lane labels", async () => {
+  assert.deepEqual(timeline.timeTicks(19750, 10), [0, 2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000]);
+  assert.deepEqual(timeline.timeTicks(5, 2), [0, 5]);
+  assert.deepEqual(timeline.timeTicks(0, 5), [0]);
+  assert.equal(timeline.formatMicros(2000, 1000), "2 ms");
+  assert.equal(timeline.formatMicros(2500000, 1e6), "2.5 s");
+  assert.equal(timeline.formatMicros(20, 10), "20 µs");
+  const events = [{ name: "thread_name", ph: "M", pid: 1, tid: 7, args: { name: "allreduce" } },
+                  { name: "process_name", ph: "M", pid: 1, args: { name: "worker-1" } }];
+  assert.deepEqual(timeline.laneLabels(events, ["1/7", "1/8", "2/7"]),
+                   ["worker-1 · allreduce", "worker-1 · thread 8", "rank 2 · thread 7"]);
+});

@@ -109,6 +109,14 @@ try {
     assert.ok(provenance.includes("cohort.command"), "provenance shows the command");
     await page.waitForSelector("#timeline-canvas");
     await waitInked(page, "#timeline", 100);
+    // Labelled rows (the trace's own thread name where it has one) and a time axis.
+    assert.equal(await page.getAttribute("#timeline", "data-lanes"), "rank 0 · background loop|rank 0 · thread 2");
+    const ticks = (await page.getAttribute("#timeline", "data-ticks")).split("|");
+    assert.ok(ticks.length >= 3, ticks.join(" "));
+    assert.equal(ticks[0], "0 ms");
+    const values = ticks.map((t) => Number(t.replace(/ ms$/, "")));
+    values.forEach((v, i) => assert.ok(ticks[i].endsWith(" ms") && (i < 2 || Math.abs(v - values[i - 1] - (values[1] - values[0])) < 1e-9)));
+    assert.ok(values[values.length - 1] <= 19.75 && values[values.length - 1] + values[1] > 19.75, "ticks reach the end");
   });
 
   await check("run page: the user's metrics first, in the same order on every load, filling the row", async () => {

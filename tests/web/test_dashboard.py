@@ -24,7 +24,8 @@ LRS = ["0.1", "0.01", "0.001"]
 
 def sample_trace(path):
     """A small engine timeline in Chrome's JSON array format (as docs/engine.md describes)."""
-    events = []
+    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "rank 0"}},
+              {"name": "thread_name", "ph": "M", "pid": 0, "tid": 1, "args": {"name": "background loop"}}]
     for cycle in range(20):
         t = cycle * 1000
         events += [{"name": "NEGOTIATE_ALLREDUCE", "ph": "X", "ts": t, "dur": 200, "pid": 0, "tid": 1},
