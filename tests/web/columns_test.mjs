@@ -82,3 +82,26 @@ await check("timeline: time ticks and lane labels", async () => {
   assert.deepEqual(timeline.laneLabels(events, ["1/7", "1/8", "2/7"]),
                    ["worker-1 · allreduce", "worker-1 · thread 8", "rank 2 · thread 7"]);
 });
+
+const importance = await bundle("web/src/importance.ts");
+
+await check("parameter importance: ε² of each param's groups, shares of the sum", async () => {
+  // y depends on a only: a explains all of it, b (balanced against a) none.
+  const a = ["x", "x", "y", "y", "x", "x", "y", "y"], b = ["p", "q", "p", "q", "p", "q", "p", "q"];
+  const y = [1, 1, 3, 3, 1, 1, 3, 3];
+  const got = importance.paramImportances(new Map([["b", b], ["a", a]]), y);
+  assert.deepEqual(got.map((g) => [g.param, g.share, g.explained, g.levels]), [["a", 1, 1, 2], ["b", 0, 0, 2]]);
+  // Hand-worked ε²: groups {1,2}, {3,6}: between 9, total 14, within 5 over n - k = 2.
+  assert.ok(Math.abs(importance.explainedVariance([0, 0, 1, 1], [1, 2, 3, 6]) - (9 - 5 / 2) / 14) < 1e-12);
+  assert.equal(importance.explainedVariance([0, 0, 0, 0], [1, 2, 3, 4]), 0);  // one group
+  assert.equal(importance.explainedVariance([0, 1, 0, 1], [2, 2, 2, 2]), 0);  // no spread
+  assert.equal(importance.paramImportances(new Map([["a", a.slice(0, 7)]]), y.slice(0, 7)), null);  // too few trials
+  // Many distinct numbers: equal-count bins by rank, so a log scale changes nothing.
+  const lr = Array.from({ length: 40 }, (_, i) => 10 ** (-4 + 3 * ((i * 7) % 40) / 40));
+  const loss = lr.map((v) => (Math.log10(v) + 2.5) ** 2);
+  const lin = importance.paramImportances(new Map([["lr", lr.map(String)]]), loss);
+  const log = importance.paramImportances(new Map([["lr", lr.map((v) => String(Math.log10(v)))]]), loss);
+  assert.equal(lin[0].levels, 6);
+  assert.equal(lin[0].explained, log[0].explained);
+  assert.ok(lin[0].explained > 0.8, String(lin[0].explained));  // a smooth curve: most of it, not all (6 steps)
+});

@@ -250,6 +250,21 @@ try {
     assert.deepEqual(await page.$eval("#artifact-preview img", (i) => [i.naturalWidth, i.naturalHeight]), [120, 80]);
   });
 
+  await check("parameter importance on the sweep page agrees with Optuna's fANOVA", async () => {
+    await page.goto(`${url}/#/sweep/${process.env.DASH_SWEEP_ID}`);
+    await page.waitForSelector("#sweep-importance tr[data-param]");
+    const ours = Object.fromEntries(await page.$$eval("#sweep-importance tr[data-param]", (rows) =>
+      rows.map((r) => [r.dataset.param, Number(r.dataset.share)])));
+    const optuna = JSON.parse(process.env.DASH_OPTUNA_IMPORTANCE);
+    console.log(`importance: ours ${JSON.stringify(ours)}, optuna ${JSON.stringify(optuna)}`);
+    assert.deepEqual(Object.keys(ours).sort(), Object.keys(optuna).sort());
+    const top = (m) => Object.entries(m).sort((a, b) => b[1] - a[1])[0][0];
+    assert.equal(top(ours), "lr");  // the loss is made of lr, a little dropout, noise
+    assert.equal(top(optuna), "lr");
+    for (const p of Object.keys(optuna)) assert.ok(Math.abs(ours[p] - optuna[p]) < 0.1, `${p}: ${ours[p]} vs ${optuna[p]}`);
+    assert.ok(Math.abs(Object.values(ours).reduce((a, b) => a + b, 0) - 1) < 1e-9);
+  });
+
   await check("nested runs: a sweep's trials under its run, parent and children on the run pages", async () => {
     const sweep = process.env.DASH_SWEEP_ID;
     await page.goto(`${url}/#/p/${process.env.DASH_SWEEP_EXPERIMENT_ID}`);

@@ -180,6 +180,22 @@ def record_big_metric(server):
     return run_id
 
 
+def optuna_importances(trials):
+    """Optuna's get_param_importances (its default, fANOVA over a random
+    forest; seeded) on the fake sweep's trials: the reference the sweep
+    page's importances are checked against."""
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    d = optuna.distributions
+    space = {"lr": d.FloatDistribution(1e-4, 1e-1, log=True), "batch": d.CategoricalDistribution([32, 64, 128, 256]),
+             "dropout": d.FloatDistribution(0, 0.5), "optimizer": d.CategoricalDistribution(["sgd", "adam"])}
+    study = optuna.create_study()
+    for params, value in trials:
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=space, value=value))
+    return dict(optuna.importance.get_param_importances(
+        study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)))
+
+
 class Dashboard:
     """The server both browser tests use (its job queue on, 2 slots), its
     runs and jobs, and a run that keeps logging."""
@@ -216,7 +232,8 @@ class Dashboard:
                    DASH_COMPARE_RUN_IDS=",".join([self.ids[0], self.ids[5], self.ids[11]]),
                    DASH_SWEEP_EXPERIMENT_ID=self.sweep_experiment, DASH_SWEEP_ID=self.sweep,
                    DASH_ARTIFACT_JSON=json.dumps(ARTIFACT_JSON, indent=2), DASH_ARTIFACT_TEXT=ARTIFACT_TEXT,
-                   DASH_SWEEP_LAST=str(self.sweep_last), DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
+                   DASH_SWEEP_LAST=str(self.sweep_last),
+                   DASH_OPTUNA_IMPORTANCE=json.dumps(optuna_importances(self.sweep_trials)), DASH_QUEUE_TOKEN=self.queue_token, DASH_BIG_RUN_ID=self.big, DASH_BIG_POINTS=str(BIG_POINTS), DASH_JOBS=json.dumps(self.jobs), **env)
         result = subprocess.run(["node", os.path.join(HERE, script)], env=env,
                                 capture_output=True, text=True, timeout=150)
         print(result.stdout)
@@ -245,7 +262,7 @@ def dashboard(tmp_path_factory):
 
 @needs_browser
 def test_dashboard_in_chromium(dashboard):
-    assert dashboard.node("dashboard_test.mjs").count("ok ") == 18
+    assert dashboard.node("dashboard_test.mjs").count("ok ") == 19
 
 
 @needs_browser
