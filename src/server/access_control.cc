@@ -17,6 +17,7 @@ constexpr const char* kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/artifact
                                              "/ajax-api/2.0/mlflow-artifacts/artifacts"};
 
 const std::set<std::string> kReadEndpoints = {"experiments/get",
+                                              "experiments/activity",
                                               "experiments/get-by-name",
                                               "experiments/search",
                                               "runs/get",
@@ -90,11 +91,11 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
     if (!e.ok()) return std::nullopt;  // the API answers the 404
     experiments.push_back(e->experiment_id);
   }
-  if (endpoint == "runs/search") {
+  if (endpoint == "runs/search" || endpoint == "experiments/activity") {
     auto ids = fields->StringList("experiment_ids");
     if (!ids.ok()) return std::nullopt;
     if (ids->empty()) {
-      return MlflowError("PERMISSION_DENIED", "Under --auth runs/search needs experiment_ids");
+      return MlflowError("PERMISSION_DENIED", "Under --auth " + endpoint + " needs experiment_ids");
     }
     experiments.insert(experiments.end(), ids->begin(), ids->end());
   }

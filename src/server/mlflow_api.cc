@@ -446,6 +446,32 @@ Result<json> GetMetricHistoryBulkInterval(track::TrackingStore& store, const Req
   return out;
 }
 
+// Not MLflow's: the dashboard's projects page (run counts by status, the
+// last activity) for up to kMaxActivityExperiments experiments a call.
+constexpr size_t kMaxActivityExperiments = 1000;
+
+Result<json> ExperimentActivities(track::TrackingStore& store, const RequestFields& f) {
+  COHORT_ASSIGN(ids, f.StringList("experiment_ids"));
+  if (ids.empty()) return f.RequiredString("experiment_ids").status();
+  if (ids.size() > kMaxActivityExperiments) {
+    return Status::InvalidArgument("experiments/activity takes at most " +
+                                   std::to_string(kMaxActivityExperiments) +
+                                   " experiment_ids; got " + std::to_string(ids.size()));
+  }
+  COHORT_ASSIGN(activities, store.ExperimentActivities(ids));
+  json out = {{"experiments", json::array()}};
+  for (const track::ExperimentActivity& a : activities) {
+    out["experiments"].push_back({{"experiment_id", a.experiment_id},
+                                  {"runs", a.runs},
+                                  {"running", a.running},
+                                  {"finished", a.finished},
+                                  {"failed", a.failed},
+                                  {"killed", a.killed},
+                                  {"last_activity_time", a.last_activity_time}});
+  }
+  return out;
+}
+
 struct Route {
   std::set<std::string> methods;
   Endpoint endpoint;
@@ -461,6 +487,7 @@ const std::map<std::string, Route>& Routes() {
       {"experiments/delete", {{"POST"}, ExperimentLifecycle(track::kDeleted)}},
       {"experiments/restore", {{"POST"}, ExperimentLifecycle(track::kActive)}},
       {"experiments/set-experiment-tag", {{"POST"}, SetExperimentTag}},
+      {"experiments/activity", {{"GET"}, ExperimentActivities}},
       {"runs/create", {{"POST"}, CreateRun}},
       {"runs/get", {{"GET"}, GetRun}},
       {"runs/update", {{"POST"}, UpdateRun}},

@@ -2,6 +2,7 @@
 // and tokens.
 #include "track/sql_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -454,6 +455,45 @@ Result<std::string> SqlStore::ExperimentOfRun(const std::string& run_id) {
   if (!id.ok()) return id.status();
   if (id->empty()) return RunNotFound(run_id);
   return id->front();
+}
+
+Result<std::vector<ExperimentActivity>> SqlStore::ExperimentActivities(
+    const std::vector<std::string>& experiment_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Both by the runs' experiment index; latest_metrics holds one row per
+  // run and key, so the second reads no history.
+  auto runs = db_->Prepare(
+      "SELECT count(*), count(*) FILTER (WHERE status = 'RUNNING'),"
+      " count(*) FILTER (WHERE status = 'FINISHED'), count(*) FILTER (WHERE status = 'FAILED'),"
+      " count(*) FILTER (WHERE status = 'KILLED'),"
+      " coalesce(max(CASE WHEN end_time > start_time THEN end_time ELSE start_time END), 0)"
+      " FROM runs WHERE experiment_id = ? AND lifecycle_stage = 'active'");
+  if (!runs.ok()) return runs.status();
+  auto metrics = db_->Prepare(
+      "SELECT coalesce(max(l.timestamp), 0) FROM latest_metrics l JOIN runs r ON"
+      " l.run_uuid = r.run_uuid WHERE r.experiment_id = ? AND r.lifecycle_stage = 'active'");
+  if (!metrics.ok()) return metrics.status();
+  std::vector<ExperimentActivity> out;
+  for (const std::string& id : experiment_ids) {
+    ExperimentActivity a;
+    a.experiment_id = id;
+    (*runs)->Reset();
+    COHORT_RETURN_IF_ERROR((*runs)->BindAll({ExperimentKey(id)}));
+    auto row = (*runs)->Step();
+    if (!row.ok()) return row.status();
+    if (*row) {
+      SqlStatement& r = **runs;
+      a.runs = r.Int(0), a.running = r.Int(1), a.finished = r.Int(2), a.failed = r.Int(3);
+      a.killed = r.Int(4), a.last_activity_time = r.Int(5);
+    }
+    (*metrics)->Reset();
+    COHORT_RETURN_IF_ERROR((*metrics)->BindAll({ExperimentKey(id)}));
+    row = (*metrics)->Step();
+    if (!row.ok()) return row.status();
+    if (*row) a.last_activity_time = std::max(a.last_activity_time, (*metrics)->Int(0));
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 // Experiment ids are integers in this store; anything else matches none.

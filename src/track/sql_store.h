@@ -80,6 +80,8 @@ class SqlStore : public TrackingStore {
   Result<std::string> Permission(const std::string& experiment_id,
                                  const std::string& user) override;
   Result<std::string> ExperimentOfRun(const std::string& run_id) override;
+  Result<std::vector<ExperimentActivity>> ExperimentActivities(
+      const std::vector<std::string>& experiment_ids) override;
   Status GrantQueue(const std::string& project, const std::string& user,
                     const std::string& level) override;
   Result<std::string> QueuePermission(const std::string& project, const std::string& user) override;

@@ -121,6 +121,10 @@ class TrackingStore {
                                          const std::string& user) = 0;
   // The experiment a run belongs to (NotFound for an unknown run).
   virtual Result<std::string> ExperimentOfRun(const std::string& run_id) = 0;
+  // Run counts and last activity of these experiments, in this order (an
+  // unknown id gets zeros).
+  virtual Result<std::vector<ExperimentActivity>> ExperimentActivities(
+      const std::vector<std::string>& experiment_ids) = 0;
 
   // The job queue's grants (`cohort server --auth`): per queue project, a
   // user may "READ" (see its jobs and their logs) or "SUBMIT" (which

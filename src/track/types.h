@@ -42,6 +42,17 @@ struct Experiment {
   std::vector<Tag> tags;
 };
 
+// What the dashboard's projects page shows of an experiment: its active
+// runs by status and when anything in it last happened (a run started or
+// ended, or a run's latest metric was logged), in ms since the epoch; 0 when
+// it has no runs.
+struct ExperimentActivity {
+  std::string experiment_id;
+  int64_t runs = 0;
+  int64_t running = 0, finished = 0, failed = 0, killed = 0;
+  int64_t last_activity_time = 0;
+};
+
 struct RunInfo {
   std::string run_id;
   std::string run_name;

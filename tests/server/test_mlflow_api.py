@@ -481,6 +481,14 @@ def test_auth_experiments_are_readable_and_writable_by_named_users(backend, tmp_
         assert error(as_user(s, "bob", "POST", "runs/search", {"experiment_ids": [eid]}))[:2] == \
             (403, "PERMISSION_DENIED")
         assert error(as_user(s, "bob", "POST", "runs/create", {}))[:2] == (403, "PERMISSION_DENIED")
+        # The dashboard's run counts: an experiment's reader only, and experiment_ids needed.
+        assert error(as_user(s, "bob", "GET", "experiments/activity", query={"experiment_ids": [eid]})) == \
+            (403, "PERMISSION_DENIED", f"User 'bob' may not read experiment {eid}")
+        assert error(as_user(s, "bob", "GET", "experiments/activity")) == \
+            (403, "PERMISSION_DENIED", "Under --auth experiments/activity needs experiment_ids")
+        status, body = as_user(s, "alice", "GET", "experiments/activity", query={"experiment_ids": [eid]})
+        assert status == 200 and [(a["experiment_id"], a["runs"], a["running"]) for a in body["experiments"]] == \
+            [(eid, 1, 1)]
         status, body = as_user(s, "bob", "POST", "experiments/search", {})
         assert status == 200 and body["experiments"] == []
         status, body = as_user(s, "alice", "POST", "experiments/search", {})
@@ -643,3 +651,23 @@ def test_sweep_journal_under_auth_follows_the_experiments_access(backend, tmp_pa
             (403, "PERMISSION_DENIED")
     finally:
         s.stop()
+
+
+def test_experiment_activity_counts_active_runs_and_refuses_bad_input(server):
+    status, body = server.post("experiments/create", {"name": "activity"})
+    eid = body["experiment_id"]
+    runs = [new_run(server, eid) for _ in range(3)]
+    assert server.post("runs/update", {"run_id": runs[0], "status": "FAILED", "end_time": 5})[0] == 200
+    assert server.post("runs/delete", {"run_id": runs[2]}) == (200, {})
+    status, body = server.get("experiments/activity", experiment_ids=[eid, "999"])
+    assert status == 200
+    first, unknown = body["experiments"]
+    assert (first["experiment_id"], first["runs"], first["running"], first["failed"]) == (eid, 2, 1, 1)
+    assert first["last_activity_time"] > 0
+    assert unknown == {"experiment_id": "999", "runs": 0, "running": 0, "finished": 0, "failed": 0,
+                       "killed": 0, "last_activity_time": 0}
+    assert error(server.get("experiments/activity")) == \
+        (400, "INVALID_PARAMETER_VALUE", "Missing value for required parameter 'experiment_ids'. See the "
+         "API docs for more information about request parameters.")
+    assert error(server.get("experiments/activity", experiment_ids=[str(i) for i in range(1001)])) == \
+        (400, "INVALID_PARAMETER_VALUE", "experiments/activity takes at most 1000 experiment_ids; got 1001")

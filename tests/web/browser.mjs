@@ -9,6 +9,23 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const require = createRequire(path.join(root, "build-tools/web/node_modules/"));
 const { chromium } = require("playwright-core");
 
+// One of web/src's modules bundled by npm's esbuild and imported, for unit
+// tests of its pure functions in node.
+export async function bundle(source) {
+  const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+  const os = await import("node:os");
+  const { pathToFileURL } = await import("node:url");
+  const built = require("esbuild").buildSync({ entryPoints: [path.join(root, source)], bundle: true,
+                                               format: "esm", write: false, logLevel: "warning" });
+  const dir = mkdtempSync(path.join(os.tmpdir(), "web-module-"));
+  try {
+    writeFileSync(path.join(dir, "module.mjs"), built.outputFiles[0].text);
+    return await import(pathToFileURL(path.join(dir, "module.mjs")).href);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+}
+
 export async function launch(width = 1280, height = 800, extraArgs = []) {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -16,7 +33,7 @@ export async function launch(width = 1280, height = 800, extraArgs = []) {
   });
   const page = await browser.newPage({ viewport: { width, height } });
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("pageerror", (e) => errors.push(String(e) + (process.env.DASH_STACKS ? e.stack : "")));
   return { browser, page, errors };
 }
 

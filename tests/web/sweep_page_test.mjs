@@ -47,6 +47,13 @@ try {
   await check("runs table marks the sweep's runs and links to its page", async () => {
     await page.goto(`${url}/#/p/${asha.experiment}`);
     await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, asha.runs);
+    // The sweep's own runs: the continued one (and the trials) fold under the first.
+    await page.fill("#runs-filter", "tags.`cohort.sweep.role` = 'sweep'");
+    await page.press("#runs-filter", "Enter");
+    await page.waitForFunction((n) => document.querySelector("#run-count")?.textContent === `${n} runs`, asha.sweep_runs.length);
+    assert.equal(await page.$$eval(".run-row", (rs) => rs.length), 1);
+    await page.click(`.nest-toggle[data-run-id="${asha.sweep}"]`);
+    await page.waitForFunction((n) => document.querySelectorAll(".run-row").length === n, asha.sweep_runs.length);
     const links = await page.$$eval(".run-row .sweep-link", (as) => as.map((a) => [a.closest(".run-row").dataset.runId, a.getAttribute("href")]));
     assert.deepEqual(links.sort(), asha.sweep_runs.map((id) => [id, `#/sweep/${asha.sweep}`]).sort());
     await page.click(".run-row .sweep-link");

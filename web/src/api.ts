@@ -67,13 +67,64 @@ export function artifactRoot(run: RunInfo): string {
                                 : `${run.experiment_id}/${run.run_id}/artifacts`;
 }
 
-// Downsampled history (min/max buckets on the server): at most maxResults points per run.
-export async function history(runIds: string[], key: string, maxResults = 1000): Promise<Metric[]> {
-  const r = await get<{ metrics?: Metric[] }>("metrics/get-history-bulk-interval",
-                                               { run_ids: runIds, metric_key: key, max_results: maxResults });
+// Downsampled history (min/max buckets on the server): at most maxResults
+// points per run, of the steps in `range` (both ends included) when given.
+export async function history(runIds: string[], key: string, maxResults = 1000,
+                              range?: [number, number]): Promise<Metric[]> {
+  const r = await get<{ metrics?: Metric[] }>("metrics/get-history-bulk-interval", {
+    run_ids: runIds, metric_key: key, max_results: maxResults,
+    start_step: range?.[0], end_step: range?.[1] });
   return r.metrics || [];
 }
 
 export async function getRun(runId: string): Promise<Run> {
   return (await get<{ run: Run }>("runs/get", { run_id: runId })).run;
+}
+
+// The job queue (/api/queue, docs/queue.md). Every call carries a secret:
+// the queue's token (without --auth) or the user's (with --auth), both sent
+// as a bearer token. The page asks for it once and keeps it for the tab's
+// life only (sessionStorage), never in the URL.
+export interface Job {
+  id: number; state: string; slots: number; priority: string; user: string; project: string; pool: string;
+  command: string[]; submitted?: number | null; started?: number | null; finished?: number | null;
+  reason: string; exit_code?: number | null; restarts: number; host: string; position?: number | null;
+  estimated_start?: number | null;
+}
+
+export class NeedsToken extends ApiError {}
+
+const QUEUE_TOKEN = "cohort.queue-token";
+
+export function queueToken(): string { return sessionStorage.getItem(QUEUE_TOKEN) || ""; }
+export function setQueueToken(token: string): void {
+  if (token) sessionStorage.setItem(QUEUE_TOKEN, token); else sessionStorage.removeItem(QUEUE_TOKEN);
+}
+
+async function queueFetch(path: string): Promise<Response> {
+  const token = queueToken();
+  const response = await fetch(`/api/queue/${path}`, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (response.status === 401) {
+    const body = await response.json().catch(() => ({}));
+    throw new NeedsToken(body.message || "The queue needs a token");
+  }
+  return response;
+}
+
+export async function listJobs(): Promise<Job[]> {
+  return (await parse<{ jobs?: Job[] }>(await queueFetch("jobs"))).jobs || [];
+}
+
+export async function getJob(id: number): Promise<Job> {
+  return parse<Job>(await queueFetch(`jobs/${id}`));
+}
+
+// The log from byte `offset`: the bytes, the next offset, and the job's state
+// read before them (a final state means the log is complete).
+export async function jobLog(id: number, offset: number): Promise<{ bytes: Uint8Array; next: number; state: string }> {
+  const response = await queueFetch(`jobs/${id}/log?offset=${offset}`);
+  if (!response.ok) await parse(response);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  return { bytes, next: Number(response.headers.get("X-Cohort-Log-Offset") || offset + bytes.length),
+           state: response.headers.get("X-Cohort-Job-State") || "" };
 }

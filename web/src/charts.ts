@@ -1,6 +1,7 @@
 // Charts: uPlot line charts for metric curves, and two hand-drawn canvas
 // charts (parallel coordinates, scatter) for comparing runs.
 import uPlot from "uplot";
+import { axisPosition, wantsLogScale } from "./columns";
 import { seriesColor, formatNumber, shortNumber } from "./format";
 
 export interface Curve { label: string; xs: number[]; ys: number[]; }
@@ -19,10 +20,19 @@ export function smooth(ys: number[], weight: number): number[] {
   return out;
 }
 
+// Zoom that reads the detail: dragging over the plot asks `zoom` for the
+// points of that x range (whole steps) and draws them; a double click asks
+// for the whole range again (null).
+export type ZoomFetch = (range: [number, number] | null) => Promise<uPlot.AlignedData>;
+
 export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLabel: string,
-                          width: number): uPlot {
+                          width: number, zoom?: ZoomFetch): uPlot {
   const opts: uPlot.Options = {
     title, width, height: 220,
+    ...(zoom ? { cursor: { drag: { x: true, y: false, setScale: false } },
+                 hooks: { setSelect: [(u: uPlot) => zoomTo(u, zoom)], ready: [(u: uPlot) => {
+                   u.over.addEventListener("dblclick", () => void zoomOut(u, zoom));
+                 }] } } : {}),
     scales: { x: { time: xLabel === "time" } },
     axes: [{ label: xLabel === "time" ? "" : xLabel }, { size: 56, values: (_u, ticks) => ticks.map(shortNumber) }],
     series: [{ label: xLabel }, ...curves.map((c, i) => ({
@@ -31,6 +41,19 @@ export function lineChart(host: HTMLElement, title: string, curves: Curve[], xLa
     legend: { show: curves.length > 1 },
   };
   return new uPlot(opts, alignCurves(curves), host);
+}
+
+async function zoomTo(u: uPlot, zoom: ZoomFetch): Promise<void> {
+  if (u.select.width < 3) return;
+  const lo = Math.floor(u.posToVal(u.select.left, "x")), hi = Math.ceil(u.posToVal(u.select.left + u.select.width, "x"));
+  u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+  const data = await zoom([lo, Math.max(lo, hi)]);
+  u.setData(data, false);
+  u.setScale("x", { min: lo, max: Math.max(lo + 1, hi) });
+}
+
+async function zoomOut(u: uPlot, zoom: ZoomFetch): Promise<void> {
+  u.setData(await zoom(null), true);
 }
 
 // A sweep's progress: the best value so far against the number of completed
@@ -68,8 +91,8 @@ function scaleFor(values: (number | string | undefined)[]): (v: number | string 
   const numeric = present.every((v) => typeof v === "number" || !isNaN(Number(v)));
   if (numeric) {
     const nums = present.map(Number);
-    const lo = Math.min(...nums), hi = Math.max(...nums);
-    return (v) => (v === undefined || v === "" ? null : hi === lo ? 0.5 : (Number(v) - lo) / (hi - lo));
+    const lo = Math.min(...nums), hi = Math.max(...nums), log = wantsLogScale(present);
+    return (v) => (v === undefined || v === "" ? null : axisPosition(Number(v), lo, hi, log));
   }
   const cats = [...new Set(present.map(String))].sort();
   return (v) => (v === undefined ? null : cats.length < 2 ? 0.5 : cats.indexOf(String(v)) / (cats.length - 1));
@@ -102,6 +125,7 @@ function canvas(host: HTMLElement, width: number, height: number): CanvasRenderi
 export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: number, colors?: string[]): void {
   const height = 280, top = 30, bottom = 30, left = 50, right = 50;
   const ctx = canvas(host, width, height);
+  host.dataset.logAxes = axes.filter((a) => wantsLogScale(a.values)).map((a) => a.name).join(",");
   const step = axes.length > 1 ? (width - left - right) / (axes.length - 1) : 0;
   const scales = axes.map((a) => scaleFor(a.values));
   const runs = axes.length ? axes[0].values.length : 0;
@@ -122,7 +146,7 @@ export function parallelCoordinates(host: HTMLElement, axes: Axis[], width: numb
     const x = left + i * step;
     ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, height - bottom); ctx.stroke();
     const [hi, lo] = axisLabels(a.values);
-    ctx.fillText(a.name, x, 14);
+    ctx.fillText(wantsLogScale(a.values) ? `${a.name} (log)` : a.name, x, 14);
     ctx.fillStyle = "#666"; ctx.fillText(hi, x, top - 4); ctx.fillText(lo, x, height - bottom + 14);
     ctx.fillStyle = "#333";
   });
@@ -134,6 +158,10 @@ export function scatter(host: HTMLElement, xs: (number | string | undefined)[], 
   const height = 280, pad = 50;
   const ctx = canvas(host, width, height);
   const sx = scaleFor(xs), sy = scaleFor(ys);
+  const logX = wantsLogScale(xs), logY = wantsLogScale(ys);
+  host.dataset.logAxes = [logX ? "x" : "", logY ? "y" : ""].filter(Boolean).join(",");
+  if (logX) xName += " (log)";
+  if (logY) yName += " (log)";
   ctx.strokeStyle = "#888"; ctx.beginPath();
   ctx.moveTo(pad, 10); ctx.lineTo(pad, height - pad); ctx.lineTo(width - 10, height - pad); ctx.stroke();
   ctx.fillStyle = "#333"; ctx.textAlign = "center";

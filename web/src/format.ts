@@ -53,3 +53,10 @@ export function table(rows: [string, string | Node][], emptyText: string): HTMLE
   for (const [k, v] of rows) t.append(el("tr", {}, el("th", {}, k), el("td", {}, v)));
   return t;
 }
+
+// The width of `e`'s content box (its padding taken off): what a chart
+// drawn inside it may take.
+export function contentWidth(e: HTMLElement): number {
+  const s = getComputedStyle(e);
+  return Math.max(0, e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight));
+}

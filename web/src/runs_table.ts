@@ -1,7 +1,9 @@
 // The runs table of one project: server-side sort, filter and grouping
 // (runs/search), pages loaded in the background, only the rows and columns
 // in view built (virtualized), a column picker, selection for compare view.
-import { get, Run } from "./api";
+import { get, post, Run } from "./api";
+import { defaultColumns, metricGroup } from "./columns";
+import { Nested, nest } from "./run_tree";
 import { el, formatDuration, formatNumber, formatTime } from "./format";
 
 const ROW_HEIGHT = 28;
@@ -11,7 +13,8 @@ const FIRST_PAGE = 300;
 const PAGE_SIZE = 50000;
 
 interface Row { run: Run; values: Map<string, string | number>; }
-type Item = { group: string; count: number } | Row;
+// A run's row nests under its parent's (run_tree.ts) unless rows are grouped.
+type Item = { group: string; count: number } | Nested<Row>;
 
 // "metrics.loss" → metrics.`loss` (MLflow's quoting for keys with dots or spaces).
 export function searchIdentifier(column: string): string {
@@ -45,6 +48,7 @@ export class RunsTable {
   private generation = 0;
   private done = false;
   private selected = new Set<string>();
+  private expanded = new Set<string>();  // parents whose children show
   private viewport = el("div", { class: "viewport", id: "runs-viewport" });
   private spacer = el("div", { class: "spacer" });
   private header = el("div", { class: "row header", id: "runs-header" });
@@ -53,6 +57,11 @@ export class RunsTable {
   private picker = el("div", { class: "picker-list" });
   private groupSelect = el("select", { id: "group-by" });
   private compareButton = el("button", { id: "compare-selected", disabled: "" }, "Compare selected");
+  // MLflow's lifecycle: a deleted run is hidden (ACTIVE_ONLY) until restored.
+  private viewSelect = el("select", { id: "run-view" }, el("option", { value: "ACTIVE_ONLY" }, "Active runs"),
+                          el("option", { value: "DELETED_ONLY" }, "Deleted runs"), el("option", { value: "ALL" }, "All runs"));
+  private deleteButton = el("button", { id: "delete-selected", class: "secondary", disabled: "" }, "Delete");
+  private restoreButton = el("button", { id: "restore-selected", class: "secondary", disabled: "" }, "Restore");
 
   // `filter`: the search to start with (a link such as the sweep page's gives one).
   constructor(private root: HTMLElement, private experimentId: string, private filter = "") {}
@@ -70,15 +79,32 @@ export class RunsTable {
     this.compareButton.addEventListener("click", () => {
       location.hash = `#/compare?runs=${[...this.selected].join(",")}`;
     });
+    this.viewSelect.addEventListener("change", () => void this.reload());
+    this.deleteButton.addEventListener("click", () => void this.lifecycle("runs/delete"));
+    this.restoreButton.addEventListener("click", () => void this.lifecycle("runs/restore"));
     const picker = el("details", { class: "picker", id: "column-picker" }, el("summary", {}, "Columns"), this.picker);
     this.root.append(
       el("div", { class: "toolbar" }, filterInput, el("label", {}, "Group by ", this.groupSelect), picker,
-         this.compareButton, this.status),
+         this.viewSelect, this.compareButton, this.deleteButton, this.restoreButton, this.status),
       this.error, this.viewport);
     this.viewport.append(this.header, this.spacer);
     this.viewport.addEventListener("scroll", () => this.renderRows());
     this.spacer.addEventListener("change", (e) => this.onSelect(e));
     await this.reload();
+  }
+
+  // Deletes or restores the selected runs, then reads the table again.
+  private async lifecycle(endpoint: string): Promise<void> {
+    let failure = "";
+    try {
+      for (const id of this.selected) await post(endpoint, { run_id: id });
+    } catch (e) {
+      failure = `${endpoint === "runs/delete" ? "Delete" : "Restore"} failed: ${(e as Error).message}`;
+    }
+    this.selected.clear();
+    this.selectionChanged();
+    await this.reload();
+    if (failure) this.error.textContent = failure;
   }
 
   private orderBy(): string[] {
@@ -98,6 +124,7 @@ export class RunsTable {
         const page = await get<{ runs?: Run[]; next_page_token?: string }>("runs/search", {
           experiment_ids: [this.experimentId], filter: this.filter || undefined,
           order_by: this.orderBy(), max_results: token ? PAGE_SIZE : FIRST_PAGE, page_token: token,
+          run_view_type: this.viewSelect.value,
         });
         if (generation !== this.generation) return;
         for (const run of page.runs || []) this.rows.push(rowOf(run));
@@ -117,7 +144,7 @@ export class RunsTable {
     const before = this.columns.size;
     for (const r of this.rows) for (const k of r.values.keys()) this.columns.add(k);
     if (this.columns.size !== before) this.refreshColumnChoices();
-    this.items = this.groupColumn ? this.grouped() : this.rows;
+    this.items = this.groupColumn ? this.grouped() : nest(this.rows, (r) => r.run, this.expanded);
     this.status.textContent = `${this.rows.length.toLocaleString("en-US")} runs${this.done ? "" : " (loading…)"}`;
     this.spacer.style.height = `${this.items.length * ROW_HEIGHT}px`;
     this.renderHeader();
@@ -134,7 +161,7 @@ export class RunsTable {
       const v = valueOf(r);
       if (v !== last) items.push({ group: `${columnLabel(this.groupColumn)} = ${v}`, count: counts.get(v)! });
       last = v;
-      items.push(r);
+      items.push({ item: r, depth: 0, children: 0, expanded: false });
     }
     return items;
   }
@@ -142,25 +169,49 @@ export class RunsTable {
   private refreshColumnChoices(): void {
     const all = [...this.columns].sort();
     if (!this.userPickedColumns) {
-      const metrics = all.filter((c) => c.startsWith("metrics.") && !c.startsWith("metrics.system/"));
-      const params = all.filter((c) => c.startsWith("params."));
-      this.visible = [...metrics.slice(0, 6), ...params.slice(0, 6)];
+      const room = this.viewport.clientWidth || this.root.clientWidth;
+      this.visible = defaultColumns(all, Math.floor((room - rowWidth(0, this.compact())) / valueWidth(this.compact())));
     }
-    this.picker.replaceChildren(...all.map((c) => {
-      const box = el("input", { type: "checkbox", "data-col": c });
-      box.checked = this.visible.includes(c);
-      box.addEventListener("change", () => {
-        this.userPickedColumns = true;
-        this.visible = box.checked ? [...this.visible, c] : this.visible.filter((v) => v !== c);
-        this.renderHeader(); this.renderRows();
-      });
-      return el("label", {}, box, " " + c);
+    // The user's metrics and the params open; cohort's own metrics and the
+    // tags in sections of their own, closed until asked for.
+    const sections: [string, string, (c: string) => boolean, boolean][] = [
+      ["metrics", "Metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "user", true],
+      ["params", "Params", (c) => c.startsWith("params."), true],
+      ["engine", "Engine metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "engine", false],
+      ["system", "System metrics", (c) => c.startsWith("metrics.") && metricGroup(c.slice(8)) === "system", false],
+      ["tags", "Tags", (c) => c.startsWith("tags."), false],
+    ];
+    const open = new Set(Array.from(this.picker.querySelectorAll("details[open]")).map((d) => (d as HTMLElement).dataset.section));
+    this.picker.replaceChildren(...sections.map(([id, title, has, opened]) => {
+      const cols = all.filter(has);
+      if (!cols.length) return "";
+      const section = el("details", { class: "picker-section", "data-section": id },
+                         el("summary", {}, `${title} (${cols.length})`), ...cols.map((c) => this.columnBox(c)));
+      section.open = open.size ? open.has(id) : opened;
+      return section;
     }));
     const current = this.groupSelect.value;
     this.groupSelect.replaceChildren(el("option", { value: "" }, "(none)"),
       ...all.filter((c) => !c.startsWith("tags.mlflow.") && c !== "tags.cohort.command")
         .map((c) => el("option", { value: c }, c)));
     this.groupSelect.value = current;
+  }
+
+  // A narrow window (800 px) drops the start time (Duration stays) and
+  // narrows the name and value cells, so params show beside the metrics.
+  private compact(): boolean {
+    return (this.viewport.clientWidth || this.root.clientWidth) < COMPACT_BELOW;
+  }
+
+  private columnBox(c: string): HTMLElement {
+    const box = el("input", { type: "checkbox", "data-col": c });
+    box.checked = this.visible.includes(c);
+    box.addEventListener("change", () => {
+      this.userPickedColumns = true;
+      this.visible = box.checked ? [...this.visible, c] : this.visible.filter((v) => v !== c);
+      this.renderHeader(); this.renderRows();
+    });
+    return el("label", {}, box, " " + columnLabel(c));
   }
 
   private renderHeader(): void {
@@ -180,7 +231,8 @@ export class RunsTable {
       cells.push(cell);
     }
     this.header.replaceChildren(...cells);
-    this.header.style.minWidth = this.spacer.style.minWidth = `${rowWidth(this.visible.length)}px`;
+    this.viewport.classList.toggle("compact", this.compact());
+    this.header.style.minWidth = this.spacer.style.minWidth = `${rowWidth(this.visible.length, this.compact())}px`;
   }
 
   // Only the rows in view (plus a margin) exist in the DOM.
@@ -202,14 +254,23 @@ export class RunsTable {
     return el("div", { class: "row group-row" }, `${item.group}  (${item.count} run${item.count === 1 ? "" : "s"})`);
   }
 
-  private runRow(r: Row): HTMLElement {
+  private runRow(n: Nested<Row>): HTMLElement {
+    const r = n.item;
     const info = r.run.info;
+    const toggle = n.children ? el("button", { class: "nest-toggle", "data-run-id": info.run_id, "aria-expanded": String(n.expanded),
+                                               title: `${n.children} child run${n.children === 1 ? "" : "s"}` },
+                                   `${n.expanded ? "▾" : "▸"} ${n.children}`) : "";
+    if (toggle) toggle.addEventListener("click", () => {
+      if (this.expanded.has(info.run_id)) this.expanded.delete(info.run_id); else this.expanded.add(info.run_id);
+      this.rebuild();
+    });
     const box = el("input", { type: "checkbox", "data-run-id": info.run_id });
     box.checked = this.selected.has(info.run_id);
     const cells: (HTMLElement)[] = [
       el("span", { class: "c-select" }, box),
       // The badge first: a long name is cut off at the cell's end, the badge is not.
-      el("span", { class: "c-name" }, sweepLink(r), el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
+      el("span", { class: "c-name", style: `padding-left: ${8 + 16 * n.depth}px` }, toggle, sweepLink(r),
+         el("a", { href: `#/run/${info.run_id}` }, info.run_name || info.run_id)),
       el("span", { class: `c-status status-${info.status}` }, info.status),
       el("span", { class: "c-start" }, formatTime(info.start_time)),
       el("span", { class: "c-duration" }, formatDuration(info.start_time, info.end_time)),
@@ -218,7 +279,8 @@ export class RunsTable {
       const v = r.values.get(c);
       cells.push(el("span", { class: "c-value" }, typeof v === "number" ? formatNumber(v) : v ?? ""));
     }
-    const row = el("div", { class: "row run-row", "data-run-id": info.run_id });
+    const row = el("div", { class: `row run-row${info.lifecycle_stage === "deleted" ? " deleted" : ""}`,
+                            "data-run-id": info.run_id, "data-depth": String(n.depth) });
     row.append(...cells);
     return row;
   }
@@ -228,9 +290,15 @@ export class RunsTable {
     const id = box.getAttribute("data-run-id");
     if (!id) return;
     if (box.checked) this.selected.add(id); else this.selected.delete(id);
-    this.compareButton.textContent = `Compare selected (${this.selected.size})`;
-    this.compareButton.toggleAttribute("disabled", this.selected.size === 0);
+    this.selectionChanged();
   }
+
+  private selectionChanged(): void {
+    const n = this.selected.size;
+    this.compareButton.textContent = n ? `Compare selected (${n})` : "Compare selected";
+    for (const b of [this.compareButton, this.deleteButton, this.restoreButton]) b.toggleAttribute("disabled", n === 0);
+  }
+
 }
 
 // A sweep's own run (cohort sweep --tracking) links to the sweep's page.
@@ -240,7 +308,15 @@ function sweepLink(r: Row): HTMLElement | string {
   return el("a", { class: "badge sweep-link", href: `#/sweep/${id}`, title: "the sweep's page" }, "sweep");
 }
 
-function rowWidth(valueColumns: number): number {
-  return 30 + 240 + 90 + 170 + 100 + valueColumns * 120;
+// Cell widths in px, as style.css gives them (.compact: narrower ones).
+const COMPACT_BELOW = 1000;
+
+function valueWidth(compact: boolean): number {
+  return compact ? 96 : 120;
+}
+
+function rowWidth(valueColumns: number, compact: boolean): number {
+  const fixed = compact ? 30 + 170 + 90 + 80 : 30 + 240 + 90 + 170 + 100;
+  return fixed + valueColumns * valueWidth(compact) + 2;
 }
 

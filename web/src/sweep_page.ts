@@ -7,11 +7,12 @@
 import { ApiError, get, getRun, history, Metric, Run } from "./api";
 import { bestSoFarChart, parallelCoordinates } from "./charts";
 import { paramKeys, parallelAxes } from "./compare";
-import { el, formatNumber, formatTime, table } from "./format";
+import { contentWidth, el, formatNumber, formatTime, table } from "./format";
 import { searchIdentifier } from "./runs_table";
 import { lineageView, scheduleTable } from "./lineage_view";
-import { bestCompleted, Bracket, bracketsOf, completionOrder, lineageOf, Point, SweepSettings, settingsOf, tag, Trial,
+import { bestCompleted, Bracket, bracketsOf, completionOrder, lineageOf, param, Point, SweepSettings, settingsOf, tag, Trial,
          trialsOf } from "./sweep_data";
+import { MIN_TRIALS, paramImportances } from "./importance";
 import { TrialsTable } from "./trials_table";
 
 // The bulk history endpoint's most points per run; a run that returns this
@@ -73,7 +74,7 @@ export class SweepPage {
     const [points, best] = await Promise.all([histories(trialRuns, s.metric), histories(sweepRuns, `best_${s.metric}`)]);
     const trials = trialsOf(trialRuns, points, s, Date.now());
     const latest = sweepRuns[sweepRuns.length - 1] || first;
-    const width = Math.min(1100, this.root.clientWidth - 20);
+    const width = Math.min(1600, contentWidth(this.root)) - 2;  // less the canvases' borders
 
     if (this.stopped) return false;
     const [bestHost, drawBest] = this.bestSoFar(s, trials, best, width);
@@ -88,7 +89,10 @@ export class SweepPage {
          card("Trials", stateCounts(trials, first.info.experiment_id, sweepId))),
       el("h2", {}, "Best so far"), bestHost,
       ...(pbt ? [el("h2", {}, "Lineage"), lineage(s, trials, params, width)] : []),
-      el("h2", {}, "Trials"), this.table ? this.table.element : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
+      el("h2", {}, "Trials"),
+      // A wide table scrolls in its own box: the page keeps to the window's width.
+      this.table ? el("div", { class: "scroll-x" }, this.table.element) : el("p", { class: "muted", id: "trials" }, "No trial has started yet."),
+      el("h2", {}, "Parameter importance"), importanceView(s, trials, params),
       el("h2", {}, "Parameters against the metric"), this.parallel(s, trials, width),
       ...(brackets.length ? [el("h2", {}, "Rungs"), rungsView(brackets, s, trials)] : []));
     drawBest();
@@ -149,6 +153,29 @@ function lineage(s: SweepSettings, trials: Trial[], params: string[], width: num
     host.append(el("h3", {}, `Schedule of trial ${l.best}: the values its line trained with`),
                 scheduleTable(l, trials, params, resource));
   }
+  return host;
+}
+
+// Each param's share of the spread of the completed trials' final values
+// (importance.ts says how, and why that method).
+function importanceView(s: SweepSettings, trials: Trial[], params: string[]): HTMLElement {
+  const host = el("div", { id: "sweep-importance" });
+  const done = trials.filter((t) => t.state === "completed" && t.last !== undefined && isFinite(t.last));
+  const got = paramImportances(new Map(params.map((p) => [p, done.map((t) => param(t.latest, p) ?? "")])),
+                               done.map((t) => t.last!));
+  if (!got) {
+    host.append(el("p", { class: "muted" }, `Needs at least ${MIN_TRIALS} completed trials (${done.length} so far).`));
+    return host;
+  }
+  host.append(el("p", { class: "muted" }, `How much of the spread of ${s.metric} over the ${done.length} completed trials ` +
+     "each parameter explains on its own (fANOVA's main effect, estimated from the trials: ε² of the trials grouped by " +
+     "the parameter), as a share of the sum."),
+    el("table", { class: "list importance" }, el("tr", {}, el("th", {}, "Parameter"), el("th", {}, "Share"), el("th", {}, ""),
+                                                     el("th", {}, "Variance explained")),
+       ...got.map((g) => el("tr", { "data-param": g.param, "data-share": String(g.share), "data-explained": String(g.explained) },
+         el("td", {}, g.param), el("td", { class: "num" }, `${(100 * g.share).toFixed(1)} %`),
+         el("td", { class: "bar-cell" }, el("div", { class: "bar", style: `width:${(100 * g.share).toFixed(1)}%` })),
+         el("td", { class: "num" }, `${(100 * g.explained).toFixed(1)} %`)))));
   return host;
 }
 
