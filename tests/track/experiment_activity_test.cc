@@ -16,7 +16,7 @@ using cohort::data::testing::TempDir;
 
 std::string NewRun(TrackingStore& store, const std::string& experiment_id, const std::string& name,
                    int64_t start) {
-  auto run = store.CreateRun(experiment_id, "alice", start, name, {});
+  auto run = store.CreateRun(experiment_id, "alice", start, name, {}, "");
   EXPECT_TRUE(run.ok()) << run.status().ToString();
   return run.ok() ? run->info.run_id : "";
 }
