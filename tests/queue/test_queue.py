@@ -539,7 +539,8 @@ def test_agents_run_jobs_and_a_killed_agents_jobs_are_requeued(tmp_path):
 
 def heartbeat(server, name, slots, running=()):
     status, work = server.request("POST", f"/api/queue/agents/{name}/heartbeat",
-                                  body={"slots": slots, "running": list(running)})
+                                  body={"slots": slots, "running": list(running)},
+                                  headers=queue_headers(server))
     assert status == 200, work
     return work
 
@@ -555,13 +556,15 @@ def test_an_agent_back_with_fewer_slots_than_its_jobs_hold(tmp_path):
         ids = []
         for max_time in (1000, 2000):
             status, body = s.request("POST", "/api/queue/jobs",
-                                     body={"command": ["true"], "slots": 2, "max_time": max_time})
+                                     body={"command": ["true"], "slots": 2, "max_time": max_time},
+                                     headers=queue_headers(s))
             assert status == 200, body
             ids.append(body["id"])
         running = [wait_for(s, i, {"running"}) for i in ids]
         assert [j["host"] for j in running] == ["a1", "a1"]
         heartbeat(s, "a1", 2, running=ids)
-        status, body = s.request("POST", "/api/queue/jobs", body={"command": ["true"], "slots": 2})
+        status, body = s.request("POST", "/api/queue/jobs", body={"command": ["true"], "slots": 2},
+                                 headers=queue_headers(s))
         assert status == 200, body
         third = body["id"]
         deadline = time.monotonic() + DEADLINE_S
