@@ -132,8 +132,11 @@ def test_server_killed_while_logging_loses_and_doubles_nothing(backend, tmp_path
 
     server = TrackingServer(tmp_path, args, store=store)  # the same store and port
     try:
-        assert len(history(server, run.id, "loss")) == 1000
-        run.finish()  # replays the spool, then ends the run
+        # The acknowledged points are there; the client may already be replaying
+        # its spool (its heartbeat finds the server back), never twice.
+        steps = [p["step"] for p in history(server, run.id, "loss")]
+        assert len(steps) == len(set(steps)) and set(range(1000)) <= set(steps) <= set(range(3000))
+        run.finish()  # replays the rest of the spool, then ends the run
         assert run.spooled_batches() == 0
         steps = [p["step"] for p in history(server, run.id, "loss")]
         assert steps == list(range(3000))
