@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """single_copy.py: one-host allreduce busbw of cohort's single-copy path
-(process_vm_readv/writev, COHORT_SHM_SINGLE_COPY=auto) against its two-copy
+(process_vm_readv/writev, COHORT_SHM_SINGLE_COPY=auto with
+COHORT_SHM_SINGLE_COPY_BYTES=1, so every row takes it) against its two-copy
 shared-memory path (COHORT_SHM_SINGLE_COPY=off) and one core's memcpy, all
 in one run, interleaved (rep 1: single, two, memcpy; rep 2: ...), so drift
 on the machine falls on all three alike. Prints one table per rank count of
@@ -84,7 +85,9 @@ def main():
             for name, mode in PATHS:
                 print("== rep %d/%d: %d ranks, %s copy" % (rep, args.reps, np_, name),
                       file=sys.stderr)
-                env = dict(os.environ, COHORT_SHM_SINGLE_COPY=mode)
+                # From 1 byte on, so rows below the default threshold show the cut-over.
+                env = dict(os.environ, COHORT_SHM_SINGLE_COPY=mode,
+                           COHORT_SHM_SINGLE_COPY_BYTES="1")
                 out = os.path.join(work, "%s.%d.%d.out" % (name, np_, rep))
                 for b, e, w, n in plan:
                     cmd = [cohort, "run", "-np", str(np_), "--", cohort, "bench", "allreduce",
