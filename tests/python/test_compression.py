@@ -9,7 +9,9 @@ import copy
 import pytest
 import torch
 
-SHAPES = {"a.weight": (16, 12), "b.weight": (8, 3, 3, 2), "b.bias": (20,), "c.weight": (3, 2)}
+# e.weight is large enough for top-k's sampled candidates (topk.py, TopK.indices).
+SHAPES = {"a.weight": (16, 12), "b.weight": (8, 3, 3, 2), "b.bias": (20,), "c.weight": (3, 2),
+          "e.weight": (600, 200)}
 
 
 @pytest.fixture(scope="module")
