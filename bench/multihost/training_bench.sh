@@ -158,6 +158,11 @@ for ((rep = 1; rep <= REPS; rep++)); do
     [[ "$kind" == *:* ]] && COMP_FLAGS=(--compression "${kind#*:}")
     if ! "run_${kind%%:*}"; then
       echo "training_bench: the $kind run failed:" >&2
+      if [ -n "$KINDS" ]; then  # a comparison goes on without it (the table says so)
+        tail -n 5 "$RAW/out" >&2
+        echo "$kind" >>"$RAW/failed"
+        continue
+      fi
       cat "$RAW/out" >&2
       exit 1
     fi
@@ -192,6 +197,10 @@ for kind, r in med.items():
         kind, r, "%.3f" % (r / base) if base else "-",
         "%.3f" % (r / same) if same and not kind.startswith("ddp") else "-",
         statistics.median(losses[kind])))
+import os
+failed = os.path.join(os.path.dirname(sys.argv[1]), "failed")
+if os.path.exists(failed):
+    print("# failed runs (left out): " + " ".join(open(failed).read().split()))
 print("# final-loss: the training loss of rank 0's last step (the same random batch every step),")
 print("# median over the runs: equal steps, so a compression that learns less shows a higher one")
 EOF
