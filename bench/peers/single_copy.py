@@ -47,7 +47,8 @@ def bands(args):
 def guarded(args, out, err, cmd, env=None):
     """Runs cmd under compare.py's idle-machine guard, appending to out/err."""
     full = [sys.executable, os.path.join(HERE, "compare.py"), "run", "--out", out, "--err", err,
-            "--max-wait", str(args.max_wait)] + (["--no-wait"] if args.no_wait else []) + [
+            "--max-wait", str(args.max_wait)] + (
+                ["--no-wait", "--retries", "0"] if args.no_wait else []) + [
             "--", *cmd]
     return subprocess.run(full, env=env).returncode
 
@@ -67,20 +68,26 @@ def main():
     p.add_argument("--np", default="2,4")
     p.add_argument("--budget", type=compare.parse_size, default=compare.parse_size("2G"))
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
-    p.add_argument("--no-wait", action="store_true", help="do not wait for idle CPUs")
+    p.add_argument("--no-wait", action="store_true",
+                   help="do not wait for idle CPUs nor rerun disturbed invocations")
     p.add_argument("--max-wait", type=int, default=120, help="longest wait for idle CPUs (s)")
+    p.add_argument("--table", metavar="DIR",
+                   help="run nothing: print the table of the raw outputs a run left in DIR "
+                        "(its cohort-single-copy.* folder, e.g. of a run stopped early)")
     args = p.parse_args()
     cohort = os.path.join(os.path.abspath(args.build_dir), "cohort")
-    work = tempfile.mkdtemp(prefix="cohort-single-copy.")
+    work = args.table or tempfile.mkdtemp(prefix="cohort-single-copy.")
+    print("== raw outputs in %s" % work, file=sys.stderr)
     memcpy = os.path.join(work, "memcpy_bandwidth")
-    subprocess.run(["cc", "-O3", "-o", memcpy, os.path.join(HERE, "memcpy_bandwidth.c")],
-                   check=True)
+    if not args.table:
+        subprocess.run(["cc", "-O3", "-o", memcpy, os.path.join(HERE, "memcpy_bandwidth.c")],
+                       check=True)
     nps = [int(x) for x in args.np.split(",")]
     plan = bands(args)
     failed = 0
     with open("/proc/loadavg") as f:
         load_before = " ".join(f.read().split()[:3])
-    for rep in range(1, args.reps + 1):
+    for rep in range(1, 0 if args.table else args.reps + 1):
         for np_ in nps:
             for name, mode in PATHS:
                 print("== rep %d/%d: %d ranks, %s copy" % (rep, args.reps, np_, name),
@@ -98,15 +105,16 @@ def main():
     with open("/proc/loadavg") as f:
         load_after = " ".join(f.read().split()[:3])
     rates = [r for r in (memcpy_rate(os.path.join(work, "memcpy.%d" % rep))
-                         for rep in range(1, args.reps + 1)) if r]
+                         for rep in range(1, args.reps + 1)
+                         if os.path.exists(os.path.join(work, "memcpy.%d" % rep))) if r]
     mem = statistics.median(rates) if rates else None
     print("# cohort allreduce float32 sum in place on one host: single copy (COHORT_SHM_SINGLE_COPY"
           "=auto) vs two copies (=off) vs one core's memcpy")
     print("# command: bench/peers/single_copy.py -b %d -e %d -f %d -r %d --np %s --budget %d"
           % (args.b, args.e, args.f, args.reps, args.np, args.budget))
     print("# %d CPUs, load average before %s, after %s" % (os.cpu_count(), load_before, load_after))
-    print("# time: median over %d reps of the average per call on the slowest rank (us); busbw ="
-          " size/time x 2(n-1)/n (GB/s)" % args.reps)
+    print("# time: median over the reps (up to %d) of the average per call on the slowest rank"
+          " (us); busbw = size/time x 2(n-1)/n (GB/s)" % args.reps)
     if mem:
         print("# memcpy 1 core: %.2f GB/s (median of the %d reps' medians; min %.2f, max %.2f)"
               % (mem, len(rates), min(rates), max(rates)))
@@ -129,6 +137,8 @@ def main():
                         print("# ! %s copy: %d wrong elements at %d B" % (name, wrong, size))
                         failed = 1
             med[name] = {s: statistics.median(v) for s, v in samples.items()}
+            print("# %s copy: %d reps" % (name, max((len(v) for v in samples.values()),
+                                                    default=0)))
         for size in sorted(med["single"]):
             t1, t2 = med["single"].get(size), med["two"].get(size)
             bw1 = size / (t1 * 1e-6) / 1e9 * factor if t1 else None
