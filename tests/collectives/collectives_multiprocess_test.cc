@@ -130,6 +130,12 @@ TEST(CollectivesSingleCopy, EveryCollectiveDtypeAndOpIsExactFromOneByte) {
                                                   {"COHORT_SHM_SLOT_BYTES", "4096"}};
   for (int np : {2, 4}) {
     Finished f = RunWorkers(np, "auto", {"all", "quick"}, 120, env);
+    if (Contains(f.err, "single-copy shared memory is off") &&
+        Contains(f.err, "(process_vm_readv: Operation not permitted)")) {
+      // Yama's ptrace_scope >= 1 without CAP_SYS_PTRACE, or a seccomp
+      // profile: the kernel here refuses, which the fallback test covers.
+      GTEST_SKIP() << "this kernel refuses process_vm_readv between the ranks:\n" << f.err;
+    }
     EXPECT_EQ(f.exit_code, 0) << np << " ranks\n" << f.out << f.err;
     EXPECT_EQ(CountLines(f.out, "single copy 1"), np) << f.out;
     EXPECT_EQ(CountLines(f.out, "collective checks exact"), np) << f.out;
