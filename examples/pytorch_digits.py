@@ -82,6 +82,17 @@ def start_tracking(args):
         return cohort.track.Run(None), uri
 
 
+def compression(name):
+    """hvd.Compression for --compression."""
+    if name.startswith("powersgd"):
+        return hvd.Compression.powersgd(rank=int(name[len("powersgd"):]), start_iter=10)
+    if name.startswith("topk"):
+        return hvd.Compression.topk(float(name[len("topk"):]) / 100)
+    if name in ("none", "fp16"):
+        return getattr(hvd.Compression, name)
+    raise SystemExit("unknown --compression %r (none, fp16, powersgdR, topkP)" % name)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=12)
@@ -91,6 +102,9 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--min-accuracy", type=float, default=0.95)
     parser.add_argument("--checkpoint-dir", help="save every epoch there; resume from it")
+    parser.add_argument("--compression", default="none",
+                        help="gradients on the wire: none, fp16, powersgdR (PowerSGD at rank R "
+                             "after 10 steps) or topkP (top-k keeping P%% of each gradient)")
     parser.add_argument("--no-track", action="store_true",
                         help="do not record the run (default: COHORT_TRACKING_URI, else "
                              "sqlite:~/.cohort/tracking.db)")
@@ -108,7 +122,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         compression=compression(args.compression))
     first_epoch, checkpoints, stop = 0, None, []
     if args.checkpoint_dir:
         from cohort.checkpoint import Checkpointer
@@ -160,6 +175,7 @@ def main():
                 raise SystemExit(128 + signal.SIGTERM)
 
     result = {"workers": hvd.size(), "global_batch": args.batch_size, "epochs": args.epochs,
+              "compression": args.compression,
               "test_accuracy": accuracy, "seconds": round(time.time() - start, 2)}
     run.finish()
     if hvd.rank() == 0:

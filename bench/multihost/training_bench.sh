@@ -12,7 +12,11 @@
 #
 # Usage (as root, from anywhere):
 #   bench/multihost/training_bench.sh [--rate 1gbit] [--hosts 2] [--reps 3] [--mtu 1500]
-#       [--build-dir build] [--timeout 300] [-- synthetic_training.py flags]
+#       [--build-dir build] [--timeout 300] [--kinds "LIST"] [-- synthetic_training.py flags]
+# --kinds: the runs of each repetition instead of "cohort ddp single apart", each
+#   BACKEND[:COMPRESSION] (e.g. "cohort:powersgd2 ddp:powersgd2 cohort:topk1"); the
+#   table then gives each one's images/s, its ratio to ddp:none and to DDP with the
+#   same compression, and the final training loss.
 # Default worker flags: --model resnet18 --image-size 64 --batch-size 32
 #   --warmup-steps 3 --steps-per-iter 2 --iters 5 --threads 1
 # Needs: a build with the `cohort` binary and the Python extension
@@ -29,6 +33,8 @@ BUILD_DIR=build
 TIMEOUT=300
 NAME=ctrain
 SUBNET=10.77.251
+KINDS=""
+COMP_FLAGS=()  # --compression of the current run (--kinds)
 WORKER_FLAGS=(--model resnet18 --image-size 64 --batch-size 32 --warmup-steps 3
   --steps-per-iter 2 --iters 5 --threads 1)
 
@@ -40,8 +46,9 @@ while [ $# -gt 0 ]; do
     --mtu) MTU="$2"; shift 2 ;;
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
+    --kinds) KINDS="$2"; shift 2 ;;
     --) shift; WORKER_FLAGS+=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "training_bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -64,8 +71,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Prints "img_sec_per_worker forward backward wait update" (the phases in ms)
-# of the `result: {...}` line in file $1.
+# Prints "img_sec_per_worker forward backward wait update final_loss" (the
+# phases in ms) of the `result: {...}` line in file $1.
 rate_of() {
   $PY -c "
 import json, sys
@@ -74,7 +81,8 @@ if len(lines) != 1:
     sys.exit('training_bench: no result line in the output of ' + sys.argv[2])
 r = json.loads(lines[0])
 p = r['phases_ms']
-print(r['img_sec_per_worker'], p['forward'], p['backward'], p['wait'], p['update'])" "$1" "$2"
+print(r['img_sec_per_worker'], p['forward'], p['backward'], p['wait'], p['update'],
+      r.get('final_loss', 0))" "$1" "$2"
 }
 
 # Runs one benchmark; on failure prints its output and exits (the trap takes
@@ -84,7 +92,7 @@ run_cohort() {
   for ((i = 1; i <= HOSTS; i++)); do list+="${list:+,}$SUBNET.$i:1"; done
   timeout "$TIMEOUT" "$COHORT" run -np "$HOSTS" -H "$list" --ssh-command "ssh -F $STATE/ssh_config" \
     --timeout 120 -x PYTHONPATH="$ROOT/python" -x COHORT_BUILD_DIR="$BUILD_DIR" -- \
-    $PY "$WORKER" --backend cohort "${WORKER_FLAGS[@]}" >"$RAW/out" 2>&1
+    $PY "$WORKER" --backend cohort "${WORKER_FLAGS[@]}" "${COMP_FLAGS[@]}" >"$RAW/out" 2>&1
 }
 
 # Every worker runs in a session of its own (setsid), as cohort's workers do
@@ -101,7 +109,7 @@ run_on_each_host() {
   for ((i = 1; i <= HOSTS; i++)); do
     setsid -w ip netns exec "$NAME-h$((i - 1))" env RANK=$((i - 1)) WORLD_SIZE="$HOSTS" LOCAL_RANK=0 \
       MASTER_ADDR="$SUBNET.1" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=eth0 \
-      timeout "$TIMEOUT" $PY "$WORKER" --backend "$backend" "${WORKER_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
+      timeout "$TIMEOUT" $PY "$WORKER" --backend "$backend" "${WORKER_FLAGS[@]}" "${COMP_FLAGS[@]}" >"$RAW/out.$i" 2>&1 &
     WORKER_PIDS+=($!)
   done
   for ((i = 1; i <= HOSTS; i++)); do
@@ -143,11 +151,18 @@ echo "  bringing up $HOSTS hosts at $RATE (MTU $MTU)" >&2
   --state-dir "$STATE" >/dev/null
 : >"$RAW/rows"
 for ((rep = 1; rep <= REPS; rep++)); do
-  for kind in cohort ddp single apart; do
+  for kind in ${KINDS:-cohort ddp single apart}; do
     echo "  [rep $rep/$REPS] $kind ..." >&2
     start=$(date +%s)
-    if ! "run_$kind"; then
+    COMP_FLAGS=()
+    [[ "$kind" == *:* ]] && COMP_FLAGS=(--compression "${kind#*:}")
+    if ! "run_${kind%%:*}"; then
       echo "training_bench: the $kind run failed:" >&2
+      if [ -n "$KINDS" ]; then  # a comparison goes on without it (the table says so)
+        tail -n 5 "$RAW/out" >&2
+        echo "$kind" >>"$RAW/failed"
+        continue
+      fi
       cat "$RAW/out" >&2
       exit 1
     fi
@@ -161,6 +176,36 @@ echo "# data-parallel training across emulated hosts (tools/cluster), $HOSTS hos
 echo "# worker: bench/torch/synthetic_training.py ${WORKER_FLAGS[*]}"
 echo "# median of $REPS interleaved runs (cohort, ddp, single, apart, ...); machine: $(nproc) cores, shared with other work;"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$KINDS" ]; then
+  $PY - "$RAW/rows" <<'EOF'
+import statistics, sys
+runs, losses = {}, {}
+for line in open(sys.argv[1]):
+    kind, rate, *ms = line.split()
+    runs.setdefault(kind, []).append(float(rate))
+    losses.setdefault(kind, []).append(float(ms[4]))
+print("# per run (images/s per worker): " +
+      "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))
+med = {k: statistics.median(v) for k, v in runs.items()}
+base = med.get("ddp:none", med.get("ddp"))
+print("%-16s %13s %11s %14s %11s" % ("run", "img/s/worker", "vs-ddp:none", "vs-ddp-same",
+                                      "final-loss"))
+for kind, r in med.items():
+    comp = kind.split(":", 1)[1] if ":" in kind else "none"
+    same = med.get("ddp:" + comp)
+    print("%-16s %13.1f %11s %14s %11.4f" % (
+        kind, r, "%.3f" % (r / base) if base else "-",
+        "%.3f" % (r / same) if same and not kind.startswith("ddp") else "-",
+        statistics.median(losses[kind])))
+import os
+failed = os.path.join(os.path.dirname(sys.argv[1]), "failed")
+if os.path.exists(failed):
+    print("# failed runs (left out): " + " ".join(open(failed).read().split()))
+print("# final-loss: the training loss of rank 0's last step (the same random batch every step),")
+print("# median over the runs: equal steps, so a compression that learns less shows a higher one")
+EOF
+  exit 0
+fi
 $PY - "$RAW/rows" "$HOSTS" <<'EOF'
 import statistics, sys
 rows, hosts = sys.argv[1], int(sys.argv[2])
@@ -168,7 +213,7 @@ runs, phases = {}, {}
 for line in open(rows):
     kind, rate, *ms = line.split()
     runs.setdefault(kind, []).append(float(rate))
-    phases.setdefault(kind, []).append([float(x) for x in ms])
+    phases.setdefault(kind, []).append([float(x) for x in ms[:4]])
 single = statistics.median(runs["single"])
 print("# per run (images/s per worker): " +
       "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))

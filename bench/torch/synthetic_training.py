@@ -30,9 +30,12 @@ def parse():
     p.add_argument("--steps-per-iter", type=int, default=5)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--compression", choices=["none", "fp16"], default="none",
-                   help="gradients on the wire: cohort's Compression.fp16, or DDP's "
-                        "fp16_compress_hook (both halve the bytes sent)")
+    p.add_argument("--compression", default="none",
+                   help="gradients on the wire: none; fp16 (cohort's Compression.fp16, DDP's "
+                        "fp16_compress_hook: both halve the bytes sent); powersgdR (cohort's "
+                        "Compression.powersgd(rank=R), DDP's powerSGD_hook at rank R, both from "
+                        "step 2 of the warm-up on, min_compression_rate 2); topkP (cohort's "
+                        "Compression.topk(P/100), e.g. topk1; cohort only)")
     return p.parse_args()
 
 
@@ -44,7 +47,14 @@ def setup(args, model):
         import cohort.torch as hvd
         hvd.init()
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        compression = hvd.Compression.fp16 if args.compression == "fp16" else hvd.Compression.none
+        compression = {"none": hvd.Compression.none, "fp16": hvd.Compression.fp16}.get(
+            args.compression)
+        if args.compression.startswith("powersgd"):
+            compression = hvd.Compression.powersgd(rank=int(args.compression[8:]), start_iter=2)
+        elif args.compression.startswith("topk"):
+            compression = hvd.Compression.topk(float(args.compression[4:]) / 100)
+        elif compression is None:
+            raise SystemExit("unknown --compression %r" % args.compression)
         opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
                                        named_parameters=model.named_parameters(),
                                        compression=compression)
@@ -55,6 +65,14 @@ def setup(args, model):
     if args.compression == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif args.compression.startswith("powersgd"):
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+        state = powersgd.PowerSGDState(process_group=None,
+                                       matrix_approximation_rank=int(args.compression[8:]),
+                                       start_powerSGD_iter=2, min_compression_rate=2)
+        ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+    elif args.compression != "none":
+        raise SystemExit("--compression %s: not for DDP" % args.compression)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     return opt, dist.get_rank(), dist.get_world_size(), ddp, dist.destroy_process_group
 
@@ -70,10 +88,13 @@ def main():
 
     phases = {"forward": [], "backward": [], "wait": [], "update": []}
 
+    loss_value = [0.0]
+
     def step():
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = F.cross_entropy(module(data), target)
+        loss_value[0] = loss.item()
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -100,6 +121,7 @@ def main():
     if rank == 0:
         print("result: " + json.dumps({
             "backend": args.backend, "workers": size, "model": args.model,
+            "compression": args.compression, "final_loss": round(loss_value[0], 4),
             "img_sec_per_worker": round(statistics.median(rates), 2),
             "phases_ms": {k: round(1e3 * statistics.median(v), 1) for k, v in phases.items()},
             "pid": os.getpid()}), flush=True)

@@ -76,6 +76,9 @@ int cohort_local_rank(void);
 int cohort_local_size(void);
 int cohort_cross_rank(void);
 int cohort_cross_size(void);
+/* 1: large one-host collectives copy once (see cohort::SharedMemorySingleCopy);
+ * 0: twice; -1: not initialized. */
+int cohort_shm_single_copy(void);
 
 /* Blocking operations. The other collectives are reached through the
  * engine's named, asynchronous forms below (what every binding uses). */

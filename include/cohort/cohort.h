@@ -58,6 +58,11 @@ int LocalRank();  // index among the ranks on this host
 int LocalSize();  // number of ranks on this host
 int CrossRank();  // index of this host among the job's hosts
 int CrossSize();  // number of hosts
+// 1 when large collectives among the ranks of this host copy each byte once,
+// straight between their memories (COHORT_SHM_SINGLE_COPY; the kernel allowed
+// it at start-up), 0 when they copy through shared memory twice (or the
+// ranks of this host talk over TCP), -1 when not initialized.
+int SharedMemorySingleCopy();
 
 // Compression (float32 sent as 16 bits), Shape and TensorResult live in
 // cohort/types.h, which the runtime's internals share.

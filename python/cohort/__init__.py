@@ -54,6 +54,14 @@ local_rank = _topology_query("local_rank", "This rank's index among the ranks on
 local_size = _topology_query("local_size", "Number of ranks on this host.")
 cross_rank = _topology_query("cross_rank", "Index of this host among the job's hosts.")
 cross_size = _topology_query("cross_size", "Number of hosts in the job.")
+_single_copy = _topology_query("shm_single_copy", "")
+
+
+def shm_single_copy():
+    """True when large collectives among the ranks of this host copy each
+    byte once, straight between their memories (COHORT_SHM_SINGLE_COPY and
+    the kernel allow it); False when they copy through shared memory twice."""
+    return _single_copy() == 1
 
 
 def _abort_on_uncaught_exception(hook):

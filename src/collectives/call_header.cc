@@ -32,6 +32,7 @@ std::string DescribeCall(const CallHeader& h) {
     out << ")";
   }
   if (kind == CollectiveKind::kBroadcast) out << " from root " << h.root;
+  if (h.path == kSingleCopy) out << " (single copy)";
   if (h.layout != 0) out << " (per-rank counts hash " << std::hex << h.layout << ")";
   return out.str();
 }
@@ -41,7 +42,7 @@ Status CompareCalls(const CallHeader& mine, int my_rank, const CallHeader& their
                     mine.layout == theirs.layout && mine.kind == theirs.kind &&
                     mine.dtype == theirs.dtype && mine.op == theirs.op &&
                     mine.root == theirs.root && mine.prescale == theirs.prescale &&
-                    mine.postscale == theirs.postscale;
+                    mine.postscale == theirs.postscale && mine.path == theirs.path;
   if (same) return Status::OK();
   std::ostringstream out;
   if (mine.call != theirs.call) {

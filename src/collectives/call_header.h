@@ -34,7 +34,13 @@ struct CallHeader {
   int32_t root = 0;
   double prescale = 1;
   double postscale = 1;
+  // Which way the data moves where a collective has several on one host:
+  // kTwoCopy through the shared-memory slots, kSingleCopy straight between
+  // the ranks' memories (cma_collectives.h). Ranks that chose differently
+  // (e.g. COHORT_SHM_SINGLE_COPY_BYTES set apart) fail as a mismatch.
+  int32_t path = 0;
 };
+enum : int32_t { kTwoCopy = 0, kSingleCopy = 1 };
 static_assert(sizeof(CallHeader) <= 64, "a CallHeader must fit a shared-memory slot header");
 
 // Human-readable description, e.g. "allreduce of 100 float32 elements (op sum)".

@@ -9,6 +9,7 @@
 #include "collectives/alltoall.h"
 #include "collectives/broadcast.h"
 #include "collectives/call_header.h"
+#include "collectives/cma_collectives.h"
 #include "collectives/hierarchical_allreduce.h"
 #include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/reduce_kernels.h"
@@ -159,6 +160,13 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
           "memory enabled"));
     }
     const Clock::time_point start = Clock::now();
+    if (UseSingleCopy(comm, bytes)) {
+      header.path = kSingleCopy;
+      COHORT_RETURN_IF_ERROR(CmaAllreduce(comm, {AllreducePiece{send, recv, count}}, type, op,
+                                          prescale, postscale, header));
+      comm.Phase("CMA_ALLREDUCE", start);
+      return Status::OK();
+    }
     COHORT_RETURN_IF_ERROR(
         ShmAllreduce(comm, send, recv, count, type, op, prescale, postscale, header));
     comm.Phase("SHM_ALLREDUCE", start);
@@ -203,6 +211,12 @@ Status RunAllreducePieces(Communicator& comm, const std::vector<AllreducePiece>&
   header.prescale = prescale;
   header.postscale = postscale;
   const Clock::time_point start = Clock::now();
+  if (UseSingleCopy(comm, count * DataTypeSize(type), pieces.size())) {
+    header.path = kSingleCopy;
+    COHORT_RETURN_IF_ERROR(CmaAllreduce(comm, pieces, type, op, prescale, postscale, header));
+    comm.Phase("CMA_ALLREDUCE", start);
+    return Status::OK();
+  }
   COHORT_RETURN_IF_ERROR(ShmAllreduce(comm, pieces, type, op, prescale, postscale, header));
   comm.Phase("SHM_ALLREDUCE", start);
   return Status::OK();
@@ -230,6 +244,13 @@ Status RunReduceScatter(Communicator& comm, const void* send, void* recv, const 
     // ring over the links (several times faster; no copy of the input).
     const size_t begin = blocks.offsets[r];
     const Clock::time_point start = Clock::now();
+    if (UseSingleCopy(comm, total * esize)) {
+      header.path = kSingleCopy;
+      COHORT_RETURN_IF_ERROR(CmaReduceScatter(
+          comm, send, total, KeptRange{begin, begin + recv_counts[r], recv}, type, op, header));
+      comm.Phase("CMA_REDUCESCATTER", start);
+      return Status::OK();
+    }
     COHORT_RETURN_IF_ERROR(ShmReduceScatter(
         comm, send, total, KeptRange{begin, begin + recv_counts[r], recv}, type, op, header));
     comm.Phase("SHM_REDUCESCATTER", start);
@@ -279,6 +300,12 @@ Status RunAllgather(Communicator& comm, const void* send, size_t send_count, voi
     // One host: through the shared-memory slots, like allreduce, instead of
     // a ring over the links (one copy in and one out per block, no ring steps).
     const Clock::time_point start = Clock::now();
+    if (UseSingleCopy(comm, total * esize)) {
+      header.path = kSingleCopy;
+      COHORT_RETURN_IF_ERROR(CmaAllgather(comm, recv, blocks.offsets, type, header));
+      comm.Phase("CMA_ALLGATHER", start);
+      return Status::OK();
+    }
     COHORT_RETURN_IF_ERROR(ShmAllgather(comm, recv, blocks.offsets, type, header));
     comm.Phase("SHM_ALLGATHER", start);
     return Status::OK();
@@ -301,6 +328,13 @@ Status RunBroadcast(Communicator& comm, void* buf, size_t count, DataType type, 
   header.root = root;
   if (comm.size() == 1) return Status::OK();
   const size_t bytes = count * DataTypeSize(type);
+  if (UseSingleCopy(comm, bytes)) {
+    header.path = kSingleCopy;
+    const Clock::time_point start = Clock::now();
+    COHORT_RETURN_IF_ERROR(CmaBroadcast(comm, buf, bytes, root, header));
+    comm.Phase("CMA_BROADCAST", start);
+    return Status::OK();
+  }
   if (bytes <= comm.options().small_message_bytes) {
     return BinomialTreeBroadcast(comm, buf, bytes, root, header);
   }

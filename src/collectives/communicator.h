@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cohort/status.h"
 #include "common/deadline.h"
@@ -26,6 +27,10 @@ struct CommunicatorOptions {
   double timeout_seconds = 300;           // COHORT_TIMEOUT: bound on every wait
   size_t small_message_bytes = 64 << 10;  // below this, latency-optimal algorithms
   size_t chunk_bytes = 256 << 10;         // pipelining granularity over links
+  // COHORT_SHM_SINGLE_COPY_BYTES: from this size on, collectives among the
+  // ranks of one host copy straight between their memories where the mesh
+  // allows it (Mesh::single_copy; collectives/cma_collectives.h).
+  size_t single_copy_bytes = 1 << 20;
 };
 
 class Communicator {
@@ -40,6 +45,12 @@ class Communicator {
   int size() const { return mesh_.size; }
   Mesh& mesh() { return mesh_; }
   const CommunicatorOptions& options() const { return options_; }
+  // A buffer of at least `bytes` the algorithms may use within one call;
+  // kept across calls so large ones do not fault fresh pages in each time.
+  unsigned char* Scratch(size_t bytes) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return scratch_.data();
+  }
   Link* link(int peer) {
     return parent_ != nullptr ? parent_->link(members_[peer]) : mesh_.links[peer].get();
   }
@@ -102,6 +113,7 @@ class Communicator {
   std::mutex interrupt_mu_;
   Status interrupt_;  // guarded by interrupt_mu_: set by Interrupt, wins in Fail
   PhaseObserver phase_observer_;
+  std::vector<unsigned char> scratch_;
 };
 
 }  // namespace cohort

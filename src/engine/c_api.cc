@@ -107,6 +107,7 @@ int cohort_local_rank(void) { return cohort::LocalRank(); }
 int cohort_local_size(void) { return cohort::LocalSize(); }
 int cohort_cross_rank(void) { return cohort::CrossRank(); }
 int cohort_cross_size(void) { return cohort::CrossSize(); }
+int cohort_shm_single_copy(void) { return cohort::SharedMemorySingleCopy(); }
 
 int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, int op,
                      double prescale, double postscale, cohort_error* err) {

@@ -225,6 +225,10 @@ int LocalRank() { return MeshValue(&Mesh::local_rank); }
 int LocalSize() { return MeshValue(&Mesh::local_size); }
 int CrossRank() { return MeshValue(&Mesh::cross_rank); }
 int CrossSize() { return MeshValue(&Mesh::cross_size); }
+int SharedMemorySingleCopy() {
+  Runtime* rt = g_runtime.get();
+  return rt == nullptr ? -1 : rt->comm().mesh().single_copy ? 1 : 0;
+}
 
 Status Allreduce(const void* send, void* recv, size_t count, DataType type,
                  const AllreduceOptions& options) {

@@ -22,9 +22,10 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   for (const char* name :
        {"COHORT_TIMEOUT", "COHORT_TRANSPORT", "COHORT_ALLREDUCE_ALGORITHM",
         "COHORT_SMALL_MESSAGE_BYTES", "COHORT_CHUNK_BYTES", "COHORT_SHM_SLOT_BYTES",
-        "COHORT_FUSION_THRESHOLD", "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME",
-        "COHORT_STALL_CHECK_TIME", "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME",
-        "COHORT_TIMELINE", "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
+        "COHORT_SHM_SINGLE_COPY", "COHORT_SHM_SINGLE_COPY_BYTES", "COHORT_FUSION_THRESHOLD",
+        "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME", "COHORT_STALL_CHECK_TIME",
+        "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME", "COHORT_TIMELINE",
+        "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
         "COHORT_ELASTIC_TIMEOUT"}) {
     Result<SettingValue> value = ReadSetting(env, name);
     if (!value.ok()) return value.status();
@@ -41,6 +42,8 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.chunk_bytes = static_cast<size_t>(v["COHORT_CHUNK_BYTES"].number);
   const size_t slot = static_cast<size_t>(v["COHORT_SHM_SLOT_BYTES"].number);
   s.shm_slot_bytes = (slot + 4095) / 4096 * 4096;
+  s.shm_single_copy = v["COHORT_SHM_SINGLE_COPY"].text != "off";
+  s.shm_single_copy_bytes = static_cast<size_t>(v["COHORT_SHM_SINGLE_COPY_BYTES"].number);
   s.engine.fusion_threshold_bytes = static_cast<uint64_t>(v["COHORT_FUSION_THRESHOLD"].number);
   s.engine.fusion_max_tensor_bytes = static_cast<uint64_t>(v["COHORT_FUSION_MAX_TENSOR"].number);
   s.engine.cycle_time_ms = v["COHORT_CYCLE_TIME"].number;
@@ -107,6 +110,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   mo.listen_host = *listen_host;
   mo.timeout_seconds = rt->settings_.timeout_seconds;
   mo.shm_slot_bytes = rt->settings_.shm_slot_bytes;
+  mo.single_copy = rt->settings_.shm_single_copy;
   mo.tcp_streams = rt->settings_.tcp_streams;
   mo.test_hosts = rt->settings_.test_hosts;
   rt->mesh_options_ = mo;
@@ -118,6 +122,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const EnvLookup& env) {
   co.timeout_seconds = rt->settings_.timeout_seconds;
   co.small_message_bytes = rt->settings_.small_message_bytes;
   co.chunk_bytes = rt->settings_.chunk_bytes;
+  co.single_copy_bytes = rt->settings_.shm_single_copy_bytes;
   rt->comm_ = std::make_unique<Communicator>(std::move(mesh).value(), std::move(store).value(), co);
   return rt;
 }
@@ -185,7 +190,9 @@ Result<PointToPoint*> Runtime::OpenPointToPoint() {
       StoreClient::Connect(job_.store_host, job_.store_port, job_.secret, deadline);
   if (!store.ok()) return store.status().WithContext("point-to-point mesh");
   auto scoped = std::make_unique<PrefixedStore>(std::move(store).value(), store_scope_ + "p2p/");
-  Result<Mesh> mesh = BuildMesh(*scoped, mesh_options_);
+  MeshOptions p2p_options = mesh_options_;
+  p2p_options.single_copy = false;  // messages go over the links only
+  Result<Mesh> mesh = BuildMesh(*scoped, p2p_options);
   if (!mesh.ok()) {
     return mesh.status().WithContext("rank " + std::to_string(job_.rank) +
                                      " building the point-to-point mesh");

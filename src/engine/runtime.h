@@ -32,11 +32,13 @@ struct RuntimeSettings {
   size_t small_message_bytes = 64 << 10;                               // COHORT_SMALL_MESSAGE_BYTES
   size_t chunk_bytes = 256 << 10;                                      // COHORT_CHUNK_BYTES
   size_t shm_slot_bytes = 1 << 20;                                     // COHORT_SHM_SLOT_BYTES
-  int tcp_streams = 1;                                                 // COHORT_TCP_STREAMS
-  std::string test_hosts;                // COHORT_TEST_HOSTS (testing knob)
-  EngineOptions engine;                  // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
-  std::string elastic_worker;            // COHORT_ELASTIC_WORKER (set by cohort run)
-  double elastic_timeout_seconds = 600;  // COHORT_ELASTIC_TIMEOUT
+  bool shm_single_copy = true;                                         // COHORT_SHM_SINGLE_COPY
+  size_t shm_single_copy_bytes = 1 << 20;  // COHORT_SHM_SINGLE_COPY_BYTES
+  int tcp_streams = 1;                     // COHORT_TCP_STREAMS
+  std::string test_hosts;                  // COHORT_TEST_HOSTS (testing knob)
+  EngineOptions engine;                    // COHORT_FUSION_THRESHOLD, COHORT_CYCLE_TIME
+  std::string elastic_worker;              // COHORT_ELASTIC_WORKER (set by cohort run)
+  double elastic_timeout_seconds = 600;    // COHORT_ELASTIC_TIMEOUT
 };
 
 Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env);

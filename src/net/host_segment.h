@@ -10,9 +10,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace cohort {
 
@@ -28,7 +28,16 @@ struct HostControl {
   // and sees `sleeping` bumps `doorbell` and wakes it.
   alignas(64) std::atomic<uint32_t> doorbell;
   std::atomic<uint32_t> sleeping;
+  // Single-copy probe (rendezvous/mesh_builder.cc): where this segment is
+  // mapped in the owner's address space, a random value the peers read there
+  // with process_vm_readv, and the owner's verdict on reading its peers
+  // (kCmaUnknown until probed; the errno of a refusal in cma_errno).
+  alignas(64) uint64_t self_addr;
+  uint64_t cma_token;
+  std::atomic<uint32_t> cma_verdict;
+  int32_t cma_errno;
 };
+enum : uint32_t { kCmaUnknown = 0, kCmaWorks = 1, kCmaRefused = 2 };
 
 // Wakes the owner of `control` if it is asleep on its doorbell. Call after
 // publishing anything that owner may be waiting for. Costs one load when

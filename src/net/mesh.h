@@ -45,6 +45,11 @@ struct Mesh {
   std::optional<HostSegmentLayout> layout;
   std::vector<ShmSegment> segments;  // indexed by local rank; ours is segments[local_rank]
   std::vector<int> pidfds;  // indexed by local rank; -1 for self; readable once that process exits
+  // Every rank of this host may copy straight from and into the others'
+  // memory (net/cma.h): the single-copy collectives can run. When not,
+  // `single_copy_note` says why (for the log and the query).
+  bool single_copy = false;
+  std::string single_copy_note;
 
   Mesh() = default;
   Mesh(Mesh&&) = default;

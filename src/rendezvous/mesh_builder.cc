@@ -9,14 +9,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <list>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "common/logging.h"
 #include "net/auth.h"
+#include "net/cma.h"
 #include "net/framed_connection.h"
 #include "net/socket.h"
 
@@ -257,6 +260,50 @@ Status ConnectTcpPeers(Mesh* mesh, const MeshOptions& o, Socket& listener, Deadl
 
 int OpenPidFd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
+// Whether every rank of this host may copy straight from and into every
+// other's memory (net/cma.h). Each rank reads a value from each peer's
+// address space and publishes its verdict in its control block; after a
+// barrier every rank reads all verdicts, so all decide alike. One line in the
+// log of the host's first rank says which path the large collectives take.
+Status ProbeSingleCopy(Mesh* mesh, StoreClient& store, const std::string& host_tag,
+                       Deadline deadline) {
+  const HostSegmentLayout& layout = *mesh->layout;
+  auto control = [&](int l) { return layout.control(mesh->segments[l].data()); };
+  HostControl* mine = control(mesh->local_rank);
+  int error_number = 0;
+  for (int l = 0; l < mesh->local_size && error_number == 0; ++l) {
+    if (l == mesh->local_rank) continue;
+    HostControl* peer = control(l);
+    (void)CmaProbe(peer->pid, peer->self_addr + offsetof(HostControl, cma_token), peer->cma_token,
+                   &error_number);
+  }
+  mine->cma_errno = error_number;
+  mine->cma_verdict.store(error_number == 0 ? kCmaWorks : kCmaRefused);
+  COHORT_RETURN_IF_ERROR(store.Barrier("cma-probed/" + host_tag, mesh->local_size, deadline));
+  mesh->single_copy = true;
+  for (int l = 0; l < mesh->local_size && mesh->single_copy; ++l) {
+    if (control(l)->cma_verdict.load() == kCmaWorks) continue;
+    mesh->single_copy = false;
+    mesh->single_copy_note = mesh->Describe(mesh->local_ranks[l]) +
+                             " may not read its peers' memory (process_vm_readv: " +
+                             std::strerror(control(l)->cma_errno) + ")";
+  }
+  if (mesh->local_rank == 0) {
+    if (mesh->single_copy) {
+      COHORT_LOG(kInfo) << "rank " << mesh->rank
+                        << ": large collectives among the ranks of this host copy once, straight "
+                           "between their memories (process_vm_readv/writev)";
+    } else {
+      COHORT_LOG(kWarning) << "rank " << mesh->rank
+                           << ": single-copy shared memory is off: " << mesh->single_copy_note
+                           << "; large collectives among the ranks of this host copy through "
+                              "shared memory twice (ptrace scope or a container's seccomp "
+                              "profile; COHORT_SHM_SINGLE_COPY=off silences this)";
+    }
+  }
+  return Status::OK();
+}
+
 // Creates this rank's segment, maps the local peers' ones and links to them.
 Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Deadline deadline) {
   mesh->layout.emplace(mesh->local_size, o.shm_slot_bytes, o.shm_slots, o.shm_ring_bytes);
@@ -271,6 +318,9 @@ Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Dea
   if (!mine.ok()) return mine.status();
   void* base = mine->data();
   layout.control(base)->pid = ::getpid();
+  // For the single-copy probe (ProbeSingleCopy), before any peer looks.
+  layout.control(base)->self_addr = reinterpret_cast<uintptr_t>(base);
+  layout.control(base)->cma_token = std::random_device{}() * 0x100000001ull + 1;
   for (int l = 0; l < mesh->local_size; ++l)
     InitShmRing(layout.inbound_ring(base, l), o.shm_ring_bytes);
   mesh->segments[mesh->local_rank] = std::move(mine).value();
@@ -297,7 +347,11 @@ Status MapHostSegments(Mesh* mesh, StoreClient& store, const MeshOptions& o, Dea
     mesh->links[peer] = MakeShmLink(layout.inbound_ring(peer_base, mesh->local_rank),
                                     layout.inbound_ring(base, l), layout.control(peer_base));
   }
-  return Status::OK();
+  if (!o.single_copy) {
+    mesh->single_copy_note = "COHORT_SHM_SINGLE_COPY=off";
+    return Status::OK();
+  }
+  return ProbeSingleCopy(mesh, store, host_tag, deadline);
 }
 
 }  // namespace

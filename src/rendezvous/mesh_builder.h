@@ -24,6 +24,9 @@ struct MeshOptions {
   int shm_slots = 4;
   size_t shm_ring_bytes = 1 << 20;  // a power of two
   int tcp_streams = 1;              // COHORT_TCP_STREAMS: TCP connections per pair of ranks
+  // COHORT_SHM_SINGLE_COPY != off: probe whether the ranks of this host may
+  // copy straight between their memories (Mesh::single_copy).
+  bool single_copy = true;
   // COHORT_TEST_HOSTS, a testing knob: "0,0,1,1" puts ranks 0-1 and 2-3 on
   // two emulated hosts (TCP between them, shared memory within) although
   // they run on one machine. Empty: real hosts only.

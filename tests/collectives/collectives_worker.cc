@@ -29,7 +29,20 @@
 //   collectives_worker allreduce_fails
 //                                   one allreduce that must fail on every rank
 //                                   (the test sets what makes it fail)
+//   collectives_worker refused [quick]
+//                                   as `all`, after every rank dropped
+//                                   CAP_SYS_PTRACE and the last made itself
+//                                   undumpable, so the kernel refuses the
+//                                   others' process_vm_readv of it: the
+//                                   single-copy probe must say no and the
+//                                   two-copy path keep the results exact
+//
+// The checking modes print "single copy 0|1" (which path the job's large
+// one-host collectives take, SharedMemorySingleCopy).
+#include <linux/capability.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -316,7 +329,10 @@ int Report(int checks, const char* what) {
   return 0;
 }
 
+void PrintPath() { std::printf("rank %d: single copy %d\n", Rank(), SharedMemorySingleCopy()); }
+
 int RunAll(bool quick) {
+  PrintPath();
   int checks = 0;
   for (DataType t : kTypes) {
     for (size_t count : Sizes(t, quick)) {
@@ -336,6 +352,7 @@ int RunAll(bool quick) {
 // emulated hosts, striped TCP links): topology line, then exactness at sizes
 // 0, 1, odd and several MiB + odd.
 int RunAllreduceOnly(bool quick) {
+  PrintPath();
   std::printf("rank %d: local_size %d cross_size %d\n", Rank(), LocalSize(), CrossSize());
   int checks = 0;
   for (DataType t : kTypes) {
@@ -351,6 +368,7 @@ int RunAllreduceOnly(bool quick) {
 // than slots, so slots are reused), even and uneven, with the last rank
 // contributing nothing, and all ranks nothing.
 int RunAllgatherOnly(size_t slot_bytes) {
+  PrintPath();
   const int n = Size();
   int checks = 0;
   for (DataType t : kTypes) {
@@ -448,19 +466,38 @@ int RunCApi() {
   return failures == 0 ? 0 : 1;
 }
 
+// Before Init: makes this process's memory closed to its peers'
+// process_vm_readv the way a hardened kernel or container does (without
+// CAP_SYS_PTRACE the kernel refuses access to an undumpable process, even
+// of the same user), so the mesh's probe must find single copy refused.
+void RefuseCrossMemoryAttach() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, caps) != 0) std::perror("capget");
+  caps[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+  if (syscall(SYS_capset, &header, caps) != 0) std::perror("capset");
+  const char* rank = std::getenv("COHORT_RANK");
+  const char* size = std::getenv("COHORT_SIZE");
+  if (rank != nullptr && size != nullptr && std::atoi(rank) == std::atoi(size) - 1) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) std::perror("prctl");
+  }
+}
+
 }  // namespace
 }  // namespace cohort
 
 int main(int argc, char** argv) {
   using namespace cohort;
   const std::string mode = argc > 1 ? argv[1] : "all";
+  if (mode == "refused") RefuseCrossMemoryAttach();
   Status init = Init();
   if (!init.ok()) {
     std::fprintf(stderr, "init failed: %s\n", init.ToString().c_str());
     return 1;
   }
   int rc = 2;
-  if (mode == "all") rc = RunAll(argc > 2 && std::strcmp(argv[2], "quick") == 0);
+  if (mode == "all" || mode == "refused")
+    rc = RunAll(argc > 2 && std::strcmp(argv[2], "quick") == 0);
   const bool allgather = argc > 2 && std::strcmp(argv[2], "allgather") == 0;
   if (mode == "mismatch") rc = RunMismatch(allgather);
   if (mode == "die") rc = RunDie(allgather);

@@ -63,6 +63,8 @@ TEST(RuntimeSettings, DefaultsAreTheTables) {
   EXPECT_EQ(read->small_message_bytes, initial.small_message_bytes);
   EXPECT_EQ(read->chunk_bytes, initial.chunk_bytes);
   EXPECT_EQ(read->shm_slot_bytes, initial.shm_slot_bytes);
+  EXPECT_EQ(read->shm_single_copy, initial.shm_single_copy);
+  EXPECT_EQ(read->shm_single_copy_bytes, initial.shm_single_copy_bytes);
   EXPECT_EQ(read->tcp_streams, initial.tcp_streams);
   EXPECT_EQ(read->test_hosts, initial.test_hosts);
   EXPECT_EQ(read->engine.fusion_threshold_bytes, initial.engine.fusion_threshold_bytes);

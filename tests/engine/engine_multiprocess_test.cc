@@ -226,6 +226,29 @@ TEST(EngineTimeline, FromEnvironmentHasTheExpectedSpans) {
   }
 }
 
+// Which path a one-host collective took shows in the timeline: CMA_ALLREDUCE
+// where the ranks copy once (single copy from 1 byte on), SHM_ALLREDUCE
+// with COHORT_SHM_SINGLE_COPY=off.
+TEST(EngineTimeline, SingleCopyPathIsNamed) {
+  const std::string dir = ::testing::TempDir();
+  for (const std::string mode : {"auto", "off"}) {
+    const std::string path = dir + "/single_copy_" + mode + ".{rank}.json";
+    Finished f = RunEngineJob(2, "auto", {"random", "100"},
+                              {{"COHORT_TIMELINE", path},
+                               {"COHORT_SHM_SINGLE_COPY", mode},
+                               {"COHORT_SHM_SINGLE_COPY_BYTES", "1"}});
+    ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+    int cma = 0, shm = 0;
+    for (auto& [name, ev] :
+         EventsByTensor(ParseTrace(ReadFile(dir + "/single_copy_" + mode + ".0.json")))) {
+      cma += Has(ev, "X:CMA_ALLREDUCE") ? 1 : 0;
+      shm += Has(ev, "X:SHM_ALLREDUCE") ? 1 : 0;
+    }
+    EXPECT_EQ(mode == "auto" ? shm : cma, 0) << mode;
+    EXPECT_GT(mode == "auto" ? cma : shm, 0) << mode;
+  }
+}
+
 // Started and stopped at run time: only what ran in between is recorded.
 TEST(EngineTimeline, StartAndStopAtRunTime) {
   const std::string path = ::testing::TempDir() + "/api_trace.json";  // no {rank}: rank 0 only

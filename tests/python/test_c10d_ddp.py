@@ -1,7 +1,8 @@
 """DistributedDataParallel and ZeroRedundancyOptimizer on the "cohort"
 backend give the same model as on gloo (float tolerance), with bucketing,
 no_sync, find_unused_parameters and the comm hooks (fp16, PowerSGD;
-torch 1.13's bf16_compress_hook refuses to run without CUDA). Runs under
+torch 1.13's bf16_compress_hook refuses to run without CUDA), and cohort's
+own compression hooks (cohort.torch.comm_hooks: PowerSGD, top-k). Runs under
 `cohort run -np 2` (tests/python/CMakeLists.txt)."""
 import datetime
 
@@ -59,7 +60,7 @@ def train(dist, group, hook=None, no_sync_every=0, find_unused=False, zero=False
     model = DDP(Net(find_unused), process_group=group, bucket_cap_mb=0.001,  # several buckets
                 find_unused_parameters=find_unused)
     if hook is not None:
-        state, fn = hook(group)
+        state, fn = hook(group, model.module)
         model.register_comm_hook(state, fn)
     if zero:
         opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD,
@@ -96,12 +97,12 @@ def test_ddp_find_unused_parameters_matches_gloo(dist):
                         train(dist, dist.gloo, find_unused=True))
 
 
-def fp16_hook(group):
+def fp16_hook(group, module):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     return group, default_hooks.fp16_compress_hook
 
 
-def powersgd_hook(group):
+def powersgd_hook(group, module):
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
     state = powersgd.PowerSGDState(process_group=group, matrix_approximation_rank=1,
                                    start_powerSGD_iter=2, min_compression_rate=0.5)
@@ -140,3 +141,32 @@ def train_sparse_embedding(dist, group):
 
 def test_ddp_sparse_embedding_matches_gloo(dist):
     assert_close_params(train_sparse_embedding(dist, None), train_sparse_embedding(dist, dist.gloo))
+
+
+def cohort_compression_hook(make):
+    def hook(group, module):
+        from cohort.torch import comm_hooks
+        reducer = (comm_hooks.Compression.powersgd(rank=1, start_iter=1, min_compression_rate=0.5)
+                   if make == "powersgd" else comm_hooks.Compression.topk(0.1))
+        state = comm_hooks.CompressionState(reducer, module.named_parameters(), group)
+        hook.state = state
+        return state, comm_hooks.compression_hook
+    return hook
+
+
+@pytest.mark.parametrize("make", ["powersgd", "topk"])
+def test_cohort_compression_hooks_match_gloo(dist, make):
+    """cohort's PowerSGD and top-k as DDP comm hooks: the same model over the
+    cohort backend as over gloo, different from uncompressed training, and
+    the hook's state (errors, warm start, steps) kept per parameter."""
+    hook = cohort_compression_hook(make)
+    ours = train(dist, None, hook=hook)
+    state = hook.state.state_dict()
+    assert state["iter"] == STEPS
+    assert set(state["error"]) == {"a.weight", "a.bias", "b.weight", "b.bias"} or make == "powersgd"
+    if make == "powersgd":
+        assert set(state["q"]) == {"a.weight", "b.weight"}
+    assert_close_params(ours, train(dist, dist.gloo, hook=cohort_compression_hook(make)),
+                        atol=1e-5, rtol=1e-4)
+    plain = train(dist, None)
+    assert any(not torch.allclose(a, b, atol=1e-4) for a, b in zip(ours, plain))

@@ -1,6 +1,15 @@
 """Gradient compression for allreduce, as in horovod.torch: a compressor
-turns a tensor into the tensor sent (and a context), and back."""
+turns a tensor into the tensor sent (and a context), and back.
+
+Compression.powersgd(...) and Compression.topk(...) are of another kind: a
+stateful reducer (powersgd.py, topk.py) that DistributedOptimizer hands all
+of a step's gradients at once (its errors and warm-start matrices persist
+across steps and are saved in the optimizer's state_dict); each call makes
+a new one, to be used by one optimizer."""
 import torch
+
+from .powersgd import PowerSGD
+from .topk import TopK
 
 
 class Compressor:
@@ -43,3 +52,18 @@ class FP16Compressor(Compressor):
 class Compression:
     none = NoneCompressor
     fp16 = FP16Compressor
+
+    @staticmethod
+    def powersgd(rank=1, start_iter=10, min_compression_rate=2.0, error_feedback=True,
+                 warm_start=True, seed=0):
+        """Low-rank (PowerSGD) compression of matrix gradients to `rank`,
+        after `start_iter` uncompressed steps; see powersgd.py."""
+        return PowerSGD(rank=rank, start_iter=start_iter,
+                        min_compression_rate=min_compression_rate,
+                        error_feedback=error_feedback, warm_start=warm_start, seed=seed)
+
+    @staticmethod
+    def topk(ratio=0.01, error_feedback=True):
+        """Top-k sparsification keeping `ratio` of each gradient's entries,
+        with error feedback; see topk.py."""
+        return TopK(ratio=ratio, error_feedback=error_feedback)

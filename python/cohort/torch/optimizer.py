@@ -15,9 +15,13 @@ import torch
 from .. import _cohort
 from ..process_sets import global_process_set, set_id
 from .compression import Compression
+from .reducer_comm import EngineComm
 from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
 
+
+# The handle of a gradient the compressing reducer takes at synchronize().
+_REDUCED_AT_SYNCHRONIZE = "reduced at synchronize"
 
 # Horovod's warning for step() after synchronize() outside skip_synchronize().
 STEP_AFTER_SYNCHRONIZE = (
@@ -49,6 +53,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # As Horovod: a rank outside the process set reduces nothing (no
         # hooks, synchronize() does nothing) and steps on its own gradients.
         self._included = _included(process_set)
+        # Compression.powersgd/topk: all of a step's gradients go to the
+        # reducer at synchronize() (compression.py); the hooks only count.
+        self._reducer = compression if getattr(compression, "is_reducer", False) else None
+        if self._reducer is not None and self._included:
+            self._reducer_comm = EngineComm(process_set)
         if self._included and _cohort.size() > 1:
             self._register_hooks()
 
@@ -170,6 +179,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return hook
 
     def _submit(self, p):
+        if self._reducer is not None:
+            self._handles[p] = (_REDUCED_AT_SYNCHRONIZE, (None, None))
+            return
         if self._groups is None:
             self._handles[p] = self._allreduce_grad_async(p)
             return
@@ -187,8 +199,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._synchronized = True
             return
         try:
-            self._start_missing()
-            self._wait_all()
+            if self._reducer is not None:
+                self._reduce_compressed()
+            else:
+                self._start_missing()
+                self._wait_all()
         except BaseException:
             self._drop_pending()  # a failed step leaves nothing half-done behind
             raise
@@ -206,6 +221,39 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for g in list(self._group_ready):  # groups some of whose gradients never came
             del self._group_ready[g]
             self._allreduce_group_async(g)
+
+    def _reduce_compressed(self):
+        """Every gradient through the compressing reducer at once (in name
+        order, the same on every rank); missing ones as zeros."""
+        params = sorted(self._requires_update, key=lambda p: self._parameter_names[p])
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                p.grad = p.grad.to_dense()
+            elif not p.grad.is_contiguous():
+                p.grad = p.grad.contiguous()
+        if _cohort.size() > 1:
+            self._reducer.reduce([self._parameter_names[p] for p in params],
+                                 [p.grad for p in params], self._reducer_comm)
+        for p in params:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+
+    def state_dict(self):
+        """The wrapped optimizer's state, plus the compressing reducer's
+        (errors, warm-start matrices, step count) under "cohort_compression"."""
+        state = super(self.__class__, self).state_dict()
+        if self._reducer is not None:
+            state["cohort_compression"] = self._reducer.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict):
+        if "cohort_compression" in state_dict:
+            if self._reducer is not None:
+                self._reducer.load_state_dict(state_dict["cohort_compression"])
+            state_dict = {k: v for k, v in state_dict.items() if k != "cohort_compression"}
+        return super(self.__class__, self).load_state_dict(state_dict)
 
     def _drop_pending(self):
         """Forgets gradients whose allreduce is under way, e.g. after the job
@@ -362,6 +410,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       DeprecationWarning)
         if groups is None:
             groups = num_groups
+    if getattr(compression, "is_reducer", False):
+        if op != Average or gradient_predivide_factor != 1.0:
+            raise ValueError("DistributedOptimizer: %r averages gradients (op=Average, "
+                             "gradient_predivide_factor=1.0) only" % (compression,))
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)

@@ -74,6 +74,7 @@ void BindJob(py::module_& m) {
   m.def("local_size", cohort_local_size);
   m.def("cross_rank", cohort_cross_rank);
   m.def("cross_size", cohort_cross_size);
+  m.def("shm_single_copy", cohort_shm_single_copy);
   m.def(
       "peer_host",
       [](int rank) {

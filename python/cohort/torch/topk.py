@@ -1,0 +1,120 @@
+"""Top-k gradient sparsification with error feedback, for cohort.torch's
+DistributedOptimizer (Compression.topk) and DDP comm hooks
+(cohort.torch.comm_hooks).
+
+Each rank adds to each gradient what it did not send before (the error),
+keeps the k = max(1, ratio x numel) entries of largest magnitude and
+remembers the rest as the new error. The kept values and their indices of
+every gradient travel in one grouped allgather (values in the gradient's
+dtype, int32 indices), and every rank sums what all ranks sent, divided by
+their number, into the zeroed gradient: each rank moves 2k numbers per
+gradient instead of the whole gradient.
+
+A gradient where k x ranks >= numel (the allgather would move more than a
+dense allreduce) is averaged as it is, with no error kept."""
+import math
+
+import torch
+
+# Candidates for the top k of a large gradient are found from a random
+# sample of this many magnitudes (see TopK.indices).
+_SAMPLE = 8192
+
+
+class TopK:
+    """Stateful top-k reducer: reduce() averages a list of gradients over
+    the ranks, sparsified; the errors survive steps and checkpoints."""
+
+    is_reducer = True
+
+    def __init__(self, ratio=0.01, error_feedback=True):
+        if not 0 < ratio <= 1:
+            raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
+        self.ratio = ratio
+        self.error_feedback = error_feedback
+        self.iter = 0
+        self.error = {}  # name -> flat tensor
+        self._gen = None  # for indices(); local to this rank, no effect on the result
+
+    def __repr__(self):
+        return "Compression.topk(%g)" % self.ratio
+
+    def k(self, numel):
+        return max(1, int(math.floor(numel * self.ratio)))
+
+    def indices(self, magnitude, k):
+        """The indices of the k largest of `magnitude` (1-D), in no order.
+        torch.topk over millions of elements costs several passes of a
+        selection; instead a threshold from a random sample (about 2k
+        entries expected above it) narrows them to candidates, of which
+        torch.topk keeps k: the same set, unless fewer than k pass (then
+        the plain torch.topk runs)."""
+        n = magnitude.numel()
+        if n <= 8 * _SAMPLE or k * 16 > n:
+            return torch.topk(magnitude, k, sorted=False).indices
+        if self._gen is None:
+            self._gen = torch.Generator().manual_seed(0)
+        sample = magnitude[torch.randint(n, (_SAMPLE,), generator=self._gen)]
+        q = min(_SAMPLE, max(1, int(2 * _SAMPLE * k / n)))
+        threshold = torch.topk(sample, q, sorted=False).values.min()
+        candidates = (magnitude >= threshold).nonzero().view(-1)
+        if candidates.numel() < k:
+            return torch.topk(magnitude, k, sorted=False).indices
+        return candidates[torch.topk(magnitude[candidates], k, sorted=False).indices]
+
+    def reduce(self, names, tensors, comm, end_of_step=True):
+        """Replaces each of `tensors` (gradients named `names`, the same
+        list on every rank) by its sparsified average over the ranks
+        (`end_of_step`: as PowerSGD.reduce)."""
+        self.iter += 1 if end_of_step else 0
+        world = comm.size
+        sparse, plain = [], []
+        for name, t in zip(names, tensors):
+            if t.dtype.is_floating_point and self.k(t.numel()) * world < t.numel():
+                sparse.append((name, t))
+            else:
+                plain.append(t)
+        wait_plain = comm.allreduce_mean_into(plain, "topk.plain")
+        if sparse:
+            values, indices, ks = [], [], []
+            for name, t in sparse:
+                flat = t.view(-1)  # gradients are contiguous; written in place below
+                err = self.error.get(name) if self.error_feedback else None
+                if err is not None and err.shape == flat.shape:
+                    flat.add_(err)
+                k = self.k(flat.numel())
+                idx = self.indices(flat.abs(), k)
+                values.append(flat[idx])
+                indices.append(idx.to(torch.int32))
+                ks.append(k)
+                if self.error_feedback:
+                    if err is None or err.shape != flat.shape:
+                        err = self.error[name] = torch.empty_like(flat)
+                    err.copy_(flat)
+                    err[idx] = 0
+            dtype = sparse[0][1].dtype
+            all_values, all_indices = comm.allgather(
+                [torch.cat([v.to(dtype) for v in values]), torch.cat(indices)], "topk")
+            # Rank r's block holds every gradient's k entries in order.
+            all_values /= world
+            per_rank = sum(ks)
+            at = 0
+            for (_, t), k in zip(sparse, ks):
+                rows = [slice(r * per_rank + at, r * per_rank + at + k) for r in range(world)]
+                flat = t.view(-1)
+                flat.zero_()
+                flat.index_add_(0, torch.cat([all_indices[s] for s in rows]).long(),
+                                torch.cat([all_values[s] for s in rows]).to(t.dtype))
+                at += k
+        wait_plain()
+
+    def state_dict(self):
+        return {"kind": "topk", "iter": self.iter,
+                "error": {k: v.clone() for k, v in self.error.items()}}
+
+    def load_state_dict(self, state):
+        if state.get("kind") != "topk":
+            raise ValueError("Compression.topk: cannot load the state of %r"
+                             % (state.get("kind"),))
+        self.iter = int(state["iter"])
+        self.error = {k: v.clone() for k, v in state["error"].items()}

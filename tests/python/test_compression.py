@@ -1,0 +1,248 @@
+"""Compression.powersgd and Compression.topk (cohort.torch): the reduced
+gradients against a plain torch reference that sees every rank's gradients,
+error feedback making the accumulated update converge to the uncompressed
+one, training on a quadratic through DistributedOptimizer, and the state
+kept in the optimizer's state_dict. Runs under `cohort run -np 2` and
+`-np 3` (tests/python/CMakeLists.txt)."""
+import copy
+
+import pytest
+import torch
+
+# e.weight is large enough for top-k's sampled candidates (topk.py, TopK.indices).
+SHAPES = {"a.weight": (16, 12), "b.weight": (8, 3, 3, 2), "b.bias": (20,), "c.weight": (3, 2),
+          "e.weight": (600, 200)}
+
+
+@pytest.fixture(scope="module")
+def comm(hvd):
+    from cohort.torch.reducer_comm import EngineComm
+    return EngineComm(None)
+
+
+def gradients(rank, step):
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    return {name: torch.randn(*shape, generator=gen, dtype=torch.float64)
+            for name, shape in sorted(SHAPES.items())}
+
+
+def run_reducer(reducer, comm, steps, rank):
+    out = []
+    for step in range(steps):
+        grads = gradients(rank, step)
+        names = sorted(grads)
+        reducer.reduce(names, [grads[n] for n in names], comm)
+        out.append(grads)
+    return out
+
+
+def qr_orthogonal(m):
+    return torch.linalg.qr(m).Q  # another method than the reducer's Gram-Schmidt
+
+
+def reference_powersgd(world, steps, rank, start_iter, min_rate):
+    """What every rank must get, computed from all ranks' gradients."""
+    from cohort.torch.powersgd import PowerSGD, should_compress
+    init = PowerSGD(rank=rank)
+    errors = [{} for _ in range(world)]
+    q = {}
+    out = []
+    for step in range(steps):
+        per_rank = [gradients(r, step) for r in range(world)]
+        result = {}
+        for name in sorted(SHAPES):
+            mats = [g[name] for g in per_rank]
+            shape = mats[0].shape
+            n, m = shape[0], mats[0].numel() // shape[0]
+            r = min(n, m, rank)
+            if step < start_iter or len(shape) < 2 or not should_compress(n, m, r, min_rate):
+                result[name] = sum(mats) / world
+                continue
+            ms = [x.reshape(n, m) + errors[i].get(name, 0) for i, x in enumerate(mats)]
+            qn = q.get(name)
+            if qn is None:
+                qn = init._initial_q(name, m, r, torch.float64)
+            qn = qr_orthogonal(qn)
+            p = qr_orthogonal(sum(x @ qn for x in ms) / world)
+            qn = sum(x.t() @ p for x in ms) / world
+            approx = p @ qn.t()
+            for i, x in enumerate(ms):
+                errors[i][name] = x - approx
+            q[name] = qn
+            result[name] = approx.reshape(shape)
+        out.append(result)
+    return out
+
+
+def reference_topk(world, steps, ratio):
+    errors = [{} for _ in range(world)]
+    out = []
+    for step in range(steps):
+        per_rank = [gradients(r, step) for r in range(world)]
+        result = {}
+        for name in sorted(SHAPES):
+            flat = [g[name].reshape(-1) for g in per_rank]
+            numel = flat[0].numel()
+            k = max(1, int(numel * ratio))
+            if k * world >= numel:
+                result[name] = (sum(flat) / world).reshape(SHAPES[name])
+                continue
+            sent = []
+            for i, x in enumerate(flat):
+                acc = x + errors[i].get(name, 0)
+                keep = torch.zeros_like(acc)
+                idx = acc.abs().argsort(descending=True)[:k]
+                keep[idx] = acc[idx]
+                errors[i][name] = acc - keep
+                sent.append(keep)
+            result[name] = (sum(sent) / world).reshape(SHAPES[name])
+        out.append(result)
+    return out
+
+
+def assert_results_close(ours, ref):
+    for step, (a, b) in enumerate(zip(ours, ref)):
+        for name in a:
+            torch.testing.assert_close(a[name], b[name], rtol=1e-6, atol=1e-7,
+                                       msg=lambda m: "step %d, %s: %s" % (step, name, m))
+
+
+@pytest.mark.parametrize("rank,start_iter", [(1, 0), (2, 2), (4, 1)])
+def test_powersgd_matches_the_reference(hvd, comm, rank, start_iter):
+    from cohort.torch import Compression
+    reducer = Compression.powersgd(rank=rank, start_iter=start_iter, min_compression_rate=1.5)
+    ours = run_reducer(reducer, comm, 5, hvd.rank())
+    assert_results_close(ours, reference_powersgd(hvd.size(), 5, rank, start_iter, 1.5))
+    assert "a.weight" in reducer.q  # 1-D and tiny ones are sent as they are
+    assert "b.bias" not in reducer.q and "c.weight" not in reducer.q
+
+
+@pytest.mark.parametrize("ratio", [0.05, 0.3])
+def test_topk_matches_the_reference(hvd, comm, ratio):
+    from cohort.torch import Compression
+    reducer = Compression.topk(ratio)
+    ours = run_reducer(reducer, comm, 4, hvd.rank())
+    assert_results_close(ours, reference_topk(hvd.size(), 4, ratio))
+
+
+def accumulated_gaps(hvd, comm, reducer, checkpoints):
+    """Relative distances, after each of `checkpoints` steps, between the sum
+    of the reduced updates of a constant gradient (different on every rank)
+    and as many times their mean."""
+    gen = [torch.Generator().manual_seed(5 + r) for r in range(hvd.size())]
+    grads = [torch.randn(24, 16, generator=g, dtype=torch.float64) for g in gen]
+    mean = sum(grads) / hvd.size()
+    total = torch.zeros_like(mean)
+    gaps = []
+    for step in range(1, max(checkpoints) + 1):
+        g = grads[hvd.rank()].clone()
+        reducer.reduce(["w"], [g], comm)
+        total += g
+        if step in checkpoints:
+            gaps.append(((total - step * mean).norm() / (step * mean.norm())).item())
+    return gaps
+
+
+@pytest.mark.parametrize("make", ["topk", "powersgd"])
+def test_error_feedback_makes_the_accumulated_update_converge(hvd, comm, make):
+    """With error feedback the gap shrinks like 1/steps (what was not sent
+    is sent later); without, it stays."""
+    from cohort.torch import Compression
+
+    def reducer(error_feedback):
+        if make == "topk":
+            return Compression.topk(0.05, error_feedback=error_feedback)
+        return Compression.powersgd(rank=1, start_iter=0, error_feedback=error_feedback)
+    early, late = accumulated_gaps(hvd, comm, reducer(True), (200, 800))
+    assert late < 0.02 and late < 0.4 * early, (early, late)
+    _, without = accumulated_gaps(hvd, comm, reducer(False), (200, 800))
+    assert without > 0.2, without
+
+
+def train_quadratic(hvd, compression, steps, state=None, momentum=0.0):
+    """SGD on 0.5 ||W - T_r||^2 + 0.5 ||b - t_r||^2 (targets differ per rank):
+    the averaged problem's minimum is (mean T_r, mean t_r). Returns the model,
+    the optimizer and W averaged over the second half of the steps."""
+    gen = torch.Generator().manual_seed(11 + hvd.rank())
+    target_w, target_b = torch.randn(32, 24, generator=gen), torch.randn(24, generator=gen)
+    model = torch.nn.ParameterDict({"w": torch.nn.Parameter(torch.zeros(32, 24)),
+                                    "b": torch.nn.Parameter(torch.zeros(24))})
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1,
+                                                   momentum=momentum),
+                                   named_parameters=model.named_parameters(),
+                                   compression=compression)
+    if state is not None:
+        model.load_state_dict(state[0])
+        opt.load_state_dict(state[1])
+    average = torch.zeros(32, 24)
+    for step in range(steps):
+        opt.zero_grad()
+        loss = (0.5 * ((model["w"] - target_w) ** 2).sum() +
+                0.5 * ((model["b"] - target_b) ** 2).sum())
+        loss.backward()
+        opt.step()
+        if step >= steps // 2:
+            average += model["w"].detach() / (steps - steps // 2)
+    return model, opt, average
+
+
+def mean_targets(hvd):
+    ws, bs = [], []
+    for r in range(hvd.size()):
+        gen = torch.Generator().manual_seed(11 + r)
+        ws.append(torch.randn(32, 24, generator=gen))
+        bs.append(torch.randn(24, generator=gen))
+    return sum(ws) / len(ws), sum(bs) / len(bs)
+
+
+@pytest.mark.parametrize("make", ["none", "topk", "powersgd"])
+def test_quadratic_reaches_the_uncompressed_minimum(hvd, make):
+    """PowerSGD (rank 2) converges to the minimum as uncompressed SGD does.
+    Top-k with a constant step keeps oscillating around it (each rank
+    releases its accumulated error in bursts) but its iterates average to
+    it, while without error feedback they settle elsewhere."""
+    from cohort.torch import Compression
+    compression = {"none": Compression.none, "topk": Compression.topk(0.05),
+                   "powersgd": Compression.powersgd(rank=2, start_iter=2)}[make]
+    model, _, average = train_quadratic(hvd, compression, 400)
+    w, b = mean_targets(hvd)
+    assert (average - w).norm() / w.norm() < 0.03
+    if make != "topk":
+        assert (model["w"] - w).norm() / w.norm() < 1e-3
+        assert (model["b"] - b).norm() / b.norm() < 1e-3
+    else:
+        _, _, biased = train_quadratic(hvd, Compression.topk(0.05, error_feedback=False), 400)
+        assert (biased - w).norm() / w.norm() > 0.3
+
+
+@pytest.mark.parametrize("make", ["topk", "powersgd"])
+def test_state_dict_carries_the_compression_state(hvd, make):
+    """Training 4 steps, saving, and 3 more gives the same model as loading
+    the saved state into a fresh optimizer and training 3 steps."""
+    from cohort.torch import Compression
+
+    def compression():
+        return Compression.topk(0.05) if make == "topk" else Compression.powersgd(rank=1,
+                                                                                   start_iter=1)
+    model, opt, _ = train_quadratic(hvd, compression(), 4, momentum=0.5)
+    saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()))
+    assert saved[1]["cohort_compression"]["kind"] == make
+    assert saved[1]["cohort_compression"]["error"]  # per-parameter errors kept
+    continued, _, _ = train_quadratic(hvd, compression(), 7, momentum=0.5)
+    restored, _, _ = train_quadratic(hvd, compression(), 3, state=saved, momentum=0.5)
+    torch.testing.assert_close(restored["w"], continued["w"], rtol=0, atol=0)
+    fresh_state = (saved[0], {k: v for k, v in saved[1].items() if k != "cohort_compression"})
+    without, _, _ = train_quadratic(hvd, compression(), 3, state=fresh_state, momentum=0.5)
+    assert not torch.equal(without["w"], continued["w"])  # the state mattered
+
+
+def test_bad_arguments_are_named(hvd):
+    from cohort.torch import Compression
+    with pytest.raises(ValueError, match=r"ratio must be in \(0, 1\], got 0"):
+        Compression.topk(0)
+    with pytest.raises(ValueError, match="rank must be at least 1, got 0"):
+        Compression.powersgd(rank=0)
+    model = torch.nn.Linear(4, 4)
+    with pytest.raises(ValueError, match="averages gradients"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 compression=Compression.topk(0.1), op=hvd.Sum)
