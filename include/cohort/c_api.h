@@ -208,7 +208,8 @@ int cohort_synchronize_on_stream(int64_t handle, void* stream, double timeout_se
                                  cohort_error* err);
 /* 1 in every build (the GPU stack is found at run time). */
 int cohort_cuda_built(void);
-/* 1 when NCCL can be loaded in this process. */
+/* NCCL's version code (22703 for 2.27.3) when NCCL can be loaded in this
+ * process, else 0: what Horovod's nccl_built() returns. */
 int cohort_nccl_built(void);
 /* Where each GPU library was found, or why not; NUL-terminated into out. */
 int cohort_gpu_report(char* out, int capacity, cohort_error* err);

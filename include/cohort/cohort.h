@@ -251,9 +251,10 @@ void Release(Handle handle);
 // host tensor's handle it is Wait.
 Status SynchronizeOnStream(Handle handle, void* stream, double timeout_seconds = -1);
 // Horovod's queries: GPU support is in every build (the stack is found at
-// run time); NcclBuilt says whether NCCL can be loaded in this process.
+// run time); NcclBuilt is NCCL's version code (22703 for 2.27.3) when NCCL
+// can be loaded in this process, else 0, as Horovod's nccl_built().
 bool CudaBuilt();
-bool NcclBuilt();
+int NcclBuilt();
 // One line per GPU library: where it was found, or why not (docs/gpu.md).
 std::string GpuReport();
 

@@ -31,9 +31,10 @@ def gloo_enabled():
 
 
 def nccl_built():
-    """1 when NCCL can be loaded in this process, else 0 (Horovod returns
-    the NCCL version it was built with, 0 when not built)."""
-    return 1 if _cohort.nccl_built() else 0
+    """NCCL's version code (22703 for 2.27.3) when NCCL can be loaded in
+    this process, else 0: Horovod returns the version it was built with, and
+    its tests compare it (``nccl_built() < 2700``)."""
+    return int(_cohort.nccl_built())
 
 
 def ddl_built():

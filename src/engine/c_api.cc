@@ -360,7 +360,7 @@ int cohort_synchronize_on_stream(int64_t handle, void* stream, double timeout_se
 }
 
 int cohort_cuda_built(void) { return cohort::CudaBuilt() ? 1 : 0; }
-int cohort_nccl_built(void) { return cohort::NcclBuilt() ? 1 : 0; }
+int cohort_nccl_built(void) { return cohort::NcclBuilt(); }
 
 int cohort_gpu_report(char* out, int capacity, cohort_error* err) {
   if (out == nullptr || capacity <= 0) return BadArgument("gpu report: no room to write", err);

@@ -680,8 +680,8 @@ auto WithGpuProvider(F f) {
 
 }  // namespace
 
-bool NcclBuilt() {
-  return WithGpuProvider([](GpuProvider& p) { return p.NcclLoadable(); });
+int NcclBuilt() {
+  return WithGpuProvider([](GpuProvider& p) { return p.NcclVersion(); });
 }
 
 std::string GpuReport() {

@@ -26,7 +26,10 @@ class LoadingProvider : public GpuProvider {
   }
   const gpu::GpuStackOptions& options() const override { return options_; }
   std::string Report() override { return Stack().Report(); }
-  bool NcclLoadable() override { return Stack().nccl().ok(); }
+  int NcclVersion() override {
+    Result<gpu::NcclApi*> nccl = Stack().nccl();
+    return nccl.ok() ? (*nccl)->Version() : 0;
+  }
 
  private:
   gpu::GpuStack& Stack() {

@@ -25,8 +25,9 @@ class GpuProvider {
   virtual const gpu::GpuStackOptions& options() const = 0;
   // One line per library: found where, or why not (GpuStack::Report).
   virtual std::string Report() = 0;
-  // Whether NCCL can be loaded (Horovod's nccl_built()).
-  virtual bool NcclLoadable() = 0;
+  // Horovod's nccl_built() answer:
+  // NCCL's version code (NcclApi::Version) when it can be loaded, else 0.
+  virtual int NcclVersion() = 0;
 };
 
 // Loads gpu::GpuStack with `options` on the first call of any method.

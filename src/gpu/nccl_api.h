@@ -25,6 +25,9 @@ class NcclApi {
   virtual ~NcclApi() = default;
   // "NCCL 2.27.3 (/.../nvidia/nccl/lib/libnccl.so.2)".
   virtual std::string Describe() const = 0;
+  // NCCL's version code, major * 10000 + minor * 100 + patch (22703 for
+  // 2.27.3), as ncclGetVersion gives it and Horovod's nccl_built() returns.
+  virtual int Version() const = 0;
   // Whether InitRank can be non-blocking (NCCL 2.14+).
   virtual bool SupportsNonBlocking() const = 0;
   virtual Result<NcclUniqueId> GetUniqueId() = 0;

@@ -15,6 +15,7 @@ class NcclLibrary : public NcclApi {
   static Result<std::unique_ptr<NcclLibrary>> Create(std::unique_ptr<SharedLibrary> library);
 
   std::string Describe() const override;
+  int Version() const override { return version_; }
   bool SupportsNonBlocking() const override { return fn_.ncclCommInitRankConfig != nullptr; }
   Result<NcclUniqueId> GetUniqueId() override;
   Result<NcclComm> InitRank(int nranks, const NcclUniqueId& id, int rank,

@@ -209,7 +209,7 @@ void BindOperations(py::module_& m) {
   m.def("cuda_built", [] { return cohort_cuda_built() == 1; });
   m.def("nccl_built", [] {
     py::gil_scoped_release released;
-    return cohort_nccl_built() == 1;
+    return cohort_nccl_built();
   });
   m.def("gpu_report", [] {
     std::string out(1 << 16, '\0');

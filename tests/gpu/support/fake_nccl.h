@@ -21,6 +21,7 @@ class FakeNccl : public NcclApi {
   FakeNccl(FakeCuda& cuda, Communicator& comm) : cuda_(cuda), comm_(comm) {}
 
   std::string Describe() const override { return "fake NCCL"; }
+  int Version() const override { return 22703; }  // what NCCL 2.27.3 reports
   bool SupportsNonBlocking() const override { return true; }
   Result<NcclUniqueId> GetUniqueId() override;
   Result<NcclComm> InitRank(int nranks, const NcclUniqueId& id, int rank,
