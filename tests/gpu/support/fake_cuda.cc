@@ -384,15 +384,19 @@ Result<ModuleHandle> FakeCuda::LoadModule(const std::string& image) {
   if (FindHostKernel(name) == nullptr) {
     return Status::InvalidArgument("fake CUDA: no host kernel " + name);
   }
-  auto [it, added] = modules_.insert(name);
-  (void)added;
-  return ModuleHandle{const_cast<std::string*>(&*it)};
+  modules_.push_back(name);
+  return ModuleHandle{&modules_.back()};
 }
 
 Status FakeCuda::UnloadModule(ModuleHandle module) {
   std::lock_guard<std::mutex> lock(mu_);
-  modules_.erase(*static_cast<std::string*>(module));
-  return Status::OK();
+  for (auto it = modules_.begin(); it != modules_.end(); ++it) {
+    if (&*it == module) {
+      modules_.erase(it);
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("fake CUDA: unloading a module that is not loaded");
 }
 
 Result<FunctionHandle> FakeCuda::GetFunction(ModuleHandle module, const std::string& name) {

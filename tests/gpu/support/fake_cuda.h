@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <list>
 #include <set>
 #include <string>
 
@@ -135,7 +136,9 @@ class FakeCuda : public CudaApi {
   std::map<uintptr_t, Allocation> allocations_;
   std::map<uintptr_t, size_t> mappings_;  // peers' buffers mapped here
   std::set<void*> pinned_;
-  std::set<std::string> modules_;
+  // One entry per load, as the driver gives each cuModuleLoadData its own
+  // module: two kernel caches loading the same kernel unload separately.
+  std::list<std::string> modules_;
   std::map<std::string, int> fail_next_;
   Counts totals_;
 };
