@@ -23,7 +23,7 @@ class FakeGpuProvider : public GpuProvider {
   Result<GpuDeps> Deps() override;
   const GpuStackOptions& options() const override { return options_; }
   std::string Report() override;
-  int NcclVersion() override { return nccl_ != nullptr ? 22703 : 0; }
+  int NcclVersion() override { return nccl_ != nullptr ? nccl_->Version() : 0; }
 
   FakeCuda& cuda() { return cuda_; }
 
