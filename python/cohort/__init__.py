@@ -14,14 +14,16 @@ with pip (pyproject.toml), the package carries its extension modules, libcohort.
 and the `cohort` launcher (bin/cohort) itself."""
 import os as _os
 
+from . import settings as _settings
+
 _here = _os.path.dirname(_os.path.abspath(__file__))
 _installed = _os.path.isfile(_os.path.join(_here, "bin", "cohort"))
-if _installed and "COHORT_BUILD_DIR" not in _os.environ:
+if _installed and not _settings.is_set(_settings.BUILD_DIR):
     _build = None
     _launcher_path = _os.path.join(_here, "bin", "cohort")
 else:
     _repo = _os.path.dirname(_os.path.dirname(_here))
-    _build = _os.environ.get("COHORT_BUILD_DIR", _os.path.join(_repo, "build"))
+    _build = _settings.text(_settings.BUILD_DIR, _os.path.join(_repo, "build"))
     _launcher_path = _os.path.join(_build, "cohort")
     __path__.append(_os.path.join(_build, "python", "cohort"))
 

@@ -8,9 +8,11 @@ import traceback
 
 import cloudpickle
 
+from cohort import settings
+
 
 def main(workdir):
-    rank = int(os.environ.get("COHORT_RANK", "0"))
+    rank = int(settings.text(settings.RANK, "0"))
     try:
         with open(os.path.join(workdir, "payload.pkl"), "rb") as f:
             fn, args, kwargs = cloudpickle.load(f)

@@ -28,7 +28,7 @@ import pickle
 import sys
 import warnings
 
-from . import _checkpoint
+from . import _checkpoint, settings
 
 # The first line of a stored state says how the rest was written.
 _TORCH = b"cohort-state torch\n"
@@ -125,11 +125,11 @@ def _record_on_tracking_run(location, step, saved):
 
 
 def _default():
-    location = os.environ.get("COHORT_CHECKPOINT_DIR")
+    location = settings.text(settings.CHECKPOINT_DIR)
     if not location:
         raise RuntimeError("cohort.checkpoint.save/load need COHORT_CHECKPOINT_DIR "
                            "(or use Checkpointer(location))")
-    keep = os.environ.get("COHORT_CHECKPOINT_KEEP", "3")
+    keep = settings.text(settings.CHECKPOINT_KEEP, "3")
     try:
         keep_last = int(keep)
     except ValueError:

@@ -39,7 +39,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from . import _data
+from . import _data, settings
 
 __all__ = ["DataLoader", "ingest_imagefolder", "Writer", "Dataset", "ConflictError", "log", "diff",
            "checkout", "create_branch", "create_tag", "resolve"]
@@ -106,7 +106,7 @@ def _resume_options(state, seed, options):
 
 
 def _env_int(name, default):
-    value = os.environ.get(name, "")
+    value = settings.text(name, "")
     return int(value) if value else default
 
 
@@ -116,7 +116,7 @@ def _job_rank_and_size():
     runtime = sys.modules.get("cohort._cohort")
     if runtime is not None and runtime.is_initialized():
         return runtime.rank(), runtime.size()
-    return _env_int("COHORT_RANK", 0), _env_int("COHORT_SIZE", 1)
+    return _env_int(settings.RANK, 0), _env_int(settings.SIZE, 1)
 
 
 def _record_in_tracking(location, ref):

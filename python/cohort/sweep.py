@@ -27,7 +27,7 @@ import os
 import socket
 import time
 
-from . import _sweep
+from . import _sweep, settings
 
 __all__ = ["Study", "Trial", "params", "report", "checkpoint_dir", "trial_id", "resource",
            "clone_checkpoint_dir", "start_step", "in_sweep"]
@@ -107,23 +107,23 @@ def _id(trial):
 
 def in_sweep():
     """Whether this process is a trial of `cohort sweep`."""
-    return "COHORT_SWEEP_TRIAL" in os.environ
+    return settings.is_set(settings.SWEEP_TRIAL)
 
 
 def _env(name):
-    value = os.environ.get(name)
+    value = settings.text(name)
     if value is None:
         raise RuntimeError("%s is not set: this process is not a trial of `cohort sweep`" % name)
     return value
 
 
 def trial_id():
-    return int(_env("COHORT_SWEEP_TRIAL"))
+    return int(_env(settings.SWEEP_TRIAL))
 
 
 def params():
     """This trial's parameter values (a dict)."""
-    return json.loads(_env("COHORT_SWEEP_PARAMS"))
+    return json.loads(_env(settings.SWEEP_PARAMS))
 
 
 _resource = None  # raised by the controller's answers to report()
@@ -132,22 +132,22 @@ _resource = None  # raised by the controller's answers to report()
 def resource():
     """Train until this many steps (epochs, ...) have been done in total. ASHA
     may raise it when a report promotes the trial at once: loop on it."""
-    return _resource if _resource is not None else int(_env("COHORT_SWEEP_RESOURCE"))
+    return _resource if _resource is not None else int(_env(settings.SWEEP_RESOURCE))
 
 
 def checkpoint_dir():
     """Where this trial saves the state it resumes from when paused."""
-    return _env("COHORT_SWEEP_CHECKPOINT_DIR")
+    return _env(settings.SWEEP_CHECKPOINT_DIR)
 
 
 def clone_checkpoint_dir():
     """PBT: the checkpoint directory of the trial this one starts from, or None."""
-    return os.environ.get("COHORT_SWEEP_CLONE_FROM") or None
+    return settings.text(settings.SWEEP_CLONE_FROM) or None
 
 
 def start_step():
     """PBT: the step the cloned checkpoint was taken at (0 otherwise)."""
-    return int(os.environ.get("COHORT_SWEEP_START_STEP", "0"))
+    return int(settings.text(settings.SWEEP_START_STEP, "0"))
 
 
 _connection = None
@@ -164,7 +164,7 @@ def _exchange(line):
     if _connection is None:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.connect(_env("COHORT_SWEEP_SOCKET"))
+            s.connect(_env(settings.SWEEP_SOCKET))
         except OSError:
             s.close()
             raise
@@ -200,9 +200,9 @@ def report(value, step):
         payload = {k: float(v) for k, v in value.items()}
     else:
         payload = float(value)
-    rank = int(os.environ.get("COHORT_RANK", "0"))
+    rank = int(settings.text(settings.RANK, "0"))
     line = "report %d %d %d %s\n" % (trial_id(), rank, int(step), json.dumps(payload))
-    patience = float(os.environ.get("COHORT_SWEEP_RECONNECT_S", _RECONNECT_S))
+    patience = float(settings.text(settings.SWEEP_RECONNECT_S, _RECONNECT_S))
     deadline = time.monotonic() + patience
     while True:
         try:
@@ -212,7 +212,7 @@ def report(value, step):
             _disconnect()
             if time.monotonic() >= deadline:
                 raise RuntimeError("cannot reach the sweep controller at %s for %g s: %s"
-                                   % (_env("COHORT_SWEEP_SOCKET"), patience, e)) from e
+                                   % (_env(settings.SWEEP_SOCKET), patience, e)) from e
             time.sleep(0.2)  # the restarted controller listens again soon
     if reply.startswith("error "):
         raise ValueError(reply[len("error "):])

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 
-from . import _track
+from . import _track, settings
 
 __all__ = ["init", "Run", "active_run"]
 
@@ -56,9 +56,10 @@ def active_run():
 
 
 def _rank():
-    for name in ("COHORT_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
+    for value in (settings.text(settings.RANK, ""), os.environ.get("RANK", ""),
+                  os.environ.get("OMPI_COMM_WORLD_RANK", ""), os.environ.get("PMI_RANK", "")):
+        if value.isdigit():
+            return int(value)
     return 0
 
 
@@ -77,7 +78,7 @@ def _provenance():
         "cohort.cwd": os.getcwd(),
         "cohort.python": platform.python_version(),
         "cohort.host": socket.gethostname(),
-        "cohort.world_size": os.environ.get("COHORT_SIZE", "1"),
+        "cohort.world_size": settings.text(settings.SIZE, "1"),
         "mlflow.source.name": sys.argv[0] if sys.argv and sys.argv[0] else "<interactive>",
         "mlflow.user": os.environ.get("USER", ""),
     }

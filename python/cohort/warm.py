@@ -37,6 +37,8 @@ import threading
 import time
 import traceback
 
+from cohort import settings
+
 __all__ = ["main"]
 
 _START_DEADLINE_S = 120  # the server's first start imports the preload list
@@ -45,7 +47,7 @@ _START_DEADLINE_S = 120  # the server's first start imports the preload list
 def _key(preload):
     """The server a client may use: same interpreter, modules, paths, user."""
     parts = [sys.executable, ",".join(preload), os.environ.get("PYTHONPATH", ""),
-             os.environ.get("COHORT_BUILD_DIR", ""), str(os.getuid())]
+             settings.text(settings.BUILD_DIR, ""), str(os.getuid())]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 

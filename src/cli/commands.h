@@ -7,6 +7,7 @@ namespace cohort::cli {
 
 int RunCommand(int argc, char** argv);    // cohort run   (run_command.cc)
 int BenchCommand(int argc, char** argv);  // cohort bench (bench_command.cc)
+int ConfigCommand(int argc, char** argv);  // cohort config (config_command.cc)
 int EngineBenchCommand(int argc, char** argv);  // cohort bench engine (engine_bench.cc)
 int DataCommand(int argc, char** argv);   // cohort data  (data_command.cc)
 int SchedCommand(int argc, char** argv);  // cohort sched (sched_command.cc)

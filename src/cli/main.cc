@@ -37,6 +37,7 @@ void PrintUsage() {
                "  run     start a job:   cohort run -np N [--] COMMAND ARGS...\n"
                "  bench   collective benchmarks (run under `cohort run`):\n"
                "          cohort bench allreduce|reducescatter|allgather|broadcast|alltoall\n"
+               "  config  every setting, its value and where it came from: cohort config\n"
                "%s"
                "\n"
                "`cohort <command> --help` describes a command's options.\n",
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   const char* command = argv[1];
   if (std::strcmp(command, "run") == 0) return cohort::cli::RunCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "bench") == 0) return cohort::cli::BenchCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "config") == 0) return cohort::cli::ConfigCommand(argc - 2, argv + 2);
 #ifndef COHORT_MINIMAL
   if (std::strcmp(command, "data") == 0) return cohort::cli::DataCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "sched") == 0) return cohort::cli::SchedCommand(argc - 2, argv + 2);

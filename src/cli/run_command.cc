@@ -124,7 +124,7 @@ void PrintUsage() {
                "  --timeout-secs S     stop the whole job after S seconds; exit status 124\n");
   // The runtime settings' flags, from the settings table (common/settings.h).
   for (const SettingSpec& s : AllSettings()) {
-    if (s.flag == nullptr) continue;
+    if (s.flag == nullptr || IsHostFlag(s.flag)) continue;  // listed with the hosts below
     const std::string default_text = s.default_text[0] == '\0' ? "unset" : s.default_text;
     std::fprintf(stdout, "  %-20s %s: %s (default %s)\n", (std::string(s.flag) + " V").c_str(),
                  s.variable, s.help, default_text.c_str());
@@ -215,7 +215,7 @@ Result<RunFlags> ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> host_settings;
   std::map<std::string, std::string> elastic_flags;
   for (const char* variable : kHostVariables) {
-    if (const char* value = std::getenv(variable)) host_settings[variable] = value;
+    if (const char* value = ProcessEnv()(variable)) host_settings[variable] = value;
   }
   std::optional<double> grace_flag;
   int i = 0;

@@ -11,6 +11,7 @@
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
 #include "common/env_config.h"
+#include "common/settings.h"
 #include "data/storage.h"
 #include "sched/job.h"
 #include "sweep/controller.h"
@@ -179,7 +180,7 @@ int SweepCommand(int argc, char** argv) {
     journal.sweep = options.spec.name;
     journal.file_journal = options.dir + "/journal";
     Result<double> deadline =
-        EnvDouble(ProcessEnv(), "COHORT_SWEEP_JOURNAL_DEADLINE_S", journal.append_deadline_s);
+        EnvDouble(ProcessEnv(), setting::kSweepJournalDeadlineSeconds, journal.append_deadline_s);
     if (!deadline.ok() || *deadline < 0) {
       std::fprintf(
           stderr, "cohort sweep: COHORT_SWEEP_JOURNAL_DEADLINE_S: %s\n",

@@ -6,10 +6,6 @@
 
 namespace cohort {
 
-EnvLookup ProcessEnv() {
-  return [](const char* name) { return static_cast<const char*>(std::getenv(name)); };
-}
-
 std::optional<std::string> EnvString(const EnvLookup& env, const char* name) {
   const char* value = env(name);
   if (value == nullptr || value[0] == '\0') return std::nullopt;

@@ -3,14 +3,15 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
+
+#include "common/env_config.h"
 
 namespace cohort {
 
 LogLevel MinLogLevel() {
   static const LogLevel level = [] {
-    const char* v = std::getenv("COHORT_LOG_LEVEL");
+    const char* v = ProcessEnv()("COHORT_LOG_LEVEL");
     if (v == nullptr) return LogLevel::kWarning;
     if (std::strcmp(v, "debug") == 0) return LogLevel::kDebug;
     if (std::strcmp(v, "info") == 0) return LogLevel::kInfo;

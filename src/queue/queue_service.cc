@@ -25,12 +25,18 @@ std::string FormatSeconds(double s) {
 // queue job, plus what tells the job who it is, and the queue's grace as
 // COHORT_GRACE: a `cohort run` in the job then gives its workers the whole
 // grace after the SIGTERM it forwards, not its own 2 s default.
+bool SetByTheQueue(const std::string& entry) {
+  for (const char* variable :
+       {"COHORT_JOB_ID", "COHORT_JOB_SLOTS", "COHORT_JOB_RESTARTS", "COHORT_GRACE"}) {
+    if (entry.rfind(std::string(variable) + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> JobEnv(const JobRecord& job, double grace_s) {
   std::vector<std::string> env;
   for (const std::string& entry : job.env) {
-    if (entry.rfind("COHORT_JOB_", 0) != 0 && entry.rfind("COHORT_GRACE=", 0) != 0) {
-      env.push_back(entry);
-    }
+    if (!SetByTheQueue(entry)) env.push_back(entry);
   }
   env.push_back("COHORT_JOB_ID=" + std::to_string(job.id));
   env.push_back("COHORT_JOB_SLOTS=" + std::to_string(job.slots));

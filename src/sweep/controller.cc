@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/settings.h"
 #include "sweep/journal.h"
 #include "sweep/replay.h"
 #include "sweep/report_server.h"
@@ -274,14 +275,14 @@ class Controller {
     launch.trial = t.id;
     launch.log = dir + "/log";
     launch.env = {
-        {"COHORT_SWEEP_TRIAL", std::to_string(t.id)},
-        {"COHORT_SWEEP_PARAMS", ParamsJson(t.params)},
-        {"COHORT_SWEEP_SOCKET", server_.path()},
-        {"COHORT_SWEEP_CHECKPOINT_DIR", dir + "/checkpoint"},
-        {"COHORT_SWEEP_RESOURCE", std::to_string(t.resource)},
-        {"COHORT_SWEEP_RESUMED", t.resumed ? "1" : "0"},
-        {"COHORT_SWEEP_START_STEP", std::to_string(t.start_step)},
-        {"COHORT_SWEEP_CLONE_FROM", t.clone_of ? CheckpointDir(*t.clone_of) : ""},
+        {setting::kSweepTrial, std::to_string(t.id)},
+        {setting::kSweepParams, ParamsJson(t.params)},
+        {setting::kSweepSocket, server_.path()},
+        {setting::kSweepCheckpointDir, dir + "/checkpoint"},
+        {setting::kSweepResource, std::to_string(t.resource)},
+        {setting::kSweepResumed, t.resumed ? "1" : "0"},
+        {setting::kSweepStartStep, std::to_string(t.start_step)},
+        {setting::kSweepCloneFrom, t.clone_of ? CheckpointDir(*t.clone_of) : ""},
     };
     Result<int64_t> handle = executor_->Start(launch);
     if (!handle.ok()) return handle.status().WithContext("trial " + std::to_string(t.id));

@@ -39,8 +39,7 @@ int64_t NowMillis() {
 }
 
 std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
+  return EnvString(ProcessEnv(), name).value_or(fallback);
 }
 
 std::string HomePath(const std::string& relative) { return EnvOr("HOME", "") + "/" + relative; }

@@ -104,6 +104,51 @@ std::vector<std::string> Cells(const std::string& line) {
   return cells;
 }
 
+TEST(Settings, EveryRowHasAScopeNamedInTheDocs) {
+  std::map<std::string, int> per_scope;
+  for (const SettingSpec& s : AllSettings()) ++per_scope[SettingScopeName(s.scope)];
+  EXPECT_EQ(per_scope.size(), 7u);
+  for (const char* scope :
+       {"runtime", "launcher", "loader", "tracking", "queue", "sweep", "testing"}) {
+    EXPECT_GT(per_scope[scope], 0) << scope;
+  }
+  EXPECT_EQ(SettingScopeName(FindSetting("COHORT_SWEEP_TRIAL")->scope), std::string("sweep"));
+  EXPECT_EQ(SettingScopeName(FindSetting("COHORT_TEST_HOSTS")->scope), std::string("testing"));
+  EXPECT_EQ(SettingScopeName(FindSetting("COHORT_RANK")->scope), std::string("launcher"));
+}
+
+TEST(Settings, AnUnsetRowWithoutDefaultReadsAsEmpty) {
+  Result<SettingValue> rank = ReadSetting(Env({}), "COHORT_RANK");
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  EXPECT_EQ(rank->text, "");
+  rank = ReadSetting(Env({{"COHORT_RANK", "3"}}), "COHORT_RANK");
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  EXPECT_EQ(rank->number, 3);
+  EXPECT_EQ(ReadSetting(Env({{"COHORT_RANK", "x"}}), "COHORT_RANK").status().message(),
+            "COHORT_RANK='x' is not an integer");
+}
+
+TEST(Settings, ReportSaysWhereEachValueCameFrom) {
+  const std::vector<SettingReport> reports =
+      ReportSettings(Env({{"COHORT_TCP_STREAMS", "4"}, {"COHORT_TIMEOUT", "0"}}),
+                     {{"COHORT_TRANSPORT", "tcp"}, {"COHORT_CYCLE_TIME", "-1"}});
+  ASSERT_EQ(reports.size(), AllSettings().size());
+  std::map<std::string, const SettingReport*> by_name;
+  for (const SettingReport& r : reports) by_name[r.spec->variable] = &r;
+  EXPECT_EQ(by_name["COHORT_TCP_STREAMS"]->text, "4");
+  EXPECT_EQ(by_name["COHORT_TCP_STREAMS"]->source, SettingSource::kEnvironment);
+  EXPECT_EQ(by_name["COHORT_TRANSPORT"]->text, "tcp");
+  EXPECT_EQ(by_name["COHORT_TRANSPORT"]->source, SettingSource::kFlag);
+  EXPECT_EQ(by_name["COHORT_CHUNK_BYTES"]->text, "256K");
+  EXPECT_EQ(by_name["COHORT_CHUNK_BYTES"]->source, SettingSource::kDefault);
+  EXPECT_EQ(by_name["COHORT_RANK"]->text, "");
+  EXPECT_TRUE(by_name["COHORT_RANK"]->valid.ok());
+  EXPECT_EQ(by_name["COHORT_TIMEOUT"]->valid.message(), "COHORT_TIMEOUT must be positive, not 0");
+  EXPECT_EQ(by_name["COHORT_CYCLE_TIME"]->valid.message(),
+            "--cycle-time must not be negative, not -1");
+  EXPECT_EQ(SettingSourceName(SettingSource::kFlag), std::string("flag"));
+}
+
 TEST(Settings, ConfigurationDocAgreesWithTheTable) {
   std::ifstream doc(std::string(COHORT_SOURCE_DIR) + "/docs/configuration.md");
   ASSERT_TRUE(doc) << "docs/configuration.md not found";
@@ -129,6 +174,14 @@ TEST(Settings, ConfigurationDocAgreesWithTheTable) {
     const std::string expected =
         s.default_text[0] == '\0' ? "unset" : std::string("`") + s.default_text + "`";
     EXPECT_EQ(default_cell.rfind(expected, 0), 0u) << "default column: " << default_cell;
+  }
+  // And no row documents a variable the table lacks. COHORT_SERVER is the
+  // server client's, moved into the table by spine-server (the lead removes
+  // this exception at the merge).
+  for (const auto& [variable, cells] : rows) {
+    if (variable == "COHORT_SERVER") continue;
+    EXPECT_NE(FindSetting(variable), nullptr)
+        << "docs/configuration.md documents " << variable << ", the settings table has no row";
   }
 }
 

@@ -32,7 +32,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as _c10d_module
 
 import cohort
-from cohort import _cohort
+from cohort import _cohort, settings
 
 try:
     from cohort import _c10d
@@ -48,19 +48,19 @@ _groups_per_set = {}  # process set id -> process groups created over it so far
 
 
 def _launched_by_cohort():
-    return "COHORT_RANK" in os.environ
+    return settings.is_set(settings.RANK)
 
 
 def _set_env_defaults_under_cohort_run():
     """Under `cohort run`, env:// works without settings: ranks come from
     cohort's variables, the store from _env_rendezvous."""
-    if not _launched_by_cohort() or "COHORT_STORE_ADDR" not in os.environ:
+    if not _launched_by_cohort() or not settings.is_set(settings.STORE_ADDR):
         return
-    for torch_name, cohort_name in (("RANK", "COHORT_RANK"), ("WORLD_SIZE", "COHORT_SIZE"),
-                                    ("LOCAL_RANK", "COHORT_LOCAL_RANK"),
-                                    ("LOCAL_WORLD_SIZE", "COHORT_LOCAL_SIZE")):
-        if cohort_name in os.environ:
-            os.environ.setdefault(torch_name, os.environ[cohort_name])
+    for torch_name, cohort_name in (("RANK", settings.RANK), ("WORLD_SIZE", settings.SIZE),
+                                    ("LOCAL_RANK", settings.LOCAL_RANK),
+                                    ("LOCAL_WORLD_SIZE", settings.LOCAL_SIZE)):
+        if settings.is_set(cohort_name):
+            os.environ.setdefault(torch_name, settings.text(cohort_name))
 
 
 # The module, not torch.distributed.rendezvous (a function of the same name).
@@ -73,7 +73,7 @@ def _env_rendezvous(url, timeout=_c10d_module.default_pg_timeout, **kwargs):
     and MASTER_PORT: then the job needs no fixed port and no launcher-side
     service (the launcher's host need not be rank 0's, and a port chosen in
     advance may be taken), see _job_store."""
-    if (not _launched_by_cohort() or "COHORT_STORE_ADDR" not in os.environ
+    if (not _launched_by_cohort() or not settings.is_set(settings.STORE_ADDR)
             or ("MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ)):
         return _torch_env_rendezvous(url, timeout=timeout, **kwargs)
     return _job_store(timeout)
@@ -83,7 +83,7 @@ def _job_store(timeout):
     """Rank 0 serves torch's TCPStore on a port the kernel picks, at the
     address its peers reach it at (where its cohort mesh listens); the other
     ranks learn the port from a cohort broadcast."""
-    rank, size = int(os.environ["COHORT_RANK"]), int(os.environ["COHORT_SIZE"])
+    rank, size = int(settings.text(settings.RANK)), int(settings.text(settings.SIZE))
     if not _cohort.is_initialized():
         os.environ.setdefault("COHORT_TIMEOUT", str(timeout.total_seconds()))
         cohort.init()
@@ -123,7 +123,7 @@ def _publish_cohort_store(store, rank, size):
 
 def _start_runtime(store, rank, size, timeout):
     if not _cohort.is_initialized():
-        if not _launched_by_cohort() and "COHORT_STORE_ADDR" not in os.environ:
+        if not _launched_by_cohort() and not settings.is_set(settings.STORE_ADDR):
             _publish_cohort_store(store, rank, size)
         os.environ.setdefault("COHORT_TIMEOUT", str(timeout.total_seconds()))
         cohort.init()

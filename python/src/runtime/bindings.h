@@ -12,6 +12,7 @@ void BindJob(pybind11::module_& m);           // init, shutdown, topology, proce
 void BindOperations(pybind11::module_& m);    // asynchronous collectives
 void BindHandles(pybind11::module_& m);       // poll, wait, results, release
 void BindPointToPoint(pybind11::module_& m);  // tagged messages between two ranks
+void BindSettings(pybind11::module_& m);      // the settings table (common/settings.h)
 
 }  // namespace cohort_python
 
