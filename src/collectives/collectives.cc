@@ -87,17 +87,6 @@ Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
 
 }  // namespace
 
-Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name) {
-  if (name == "auto") return AllreduceAlgorithm::kAuto;
-  if (name == "shm") return AllreduceAlgorithm::kSharedMemory;
-  if (name == "ring") return AllreduceAlgorithm::kRing;
-  if (name == "recursive_doubling") return AllreduceAlgorithm::kRecursiveDoubling;
-  if (name == "hierarchical") return AllreduceAlgorithm::kHierarchical;
-  return Status::InvalidArgument(
-      "unknown allreduce algorithm '" + name +
-      "' (expected auto, shm, ring, recursive_doubling or hierarchical)");
-}
-
 AllreduceAlgorithm ChooseAllreduceAlgorithm(const Mesh& mesh, size_t bytes,
                                             const CommunicatorOptions& options) {
   if (mesh.all_local_shm()) return AllreduceAlgorithm::kSharedMemory;

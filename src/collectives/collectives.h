@@ -13,12 +13,9 @@
 #include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "collectives/shm_allreduce.h"
+#include "common/allreduce_algorithms.h"
 
 namespace cohort {
-
-// Which allreduce algorithm to run; kAuto picks by size and topology.
-enum class AllreduceAlgorithm { kAuto, kSharedMemory, kRing, kRecursiveDoubling, kHierarchical };
-Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name);
 
 // What kAuto runs for `bytes` on `mesh`: shared memory when every rank is on
 // one host; otherwise recursive doubling up to options.small_message_bytes;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/allreduce_algorithms.h"
+
 namespace cohort {
 namespace {
 
@@ -22,8 +24,7 @@ const std::vector<SettingSpec> kSettings = {
   {"COHORT_TRANSPORT", "--transport", T::kChoice, "auto", 0, 0, false, "auto,shm,tcp",
    "auto, shm or tcp", S::kRuntime},
   {"COHORT_ALLREDUCE_ALGORITHM", "--allreduce-algorithm", T::kChoice, "auto", 0, 0, false,
-   "auto,shm,ring,recursive_doubling,hierarchical",
-   "auto, shm, ring, recursive_doubling or hierarchical", S::kRuntime},
+   AllreduceAlgorithmChoices(), AllreduceAlgorithmList(), S::kRuntime},
   {"COHORT_SMALL_MESSAGE_BYTES", "--small-message-bytes", T::kBytes, "64K", 1, kNone, false,
    nullptr, "size up to which latency-optimal algorithms run", S::kRuntime},
   {"COHORT_CHUNK_BYTES", "--chunk-bytes", T::kBytes, "256K", 1, kNone, false, nullptr,
