@@ -37,8 +37,8 @@ void PrintUsage() {
                "options:\n"
                "  --hosts H            simulated hosts (default 16)\n"
                "  --slots-per-host S   slots per host (default 8)\n"
-               "  --policy LIST        comma-separated among cohort, fifo, strict-priority\n"
-               "                       (default: all three)\n"
+               "  --policy LIST        comma-separated among %s\n"
+               "                       (default: all of them)\n"
                "  --quota P=N,...      guaranteed slots per project (default: no quotas)\n"
                "  --grace S            seconds between SIGTERM and SIGKILL (default 60)\n"
                "  --json               a JSON array, one object per policy\n"
@@ -49,7 +49,14 @@ void PrintUsage() {
                "  --max-slots N  largest gang (default 64)\n"
                "\n"
                "exit status: 0 on success, 1 when the simulation fails, 2 for a usage error.\n",
-               kSynopsis);
+               kSynopsis, sched::PolicyList().c_str());
+}
+
+// Every policy of the registry (sched/policy.h), in its order.
+std::vector<sched::PolicyKind> AllPolicies() {
+  std::vector<sched::PolicyKind> kinds;
+  for (const sched::PolicyEntry& e : sched::kPolicies) kinds.push_back(e.kind);
+  return kinds;
 }
 
 int UsageError(const std::string& problem) { return cli::UsageError("sched", problem, kSynopsis); }
@@ -59,8 +66,7 @@ struct Options {
   bool synthetic = false;
   bool json = false;
   std::string write_trace;
-  std::vector<sched::PolicyKind> policies = {sched::PolicyKind::kCohort, sched::PolicyKind::kFifo,
-                                             sched::PolicyKind::kStrictPriority};
+  std::vector<sched::PolicyKind> policies = AllPolicies();
   sched::SyntheticSpec spec;
   sched::SimulationConfig config;
 };
@@ -71,18 +77,9 @@ Status ParsePolicies(const std::string& text, std::vector<sched::PolicyKind>* ou
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     std::string name = text.substr(start, comma == std::string::npos ? text.npos : comma - start);
-    bool known = false;
-    for (auto kind : {sched::PolicyKind::kCohort, sched::PolicyKind::kFifo,
-                      sched::PolicyKind::kStrictPriority}) {
-      if (name == sched::PolicyName(kind)) {
-        out->push_back(kind);
-        known = true;
-      }
-    }
-    if (!known) {
-      return Status::InvalidArgument("--policy: unknown policy '" + name +
-                                     "' (expected cohort, fifo or strict-priority)");
-    }
+    Result<sched::PolicyKind> kind = sched::ParsePolicyName(name);
+    if (!kind.ok()) return kind.status().WithContext("--policy");
+    out->push_back(*kind);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -39,6 +39,7 @@ void PrintUsage() {
                "                     [--slots N] [--queue-db PATH] [--grace S]\n"
                "                     [--agent-timeout S] [--slurm-pool NAME]\n"
                "                     [--slurm-partition P] [--quota P=N,...]\n"
+               "                     [--policy NAME]\n"
                "\n"
                "  --store URI          sqlite:PATH (default %s)\n"
                "  --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -70,8 +71,10 @@ void PrintUsage() {
                "                       squeue\n"
                "  --slurm-partition P  the SLURM partition (default: SLURM's default)\n"
                "  --quota P=N,...      slots guaranteed to each project; others borrow\n"
-               "                       idle ones and are preempted to give them back\n",
-               kSynopsis, track::DefaultStoreUri().c_str());
+               "                       idle ones and are preempted to give them back\n"
+               "  --policy NAME        the queue's scheduling policy: %s\n"
+               "                       (default cohort; docs/queue.md)\n",
+               kSynopsis, track::DefaultStoreUri().c_str(), sched::PolicyList().c_str());
 }
 
 // The build's dashboard output: <dir of the cohort binary>/web.
@@ -184,6 +187,11 @@ int ServerCommand(int argc, char** argv) {
       auto grace = ParsePositiveSeconds(flag, value);
       if (!grace.ok()) return BadValue(grace.status());
       queue_options.grace_s = *grace;
+      queue_only_flag = flag;
+    } else if (flag == "--policy") {
+      auto policy = sched::ParsePolicyName(value);
+      if (!policy.ok()) return BadValue(policy.status().WithContext("--policy"));
+      queue_options.policy = *policy;
       queue_only_flag = flag;
     } else if (flag == "--slurm-pool") {
       queue_options.slurm_pool = value;

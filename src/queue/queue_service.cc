@@ -279,6 +279,7 @@ Status QueueService::SchedulePool(const std::string& pool, const std::vector<Job
     return Status::OK();
   }
   sched::PolicyConfig config;
+  config.kind = options_.policy;
   config.grace_s = options_.grace_s;
   sched::Decision decision = sched::Schedule(state, config);
   for (const sched::PreemptDecision& preempt : decision.preemptions) {

@@ -36,6 +36,7 @@ struct QueueOptions {
   std::string log_dir;  // <id>.log and <id>.exit of every job
   int local_slots = 0;  // slots of this host (pool "default"); 0: it runs no jobs
   double grace_s = 60;  // SIGTERM to SIGKILL
+  sched::PolicyKind policy = sched::PolicyKind::kCohort;  // cohort server --policy
   double pass_interval_s = 0.5;
   double usage_half_life_s = 6 * 3600;
   double agent_timeout_s = 10;  // an agent silent this long is lost

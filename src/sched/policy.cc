@@ -90,15 +90,27 @@ void OrderClass(const QueueState& state, const PolicyConfig& config, std::vector
 }  // namespace
 
 const char* PolicyName(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::kCohort:
-      return "cohort";
-    case PolicyKind::kFifo:
-      return "fifo";
-    case PolicyKind::kStrictPriority:
-      return "strict-priority";
+  for (const PolicyEntry& e : kPolicies) {
+    if (e.kind == kind) return e.name;
   }
   return "unknown";
+}
+
+Result<PolicyKind> ParsePolicyName(const std::string& name) {
+  for (const PolicyEntry& e : kPolicies) {
+    if (name == e.name) return e.kind;
+  }
+  return Status::InvalidArgument("unknown policy '" + name + "' (expected " + PolicyList() + ")");
+}
+
+std::string PolicyList() {
+  std::string text;
+  const size_t n = sizeof(kPolicies) / sizeof(kPolicies[0]);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) text += i + 1 == n ? " or " : ", ";
+    text += kPolicies[i].name;
+  }
+  return text;
 }
 
 std::vector<size_t> QueueOrder(const QueueState& state, const PolicyConfig& config) {

@@ -27,8 +27,26 @@ namespace cohort::sched {
 
 enum class PolicyKind { kCohort, kFifo, kStrictPriority };
 
+// The registry of policies: the one place that names each. `cohort server
+// --policy` and `cohort sched simulate --policy` take their choices from it;
+// a new policy is a row here and its branch in Schedule (policy.cc).
+struct PolicyEntry {
+  PolicyKind kind;
+  const char* name;
+};
+inline constexpr PolicyEntry kPolicies[] = {
+    {PolicyKind::kCohort, "cohort"},
+    {PolicyKind::kFifo, "fifo"},
+    {PolicyKind::kStrictPriority, "strict-priority"},
+};
+
 // "cohort", "fifo", "strict-priority".
 const char* PolicyName(PolicyKind kind);
+// The policy named `name`; else kInvalidArgument "unknown policy 'NAME'
+// (expected cohort, fifo or strict-priority)".
+Result<PolicyKind> ParsePolicyName(const std::string& name);
+// "cohort, fifo or strict-priority".
+std::string PolicyList();
 
 struct PolicyConfig {
   PolicyKind kind = PolicyKind::kCohort;

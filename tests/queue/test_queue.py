@@ -580,3 +580,33 @@ def test_an_agent_back_with_fewer_slots_than_its_jobs_hold(tmp_path):
         assert s.request("GET", "/health") == (200, b"OK")
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("policy", ["fifo", "strict-priority"])
+def test_the_policy_flag_chooses_the_queues_policy(tmp_path, policy):
+    """cohort server --policy: a policy without backfill keeps a small job
+    behind a waiting big one and says so; cohort's (the default) would not
+    name itself there."""
+    s = start_server(tmp_path, slots=2, extra=["--policy", policy])
+    try:
+        blocker = submit(s, "--slots", "1", "--", *gate(tmp_path))
+        wait_for(s, blocker, {"running"})
+        big = submit(s, "--slots", "2", "--", "true")
+        small = submit(s, "--slots", "1", "--", "true")
+        expected = f"behind job {big}, which waits for 2 slots ({policy} does not backfill)"
+        deadline = time.monotonic() + DEADLINE_S
+        while job(s, small)["reason"] != expected:
+            assert time.monotonic() < deadline, job(s, small)
+            time.sleep(0.05)
+        (tmp_path / "go").touch()
+        wait_for(s, small, {"succeeded"})
+    finally:
+        s.stop()
+
+
+def test_an_unknown_policy_is_a_usage_error_naming_the_choices(tmp_path):
+    p = subprocess.run([COHORT, "server", "--slots", "1", "--policy", "lifo"],
+                       capture_output=True, text=True, timeout=DEADLINE_S)
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[0] == (
+        "cohort server: --policy: unknown policy 'lifo' (expected cohort, fifo or strict-priority)")
