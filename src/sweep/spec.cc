@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "sweep/algorithm_registry.h"
 #include "sweep/space.h"
 
 namespace cohort::sweep {
@@ -287,20 +288,18 @@ class SpecReader {
     }
     Result<std::string> algorithm = String(root_["algorithm"], "algorithm");
     if (!algorithm.ok()) return algorithm.status();
-    static const std::set<std::string> kKnown = {"grid", "random",    "sobol", "tpe",
-                                                 "asha", "hyperband", "pbt"};
-    if (!kKnown.count(*algorithm)) {
+    if (FindSweepAlgorithm(*algorithm) == nullptr) {
       return Error(root_["algorithm"], "algorithm",
-                   "unknown algorithm '" + *algorithm +
-                       "' (grid, random, sobol, tpe, asha, hyperband or pbt)");
+                   "unknown algorithm '" + *algorithm + "' (" + SweepAlgorithmList() + ")");
     }
     spec.study.algorithm = *algorithm;
     if (root_["sampler"]) {
       Result<std::string> s = String(root_["sampler"], "sampler");
       if (!s.ok()) return s.status();
-      if (*s != "random" && *s != "sobol" && *s != "tpe") {
+      const AlgorithmEntry* sampler = FindSweepAlgorithm(*s);
+      if (sampler == nullptr || !sampler->can_be_sampler) {
         return Error(root_["sampler"], "sampler",
-                     "expected random, sobol or tpe, got '" + *s + "'");
+                     "expected " + SamplerChoiceList() + ", got '" + *s + "'");
       }
       spec.study.sampler = *s;
     }

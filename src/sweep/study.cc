@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sweep/algorithm.h"
+#include "sweep/algorithm_registry.h"
 
 namespace cohort::sweep {
 
@@ -36,8 +37,6 @@ const char* TrialStateName(TrialState state) {
 
 namespace {
 
-constexpr const char* kAlgorithms = "grid, random, sobol, tpe, asha, hyperband or pbt";
-
 Status CheckBudget(const StudyOptions& o) {
   const Budget& b = o.budget;
   if (b.trials < 1)
@@ -55,11 +54,12 @@ Status CheckBudget(const StudyOptions& o) {
                                    ") < budget.min_resource (" + std::to_string(b.min_resource) +
                                    ")");
   }
-  if ((o.algorithm == "asha" || o.algorithm == "hyperband") && b.reduction < 2) {
+  const AlgorithmEntry* algorithm = FindSweepAlgorithm(o.algorithm);
+  if (algorithm != nullptr && algorithm->has_rungs && b.reduction < 2) {
     return Status::InvalidArgument("budget.reduction must be >= 2, got " +
                                    std::to_string(b.reduction));
   }
-  if (o.algorithm == "pbt" && b.concurrent < 2) {
+  if (algorithm != nullptr && algorithm->needs_population && b.concurrent < 2) {
     return Status::InvalidArgument("pbt needs a population: budget.concurrent must be >= 2");
   }
   return Status::OK();
@@ -67,18 +67,16 @@ Status CheckBudget(const StudyOptions& o) {
 
 Result<std::unique_ptr<Sampler>> MakeSampler(const std::string& name, const StudyOptions& o,
                                              const Space& space) {
-  if (name == "random") return MakeRandomSampler(space, o.seed);
-  if (name == "sobol") {
-    if (space.size() > SobolMaxDimensions()) {
-      return Status::InvalidArgument("sobol supports at most " +
-                                     std::to_string(SobolMaxDimensions()) + " parameters, got " +
-                                     std::to_string(space.size()));
+  const AlgorithmEntry* entry = FindSweepAlgorithm(name);
+  if (entry == nullptr || entry->make_sampler == nullptr) {
+    std::string samplers;
+    for (const AlgorithmEntry& e : SweepAlgorithms()) {
+      if (e.make_sampler != nullptr)
+        samplers += (samplers.empty() ? "" : ", ") + std::string(e.name);
     }
-    return MakeSobolSampler(space, o.seed);
+    return Status::InvalidArgument("unknown sampler '" + name + "' (" + samplers + ")");
   }
-  if (name == "tpe") return MakeTpeSampler(space, o.seed);
-  if (name == "grid") return MakeGridSampler(space, o.grid_points);
-  return Status::InvalidArgument("unknown sampler '" + name + "' (random, sobol, tpe or grid)");
+  return entry->make_sampler(space, o);
 }
 
 class StudyImpl : public Study {
@@ -201,25 +199,17 @@ Result<std::unique_ptr<Study>> Study::Create(const StudyOptions& options) {
   COHORT_RETURN_IF_ERROR(CheckBudget(options));
   const std::string& a = options.algorithm;
   const double sign = options.maximize ? -1.0 : 1.0;
-  std::string sampler_name = a;
-  if (a == "asha" || a == "hyperband" || a == "pbt") sampler_name = options.sampler;
-  if (a != "grid" && a != "random" && a != "sobol" && a != "tpe" && a != "asha" &&
-      a != "hyperband" && a != "pbt") {
-    return Status::InvalidArgument("unknown algorithm '" + a + "' (" + kAlgorithms + ")");
+  const AlgorithmEntry* entry = FindSweepAlgorithm(a);
+  if (entry == nullptr) {
+    return Status::InvalidArgument("unknown algorithm '" + a + "' (" + SweepAlgorithmList() + ")");
   }
+  std::string sampler_name = entry->make != nullptr ? options.sampler : a;
   if (options.sobol && sampler_name == "random") sampler_name = "sobol";
   Result<std::unique_ptr<Sampler>> sampler = MakeSampler(sampler_name, options, *space);
   if (!sampler.ok()) return sampler.status();
-  std::unique_ptr<Algorithm> algorithm;
-  if (a == "asha") {
-    algorithm = MakeAsha(std::move(*sampler), options.budget, sign);
-  } else if (a == "hyperband") {
-    algorithm = MakeHyperband(std::move(*sampler), options.budget, sign);
-  } else if (a == "pbt") {
-    algorithm = MakePbt(*space, std::move(*sampler), options.budget, sign, options.seed + 1);
-  } else {
-    algorithm = MakeSamplerAlgorithm(std::move(*sampler), options.budget, sign);
-  }
+  std::unique_ptr<Algorithm> algorithm =
+      entry->make != nullptr ? entry->make(*space, std::move(*sampler), options, sign)
+                             : MakeSamplerAlgorithm(std::move(*sampler), options.budget, sign);
   return std::unique_ptr<Study>(
       std::make_unique<StudyImpl>(std::move(algorithm), options.maximize));
 }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cohort/track.h"
+#include "sweep/algorithm_registry.h"
 #include "sweep/asha.h"
 #include "track/transport.h"
 
@@ -226,7 +227,8 @@ class TrackedSweep : public TrialObserver {
   // so its rungs come from the journal.
   std::string Rungs(const TrialRecord& record) const {
     const std::string& algorithm = spec_.study.algorithm;
-    if (algorithm != "asha" && algorithm != "hyperband") return "";
+    const AlgorithmEntry* entry = FindSweepAlgorithm(algorithm);
+    if (entry == nullptr || !entry->has_rungs) return "";
     auto before = earlier_.trial_rungs.find(record.trial.id);
     if (before != earlier_.trial_rungs.end()) return before->second;
     return RungResources(record.trial.resource, spec_.study.budget);
