@@ -19,10 +19,10 @@
 
 #include "cohort/types.h"
 #include "collectives/communicator.h"
+#include "common/handle_table.h"
 #include "engine/fusion_buffer.h"
 #include "engine/gpu_provider.h"
 #include "engine/gpu_tensors.h"
-#include "engine/handle_table.h"
 #include "engine/negotiation.h"
 #include "engine/process_set.h"
 #include "engine/request.h"

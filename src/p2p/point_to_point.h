@@ -26,7 +26,7 @@
 
 #include "cohort/status.h"
 #include "collectives/communicator.h"
-#include "engine/handle_table.h"
+#include "common/handle_table.h"
 
 namespace cohort {
 

@@ -1,5 +1,5 @@
 // Handle bookkeeping.
-#include "engine/handle_table.h"
+#include "common/handle_table.h"
 
 namespace cohort {
 

@@ -1,7 +1,9 @@
 // HandleTable: the state of every submitted operation, shared between the
-// threads that submit and wait and the engine thread that completes them.
-#ifndef COHORT_ENGINE_HANDLE_TABLE_H_
-#define COHORT_ENGINE_HANDLE_TABLE_H_
+// threads that submit and wait and the thread that completes them (the
+// engine's, or p2p's progress thread). It sits in common/ because p2p/, below
+// the engine, completes handles in it too.
+#ifndef COHORT_COMMON_HANDLE_TABLE_H_
+#define COHORT_COMMON_HANDLE_TABLE_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -64,4 +66,4 @@ class HandleTable {
 
 }  // namespace cohort
 
-#endif  // COHORT_ENGINE_HANDLE_TABLE_H_
+#endif  // COHORT_COMMON_HANDLE_TABLE_H_
