@@ -1,17 +1,17 @@
 // The allreduce algorithm registry's lookups and lists.
 #include "common/allreduce_algorithms.h"
 
+#include <vector>
+
+#include "common/word_list.h"
+
 namespace cohort {
 namespace {
 
-std::string Joined(const char* comma, const char* last) {
-  std::string text;
-  const size_t n = sizeof(kAllreduceAlgorithms) / sizeof(kAllreduceAlgorithms[0]);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0) text += i + 1 == n ? last : comma;
-    text += kAllreduceAlgorithms[i].name;
-  }
-  return text;
+std::vector<std::string> Names() {
+  std::vector<std::string> names;
+  for (const AllreduceAlgorithmEntry& e : kAllreduceAlgorithms) names.push_back(e.name);
+  return names;
 }
 
 }  // namespace
@@ -32,12 +32,16 @@ Result<AllreduceAlgorithm> ParseAllreduceAlgorithm(const std::string& name) {
 }
 
 const char* AllreduceAlgorithmChoices() {
-  static const std::string text = Joined(",", ",");
+  static const std::string text = [] {
+    std::string joined;
+    for (const std::string& name : Names()) joined += (joined.empty() ? "" : ",") + name;
+    return joined;
+  }();
   return text.c_str();
 }
 
 const char* AllreduceAlgorithmList() {
-  static const std::string text = Joined(", ", " or ");
+  static const std::string text = JoinWithOr(Names());
   return text.c_str();
 }
 

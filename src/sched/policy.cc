@@ -9,6 +9,7 @@
 #include <optional>
 #include <queue>
 
+#include "common/word_list.h"
 #include "sched/availability_profile.h"
 #include "sched/gang_placement.h"
 
@@ -104,13 +105,9 @@ Result<PolicyKind> ParsePolicyName(const std::string& name) {
 }
 
 std::string PolicyList() {
-  std::string text;
-  const size_t n = sizeof(kPolicies) / sizeof(kPolicies[0]);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0) text += i + 1 == n ? " or " : ", ";
-    text += kPolicies[i].name;
-  }
-  return text;
+  std::vector<std::string> names;
+  for (const PolicyEntry& e : kPolicies) names.push_back(e.name);
+  return JoinWithOr(names);
 }
 
 std::vector<size_t> QueueOrder(const QueueState& state, const PolicyConfig& config) {

@@ -1,6 +1,8 @@
 // The rows of the sweep algorithm registry.
 #include "sweep/algorithm_registry.h"
 
+#include "common/word_list.h"
+
 namespace cohort::sweep {
 namespace {
 
@@ -40,15 +42,6 @@ std::unique_ptr<Algorithm> Pbt(const Space& space, std::unique_ptr<Sampler> samp
   return MakePbt(space, std::move(sampler), o.budget, sign, o.seed + 1);
 }
 
-std::string Joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
-    text += names[i];
-  }
-  return text;
-}
-
 }  // namespace
 
 const std::vector<AlgorithmEntry>& SweepAlgorithms() {
@@ -75,7 +68,7 @@ const AlgorithmEntry* FindSweepAlgorithm(const std::string& name) {
 std::string SweepAlgorithmList() {
   std::vector<std::string> names;
   for (const AlgorithmEntry& e : SweepAlgorithms()) names.push_back(e.name);
-  return Joined(names);
+  return JoinWithOr(names);
 }
 
 std::string SamplerChoiceList() {
@@ -83,7 +76,7 @@ std::string SamplerChoiceList() {
   for (const AlgorithmEntry& e : SweepAlgorithms()) {
     if (e.can_be_sampler) names.push_back(e.name);
   }
-  return Joined(names);
+  return JoinWithOr(names);
 }
 
 }  // namespace cohort::sweep
