@@ -71,13 +71,8 @@ void Event::Release() {
 Status WaitForEvent(CudaApi& api, EventHandle event, Deadline deadline, const std::string& what,
                     const std::function<Status()>& check) {
   const Clock::time_point start = Clock::now();
-  // Poll back to back for the first microseconds (a small collective's GPU
-  // work takes a few), then every few microseconds, then yield, then sleep
-  // in short steps so a long wait does not burn a core. The spacing is for
-  // processes sharing a GPU: on an H200, two processes querying their events
-  // back to back waited ~270 us for a 4 KiB copy (10 us alone or under MPS;
-  // docs/gpu.md has the measurements).
-  using std::chrono::microseconds;
+  // Spin briefly (GPU work of a small collective takes microseconds), then
+  // yield, then sleep in short steps so a long wait does not burn a core.
   for (unsigned polls = 0;; ++polls) {
     Result<bool> done = api.EventDone(event);
     if (!done.ok()) return done.status().WithContext("waiting for the GPU to finish " + what);
@@ -89,16 +84,11 @@ Status WaitForEvent(CudaApi& api, EventHandle event, Deadline deadline, const st
                              " s waiting for the GPU to finish " + what);
     }
     if (check && polls % 64 == 63) COHORT_RETURN_IF_ERROR(check());
-    const Clock::time_point now = Clock::now();
-    const auto waited = now - start;
-    if (waited < microseconds(10)) continue;
-    if (waited < microseconds(2000)) {
-      while (Clock::now() - now < microseconds(4)) {
-      }
-    } else if (waited < microseconds(10000)) {
+    if (polls < 256) continue;
+    if (polls < 1024) {
       sched_yield();
     } else {
-      std::this_thread::sleep_for(microseconds(50));
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 }
