@@ -60,7 +60,7 @@ mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
 start=$(date +%s)
-budget=470  # seconds: inside 8 minutes with room for the caller
+budget=${DEVICE_CHECK_BUDGET:-470}  # seconds: inside 8 minutes with room for the caller
 failures=0
 scale=1  # a dry run builds on a small machine: its build stages get longer
 
@@ -325,7 +325,7 @@ if env "${py_env[@]}" "$py" -c 'import pytest, numpy, torch, cohort.torch' >>"$p
       "$repo/tests/python/test_collectives.py" && command -v cuda-gdb >/dev/null; then
     # The machine has no gdb; cuda-gdb debugs host code too: every thread's
     # stack at a crash, for the log.
-    run_job "test_collectives.py again under cuda-gdb (stacks at a crash)" 120 "$python_log" 2 \
+    run_job "test_collectives.py again under cuda-gdb (stacks at a crash)" 60 "$python_log" 2 \
       "${py_env[@]}" -- cuda-gdb -q -batch -ex run -ex "thread apply all bt 25" --args \
       "$(command -v "$py")" -m pytest -x -q -p no:cacheprovider "$repo/tests/python/test_collectives.py"
   fi
