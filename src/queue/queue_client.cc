@@ -6,19 +6,15 @@
 
 #include <cstdlib>
 
+#include "http/server_address.h"
 #include "queue/queue_token.h"
 
 namespace cohort::queue {
 namespace {
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
 std::string CurrentUser() {
-  std::string user = EnvOr("USER", "");
-  if (!user.empty()) return user;
+  const char* user = std::getenv("USER");
+  if (user != nullptr && *user != '\0') return user;
   const struct passwd* entry = ::getpwuid(::getuid());
   return entry != nullptr ? entry->pw_name : "anonymous";
 }
@@ -51,14 +47,13 @@ Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer) {
   return parsed;
 }
 
-QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
+QueueClient::QueueClient() : QueueClient(http::ServerAddress()) {}
 
 QueueClient::QueueClient(std::string server)
-    : server_(std::move(server)),
-      token_(EnvOr("COHORT_TRACKING_TOKEN", EnvOr("MLFLOW_TRACKING_TOKEN", ""))),
+    : server_(http::WithoutTrailingSlash(std::move(server))),
+      token_(http::ServerToken()),
       user_(CurrentUser()),
       http_(ClientPolicy(), /*max_in_flight=*/1) {
-  while (!server_.empty() && server_.back() == '/') server_.pop_back();
   queue_token_ = FindQueueToken(server_);
 }
 
