@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "http/client.h"
 #include "http/server_address.h"
 #include "queue/queue_token.h"
 
@@ -19,8 +20,8 @@ std::string CurrentUser() {
   return entry != nullptr ? entry->pw_name : "anonymous";
 }
 
-data::RetryPolicy ClientPolicy() {
-  data::RetryPolicy policy;
+http::RetryPolicy ClientPolicy() {
+  http::RetryPolicy policy;
   policy.max_attempts = 1;  // a submit must not be sent twice
   policy.initial_backoff_s = 0.05;
   policy.max_backoff_s = 0.2;
@@ -62,13 +63,13 @@ QueueClient::QueueClient(std::string server, std::string source) : QueueClient(s
 }
 
 Result<QueueAnswer> QueueClient::Get(const std::string& path) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.url = server_ + "/api/queue/" + path;
   return Call(std::move(request));
 }
 
 Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::json& body) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.method = "POST";
   request.url = server_ + "/api/queue/" + path;
   request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -77,7 +78,7 @@ Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::j
 }
 
 Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string bytes) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.method = "POST";
   request.url = server_ + "/api/queue/" + path;
   request.body = std::move(bytes);
@@ -85,7 +86,7 @@ Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string 
   return Call(std::move(request));
 }
 
-Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
+Result<QueueAnswer> QueueClient::Call(http::HttpRequest request) {
   if (!token_.empty()) request.headers.push_back("Authorization: Bearer " + token_);
   if (!queue_token_.empty()) {
     request.headers.push_back(std::string(kQueueTokenHeader) + ": " + queue_token_);

@@ -3,11 +3,10 @@
 
 #include <filesystem>
 
-#include "data/http_client.h"
-#include "data/sigv4.h"
-#include "data/storage.h"
 #include "http/api_error.h"
+#include "http/client.h"
 #include "http/server_address.h"
+#include "http/url.h"
 #include "server/artifact_api.h"
 #include "server/mlflow_api.h"
 #include "track/sqlite_store.h"
@@ -23,9 +22,9 @@ std::string QueryString(const json& body) {
   for (const auto& [key, value] : body.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     out += out.empty() ? '?' : '&';
-    out += data::UriEncode(key, true);
+    out += http::UriEncode(key, true);
     out += '=';
-    out += data::UriEncode(text, true);
+    out += http::UriEncode(text, true);
   }
   return out;
 }
@@ -65,7 +64,7 @@ class RestTransport : public Transport {
 
   Result<json> Call(const std::string& method, const std::string& endpoint,
                     const json& body) override {
-    data::HttpRequest request;
+    http::HttpRequest request;
     request.method = method;
     request.url = base_ + ApiPath(endpoint);
     if (method == "GET") {
@@ -81,9 +80,9 @@ class RestTransport : public Transport {
   }
 
   Status PutArtifact(const std::string& path, const std::string& bytes) override {
-    data::HttpRequest request;
+    http::HttpRequest request;
     request.method = "PUT";
-    request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + data::UriEncode(path, false);
+    request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + http::UriEncode(path, false);
     request.body = bytes;
     if (!auth_header_.empty()) request.headers.push_back(auth_header_);
     auto response = client_.Perform(request);
@@ -95,8 +94,8 @@ class RestTransport : public Transport {
 
  private:
   // Short: a server that is down is found out fast and the batch spooled.
-  static data::RetryPolicy Policy() {
-    data::RetryPolicy p;
+  static http::RetryPolicy Policy() {
+    http::RetryPolicy p;
     p.max_attempts = 2;
     p.initial_backoff_s = 0.05;
     p.max_backoff_s = 0.2;
@@ -107,7 +106,7 @@ class RestTransport : public Transport {
 
   std::string base_;
   std::string auth_header_;  // "" without a token
-  data::HttpClient client_;
+  http::HttpClient client_;
 };
 
 class EmbeddedTransport : public Transport {
@@ -166,7 +165,7 @@ class EmbeddedTransport : public Transport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
-  if (data::IsHttpUrl(uri)) {
+  if (http::IsHttpUrl(uri)) {
     // The token of a `cohort server --auth` (MLflow's variable works too).
     return std::unique_ptr<Transport>(
         new RestTransport(http::WithoutTrailingSlash(uri), http::ServerToken()));
