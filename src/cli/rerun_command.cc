@@ -20,7 +20,6 @@
 #include "common/self_executable.h"
 #include "launch/process_util.h"
 #include "launch/shell_words.h"
-#include "track/errors.h"
 #include "track/store.h"
 #include "track/transport.h"
 
@@ -207,7 +206,7 @@ int RerunCommand(int argc, char** argv) {
   }
   auto transport = track::OpenTransport(uri);
   if (!transport.ok()) {
-    std::fprintf(stderr, "cohort rerun: %s\n", track::ErrorMessage(transport.status()).c_str());
+    std::fprintf(stderr, "cohort rerun: %s\n", transport.status().message().c_str());
     return 1;
   }
   auto run = (*transport)->Call("GET", "runs/get", {{"run_id", run_id}});

@@ -109,6 +109,13 @@ const std::vector<SettingSpec> kSettings = {
    "the token of a job queue without --auth (found on the server's host)"},
   {"COHORT_AGENT_CREDENTIAL", nullptr, T::kText, "", 0, 0, false, nullptr,
    "cohort agent: its credential under --auth (cohort agent-credential add)"},
+  // The server's clients (http/server_address.h): one address, one token.
+  {"COHORT_SERVER", nullptr, T::kText, "http://127.0.0.1:5000", 0, 0, false, nullptr,
+   "the cohort server that queue clients and agents talk to"},
+  {"COHORT_TRACKING_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "a user's token for a cohort server under --auth (cohort token create)"},
+  {"MLFLOW_TRACKING_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "MLflow's: the token, when COHORT_TRACKING_TOKEN is unset"},
 };
 // clang-format on
 
