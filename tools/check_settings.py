@@ -24,10 +24,6 @@ import re
 import sys
 import tokenize
 
-# Read by the server-client code that spine-server moves; the lead removes
-# these exceptions when both branches are merged (moved by spine-server).
-SPINE_SERVER_NAMES = {"COHORT_SERVER", "COHORT_TRACKING_TOKEN", "MLFLOW_TRACKING_TOKEN"}
-SPINE_SERVER_GETENV_FILES = {"src/queue/queue_client.cc"}  # moved by spine-server
 
 TABLE_FILES = {"src/common/settings.h", "src/common/settings.cc", "python/src/runtime/settings.cc",
                "python/cohort/settings.py"}
@@ -70,8 +66,7 @@ def names_ok(strings, rows, where, problems, macros=()):
             # "COHORT_" alone or "COHORT_*" names the family, not a variable;
             # a macro the string itself #defines (generated source) is no
             # variable either.
-            if name in ("COHORT_", "MLFLOW_") or name in rows or name in SPINE_SERVER_NAMES \
-                    or name in macros:
+            if name in ("COHORT_", "MLFLOW_") or name in rows or name in macros:
                 continue
             problems.append("%s:%d: %s is not in the settings table (src/common/settings.cc)"
                             % (where, line, name))
@@ -99,10 +94,6 @@ def check_cxx(root, path, rows, handed_on, problems):
         arg = m.group(1).strip()
         literal = re.fullmatch(r'"([A-Za-z0-9_]+)"', arg)
         if literal and not NAME.match(literal.group(1)):
-            continue
-        if literal and literal.group(1) in SPINE_SERVER_NAMES | {"COHORT_TRACKING_URI"}:
-            continue  # moved by spine-server
-        if not literal and rel in SPINE_SERVER_GETENV_FILES:
             continue
         problems.append("%s:%d: getenv(%s) outside the settings table: read it with ReadSetting "
                         "(common/settings.h) or through an EnvLookup" % (rel, line, arg))

@@ -22,7 +22,13 @@
 # 5. bench  gpu_collectives_bench: allreduce 4 KiB - 1 GiB over IPC and
 #           staged with 2 ranks, beside the device-to-device copy bandwidth;
 #           then bench/gpu/torch_allreduce_bench.py: cohort.torch and gloo
-#           with the same CUDA tensors, 2 ranks, 4 KiB - 256 MiB
+#           with the same CUDA tensors, 2 ranks, 4 KiB - 256 MiB; the copy
+#           with the GPU to one process; the host's wait for tiny GPU work
+#           (bench/gpu/sync_latency.py) with 1 and 2 processes on the GPU;
+#           cohort.torch's overhead on a ResNet-50 step (1 rank)
+# 6. horovod  Horovod's test_torch.py with its GPU tests at 1 rank, where a
+#           copy is at .hvd/test/parallel/test_torch.py or COHORT_HOROVOD_SUITE
+# 7. mps    the IPC benchmark and the wait again under NVIDIA's MPS daemon
 #
 # Every stage has its own timeout and the script goes on after a failing one;
 # the whole run stays inside 8 minutes (later stages are skipped, and said
@@ -54,7 +60,7 @@ mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
 start=$(date +%s)
-budget=470  # seconds: inside 8 minutes with room for the caller
+budget=${DEVICE_CHECK_BUDGET:-470}  # seconds: inside 8 minutes with room for the caller
 failures=0
 scale=1  # a dry run builds on a small machine: its build stages get longer
 
@@ -248,6 +254,11 @@ if [ $dry_run -eq 1 ]; then
   say "would run: $cohort run -np 2 -- pytest tests/python/test_collectives.py (torch on CPU)"
   say "would run: $cohort run -np 2 -- $bench (COHORT_GPU_TRANSPORT=ipc, then staged)"
   say "would run: $cohort run -np 2 -- $py $torch_bench --max 256M"
+  say "would run: $cohort run -np 1 -- $bench (the copy with the GPU to itself)"
+  say "would run: $cohort run -np 1, then 2 -- $py bench/gpu/sync_latency.py"
+  say "would run: $cohort run -np 1 -- $py bench/gpu/resnet_overhead.py"
+  say "would run: tests/horovod/run_suite.py --np 1 (Horovod's test_torch.py, where a copy is given)"
+  say "would run: nvidia-cuda-mps-control -d; the IPC bench and sync_latency.py at 2 ranks; quit"
   say "dry run: $failures problem(s) in $(elapsed) s"
   [ $failures -eq 0 ]
   exit $?
@@ -310,8 +321,14 @@ if env "${py_env[@]}" "$py" -c 'import pytest, numpy, torch, cohort.torch' >>"$p
     "$repo/tests/python/test_c10d_gpu.py"
   run_pytest "cohort.torch CUDA tensors, 3 ranks, staged" 90 3 COHORT_GPU_TRANSPORT=staged -- \
     "$repo/tests/python/test_gpu.py" -k "allreduce or grouped or broadcast"
-  run_pytest "cohort.torch with this torch on CPU tensors (test_collectives.py)" 90 2 -- \
-    "$repo/tests/python/test_collectives.py"
+  if ! run_pytest "cohort.torch with this torch on CPU tensors (test_collectives.py)" 90 2 -- \
+      "$repo/tests/python/test_collectives.py" && command -v cuda-gdb >/dev/null; then
+    # The machine has no gdb; cuda-gdb debugs host code too: every thread's
+    # stack at a crash, for the log.
+    run_job "test_collectives.py again under cuda-gdb (stacks at a crash)" 60 "$python_log" 2 \
+      "${py_env[@]}" -- cuda-gdb -q -batch -ex run -ex "thread apply all bt 25" --args \
+      "$(command -v "$py")" -m pytest -x -q -p no:cacheprovider "$repo/tests/python/test_collectives.py"
+  fi
 else
   say "FAILED  python: pytest, numpy, torch or cohort.torch does not import (python.log)"
   failures=$((failures + 1))
@@ -326,10 +343,53 @@ done
 run_job "bench cohort.torch vs gloo with CUDA tensors, 2 ranks" 90 "$bench_log" 2 "${py_env[@]}" -- \
   "$(command -v "$py")" "$torch_bench" --max 256M --iters 10
 
+# The yardsticks with the GPU to one process: the copy bandwidth no sharing
+# slows, and the host's wait for a tiny piece of GPU work alone and shared.
+run_job "bench 1 rank: device-to-device copy with the GPU to itself" 60 "$bench_log" 1 -- \
+  "$bench" --iters 20
+for np in 1 2; do
+  run_job "host wait for tiny GPU work, $np process(es) on the GPU" 60 "$bench_log" $np -- \
+    "$(command -v "$py")" "$repo/bench/gpu/sync_latency.py"
+done
+run_job "ResNet-50 step: cohort.torch overhead over plain torch, 1 rank" 150 "$bench_log" 1 \
+  "${py_env[@]}" -- "$(command -v "$py")" "$repo/bench/gpu/resnet_overhead.py"
+
+# Horovod's own test_torch.py, its GPU tests included, at 1 rank (its tests
+# put rank r on device r). Horovod's file is not in the repository: a copy
+# at .hvd/test/parallel/test_torch.py (carried by the caller) or
+# COHORT_HOROVOD_SUITE names it.
+hvd_suite="${COHORT_HOROVOD_SUITE:-$repo/.hvd}"
+if [ -f "$hvd_suite/test/parallel/test_torch.py" ] || [ -f "$hvd_suite" ]; then
+  stage "Horovod's test_torch.py with CUDA, 1 rank" 180 "$python_log" env "${py_env[@]}" \
+    "$(command -v "$py")" "$repo/tests/horovod/run_suite.py" --suite "$hvd_suite" \
+    --cohort "$cohort" --stage "$build_dir/horovod_suite_np1" --np 1 --timeout 170
+else
+  say "SKIPPED Horovod's test_torch.py: no copy at $hvd_suite (COHORT_HOROVOD_SUITE)"
+fi
+
+# Last, as it changes how every later CUDA process shares the GPU: the IPC
+# allreduce with the NVIDIA MPS daemon (one shared context, no time slices).
+mps_bench() {
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "no nvidia-cuda-mps-control"; return 1; }
+  export CUDA_MPS_PIPE_DIRECTORY="$build_dir/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$build_dir/mps-log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  local rc=0
+  COHORT_GPU_TRANSPORT=ipc "$cohort" run -np 2 --timeout 60 -- "$bench" --max 256M --iters 20 || rc=1
+  "$cohort" run -np 2 --timeout 60 -- "$py" "$repo/bench/gpu/sync_latency.py" || rc=1
+  echo quit | nvidia-cuda-mps-control
+  cat "$CUDA_MPS_LOG_DIRECTORY"/control.log 2>/dev/null | tail -5
+  return $rc
+}
+echo "# MPS" >>"$bench_log"
+stage "bench allreduce, ipc, 2 ranks under MPS" 90 "$bench_log" \
+  bash -c "$(declare -f mps_bench); cohort='$cohort' bench='$bench' py='$(command -v "$py")' repo='$repo' build_dir='$build_dir' mps_bench"
+
 {
   echo
   echo "benchmark (nccl-tests columns; time = median; d2d = device-to-device copy of the same bytes):"
-  grep -E '^#|^ +[0-9]' "$bench_log" || true
+  sed -n 's/^\[0\] //p' "$bench_log" | grep -E '^#|^ +[0-9]' || true
+  grep -E '^rank [0-9]+ of|^step time|^# (device|resnet)' "$bench_log" | sed 's/^\[[0-9]*\] //' || true
   echo
   echo "$failures stage(s) failed; $(elapsed) s in all"
 } >>"$summary"

@@ -25,6 +25,10 @@ class Status {
     kNotInitialized,   // the runtime is not (or no longer) running
     kInternal,         // a broken invariant inside cohort
     kInterrupted,      // the caller's interrupt check ended a wait (the operation goes on)
+    kNotFound,         // what the caller named does not exist
+    kAlreadyExists,    // what the caller would create exists already
+    kPermissionDenied, // the caller is known but may not do this
+    kUnavailable,      // the service cannot answer now; the same request may work later
   };
 
   Status() = default;
@@ -40,10 +44,19 @@ class Status {
   static Status NotInitialized(std::string m) { return {Code::kNotInitialized, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status Interrupted(std::string m) { return {Code::kInterrupted, std::move(m)}; }
+  static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
+  static Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+  static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
+  bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
+  bool IsUnavailable() const { return code_ == Code::kUnavailable; }
 
   // "<code name>: <message>", or "OK".
   std::string ToString() const;

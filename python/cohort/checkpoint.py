@@ -28,7 +28,13 @@ import pickle
 import sys
 import warnings
 
-from . import _checkpoint, settings
+from . import settings
+
+try:
+    from . import _checkpoint
+except ImportError as _missing:  # a -DCOHORT_MINIMAL=ON build has no checkpoint store
+    _checkpoint = None
+    _MISSING = str(_missing)
 
 # The first line of a stored state says how the rest was written.
 _TORCH = b"cohort-state torch\n"
@@ -64,6 +70,11 @@ class Checkpointer:
     """Checkpoints at one location: a directory (created) or s3://bucket/prefix."""
 
     def __init__(self, location, keep_last=3, higher_is_better=False):
+        if _checkpoint is None:
+            raise ImportError("cohort.checkpoint needs the extension module cohort._checkpoint, "
+                              "which this build does not have (a -DCOHORT_MINIMAL=ON build has "
+                              "only the runtime and c10d modules; build without it for "
+                              "checkpoints): " + _MISSING)
         self._store = _checkpoint.Store(os.fspath(location), keep_last, higher_is_better)
 
     def _call(self, method, *args):

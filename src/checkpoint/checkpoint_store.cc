@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "data/hash.h"
 #include "data/storage.h"
+#include "http/url.h"
 
 namespace cohort {
 
@@ -203,7 +204,7 @@ Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(const std::string
                                    ": keep_last must be at least 1, not " +
                                    std::to_string(options.keep_last));
   }
-  if (data::IsHttpUrl(location)) {
+  if (http::IsHttpUrl(location)) {
     return Status::InvalidArgument("checkpoints at " + location +
                                    ": HTTP storage is read-only; use a directory or s3://");
   }

@@ -12,6 +12,7 @@
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
 #include "common/settings.h"
+#include "http/server_address.h"
 #include "queue/queue_agent.h"
 
 namespace cohort::cli {
@@ -63,8 +64,7 @@ int AgentCommand(int argc, char** argv) {
   queue::AgentOptions options;
   options.slots = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   std::string credential_file;
-  const char* env_server = std::getenv("COHORT_SERVER");
-  std::string server = env_server != nullptr && *env_server ? env_server : "http://127.0.0.1:5000";
+  std::string server = http::ServerAddress();
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {

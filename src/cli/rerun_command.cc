@@ -17,10 +17,10 @@
 
 #include "cli/commands.h"
 #include "cli/usage_error.h"
+#include "common/env_config.h"
 #include "common/self_executable.h"
 #include "launch/process_util.h"
 #include "launch/shell_words.h"
-#include "track/errors.h"
 #include "track/store.h"
 #include "track/transport.h"
 
@@ -202,12 +202,12 @@ int RerunCommand(int argc, char** argv) {
   }
   if (run_id.empty()) return UsageError("rerun", "missing RUN_ID", kSynopsis);
   if (uri.empty()) {
-    const char* env = std::getenv("COHORT_TRACKING_URI");
+    const char* env = ProcessEnv()("COHORT_TRACKING_URI");
     uri = env && *env ? env : track::DefaultStoreUri();
   }
   auto transport = track::OpenTransport(uri);
   if (!transport.ok()) {
-    std::fprintf(stderr, "cohort rerun: %s\n", track::ErrorMessage(transport.status()).c_str());
+    std::fprintf(stderr, "cohort rerun: %s\n", transport.status().message().c_str());
     return 1;
   }
   auto run = (*transport)->Call("GET", "runs/get", {{"run_id", run_id}});

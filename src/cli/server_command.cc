@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,10 +18,8 @@
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
 #include "queue/queue_token.h"
-#include "server/mlflow_api.h"
 #include "server/request_guard.h"
 #include "server/tracking_server.h"
-#include "track/errors.h"
 #include "track/sqlite_store.h"
 #include "track/store.h"
 
@@ -96,10 +93,6 @@ bool ParsePort(const std::string& text, int* port) {
 
 int BadValue(const Status& status) { return UsageError("server", status.message(), kSynopsis); }
 
-constexpr char kNoQueue[] =
-    "this server runs no job queue; start it with --slots N (jobs on this host; --slots 0: on "
-    "agents only) or --slurm-pool NAME";
-
 // The queue's database: --queue-db, else queue.db beside the tracking
 // store's SQLite file (the store's own file is locked by its connection).
 Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& store_uri) {
@@ -111,19 +104,6 @@ Result<std::string> QueueDbPath(const std::string& queue_db, const std::string& 
   }
   return Status::InvalidArgument("the job queue needs --queue-db PATH when --store " +
                                  track::RedactStoreUri(store_uri) + " is not a SQLite file");
-}
-
-// The queue's REST endpoints as the server routes them: `api` is set once
-// the queue has started (after the server, which may already be answering).
-struct QueueEndpoint {
-  std::atomic<queue::QueueApi*> api{nullptr};
-  bool on = false;  // written before the server starts, read-only after
-};
-
-server::HttpResponse QueueUnavailable(const QueueEndpoint& endpoint) {
-  if (!endpoint.on) return server::MlflowError("ENDPOINT_NOT_FOUND", kNoQueue);
-  return server::JsonResponse(
-      503, {{"error_code", "TEMPORARILY_UNAVAILABLE"}, {"message", "the job queue is starting"}});
 }
 
 // The queue's token without --auth: created (or read) before anything
@@ -212,9 +192,8 @@ int ServerCommand(int argc, char** argv) {
     }
   }
   // The queue runs commands: only when asked for (docs/security.md).
-  auto endpoint = std::make_shared<QueueEndpoint>();
-  endpoint->on = slots_given || !queue_options.slurm_pool.empty();
-  if (!endpoint->on && !queue_only_flag.empty()) {
+  const bool queue_on = slots_given || !queue_options.slurm_pool.empty();
+  if (!queue_on && !queue_only_flag.empty()) {
     return UsageError("server",
                       queue_only_flag + " needs the job queue: add --slots N or --slurm-pool NAME",
                       kSynopsis);
@@ -222,7 +201,7 @@ int ServerCommand(int argc, char** argv) {
   std::string store_uri = options.store_uri.empty() ? track::DefaultStoreUri() : options.store_uri;
   queue::QueueAccessOptions access_options;
   access_options.auth = options.auth;
-  if (endpoint->on) {
+  if (queue_on) {
     auto db_path = QueueDbPath(queue_db, store_uri);
     if (!db_path.ok()) return BadValue(db_path.status());
     queue_options.db_path = *db_path;
@@ -247,24 +226,17 @@ int ServerCommand(int argc, char** argv) {
   // refused for that (not for the queue's file); the queue starts after and
   // its endpoints answer once it has. They check their callers themselves
   // (queue/queue_access.h).
-  options.routes.push_back({queue::QueueApi::kPrefix,
-                            [endpoint](const server::HttpRequest& request, const std::string&) {
-                              if (queue::QueueApi* api = endpoint->api.load()) {
-                                return api->Handle(request);
-                              }
-                              return QueueUnavailable(*endpoint);
-                            },
-                            /*own_auth=*/true});
+  queue::QueueApi queue_api(queue_on);
+  options.services.push_back(&queue_api);
   auto server = server::TrackingServer::Start(options);
   if (!server.ok()) {
-    std::fprintf(stderr, "cohort server: %s\n", track::ErrorMessage(server.status()).c_str());
+    std::fprintf(stderr, "cohort server: %s\n", server.status().message().c_str());
     return 1;
   }
   std::unique_ptr<queue::QueueAccess> queue_access;
   std::unique_ptr<queue::QueueService> queue;
-  std::unique_ptr<queue::QueueApi> queue_api;
   std::string record;  // where local clients find the queue's token
-  if (endpoint->on) {
+  if (queue_on) {
     auto started = queue::QueueService::Start(queue_options);
     if (!started.ok()) {
       std::fprintf(stderr, "cohort server: %s\n", started.status().ToString().c_str());
@@ -273,8 +245,7 @@ int ServerCommand(int argc, char** argv) {
     }
     queue = std::move(*started);
     queue_access = std::make_unique<queue::QueueAccess>(access_options, (*server)->store());
-    queue_api = std::make_unique<queue::QueueApi>(queue.get(), queue_access.get());
-    endpoint->api.store(queue_api.get());
+    queue_api.Attach(queue.get(), queue_access.get());
     if (!options.auth) {
       auto published = queue::PublishQueueToken(options.host, (*server)->port(),
                                                 access_options.token, access_options.token_path);
@@ -288,11 +259,11 @@ int ServerCommand(int argc, char** argv) {
   }
   std::printf("cohort server: listening on http://%s:%d (store %s)\n", options.host.c_str(),
               (*server)->port(), track::RedactStoreUri(store_uri).c_str());
-  if (endpoint->on && options.auth) {
+  if (queue_on && options.auth) {
     std::printf(
         "cohort server: job queue on: users submit to the queue projects granted them "
         "(cohort user grant NAME --queue-project P submit)\n");
-  } else if (endpoint->on) {
+  } else if (queue_on) {
     std::printf(
         "cohort server: job queue on: its token is in %s (cohort commands on this host "
         "find it; elsewhere set COHORT_QUEUE_TOKEN)\n",

@@ -12,7 +12,7 @@
 #include "cli/usage_error.h"
 #include "common/env_config.h"
 #include "common/settings.h"
-#include "data/storage.h"
+#include "http/url.h"
 #include "sched/job.h"
 #include "sweep/controller.h"
 #include "sweep/queue/queued_trials.h"
@@ -171,7 +171,7 @@ int SweepCommand(int argc, char** argv) {
     }
   }
   if (!tracking.empty()) options.observer = sweep::TrackingObserver(options.spec, tracking);
-  if (data::IsHttpUrl(tracking)) {
+  if (http::IsHttpUrl(tracking)) {
     // The journal goes to the store too (docs/sweeps.md "The journal"): the
     // sweep is keyed by its name in the experiment of that name.
     sweep::StoreJournalOptions journal;

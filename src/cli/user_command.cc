@@ -11,7 +11,6 @@
 #include "cli/commands.h"
 #include "cli/usage_error.h"
 #include "queue/queue_api.h"
-#include "track/errors.h"
 #include "track/store.h"
 
 namespace cohort::cli {
@@ -97,7 +96,7 @@ std::string ParseVerbAndName(int argc, char** argv, const std::string& verb, con
 Result<std::unique_ptr<track::TrackingStore>> Open(const std::string& uri, const char* command) {
   auto store = track::OpenStore(uri);
   if (!store.ok()) {
-    std::fprintf(stderr, "%s: %s\n", command, track::ErrorMessage(store.status()).c_str());
+    std::fprintf(stderr, "%s: %s\n", command, store.status().message().c_str());
   }
   return store;
 }
@@ -119,7 +118,7 @@ int UserCommand(int argc, char** argv) {
   if (!store.ok()) return 1;
   Status s = (*store)->AddUser(name);
   if (!s.ok()) {
-    std::fprintf(stderr, "cohort user: %s\n", track::ErrorMessage(s).c_str());
+    std::fprintf(stderr, "cohort user: %s\n", s.message().c_str());
     return 1;
   }
   std::printf("added user %s\n", name.c_str());
@@ -145,7 +144,7 @@ int GrantQueueCommand(const std::string& project, int argc, char** argv) {
   const std::string level = Upper(args[1]);
   Status s = (*store)->GrantQueue(project, args[0], level);
   if (!s.ok()) {
-    std::fprintf(stderr, "cohort user: %s\n", track::ErrorMessage(s).c_str());
+    std::fprintf(stderr, "cohort user: %s\n", s.message().c_str());
     return 1;
   }
   if (level == "NONE") {
@@ -183,7 +182,7 @@ int GrantCommand(int argc, char** argv) {
   Status s = experiment.ok() ? (*store)->Grant(experiment->experiment_id, args[0], level)
                              : experiment.status();
   if (!s.ok()) {
-    std::fprintf(stderr, "cohort user: %s\n", track::ErrorMessage(s).c_str());
+    std::fprintf(stderr, "cohort user: %s\n", s.message().c_str());
     return 1;
   }
   std::printf("%s may %s experiment %s\n", args[0].c_str(), level == "EDIT" ? "edit" : "read",
@@ -203,7 +202,7 @@ int TokenCommand(int argc, char** argv) {
   if (!store.ok()) return 1;
   auto token = (*store)->CreateToken(user);
   if (!token.ok()) {
-    std::fprintf(stderr, "cohort token: %s\n", track::ErrorMessage(token.status()).c_str());
+    std::fprintf(stderr, "cohort token: %s\n", token.status().message().c_str());
     return 1;
   }
   std::printf("%s\n", token->c_str());  // shown once: the store keeps only its hash
@@ -253,7 +252,7 @@ int AgentCredentialCommand(int argc, char** argv) {
     s = names.status();
   }
   if (!s.ok()) {
-    std::fprintf(stderr, "cohort agent-credential: %s\n", track::ErrorMessage(s).c_str());
+    std::fprintf(stderr, "cohort agent-credential: %s\n", s.message().c_str());
     return 1;
   }
   return 0;

@@ -33,6 +33,8 @@ std::string DescribeCall(const CallHeader& h) {
   }
   if (kind == CollectiveKind::kBroadcast) out << " from root " << h.root;
   if (h.path == kSingleCopy) out << " (single copy)";
+  if (h.path == kWireFloat16) out << " (float16 between hosts)";
+  if (h.path == kWireBFloat16) out << " (bfloat16 between hosts)";
   if (h.layout != 0) out << " (per-rank counts hash " << std::hex << h.layout << ")";
   return out.str();
 }

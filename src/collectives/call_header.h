@@ -38,9 +38,11 @@ struct CallHeader {
   // kTwoCopy through the shared-memory slots, kSingleCopy straight between
   // the ranks' memories (cma_collectives.h). Ranks that chose differently
   // (e.g. COHORT_SHM_SINGLE_COPY_BYTES set apart) fail as a mismatch.
+  // Hierarchical allreduce compressed once per host: kWireFloat16 or
+  // kWireBFloat16, the type its float32 data crosses hosts as.
   int32_t path = 0;
 };
-enum : int32_t { kTwoCopy = 0, kSingleCopy = 1 };
+enum : int32_t { kTwoCopy = 0, kSingleCopy = 1, kWireFloat16 = 2, kWireBFloat16 = 3 };
 static_assert(sizeof(CallHeader) <= 64, "a CallHeader must fit a shared-memory slot header");
 
 // Human-readable description, e.g. "allreduce of 100 float32 elements (op sum)".

@@ -97,26 +97,13 @@ AllreduceAlgorithm ChooseAllreduceAlgorithm(const Mesh& mesh, size_t bytes,
   return AllreduceAlgorithm::kRing;
 }
 
-Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
-                    ReduceOp op, double prescale, double postscale, AllreduceAlgorithm algorithm,
-                    Compression compression) {
-  if (compression != Compression::kNone && type == DataType::kFloat32) {
-    const DataType wire =
-        compression == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
-    if (count > 0 && (send == nullptr || recv == nullptr)) {
-      return RunAllreduce(comm, send, recv, count, type, op, prescale, postscale, algorithm);
-    }
-    Clock::time_point start = Clock::now();
-    std::vector<uint16_t> packed(std::max<size_t>(count, 1));
-    ConvertFloat32To16(packed.data(), wire, static_cast<const float*>(send), count);
-    comm.Phase("COMPRESS", start);
-    COHORT_RETURN_IF_ERROR(RunAllreduce(comm, packed.data(), packed.data(), count, wire, op,
-                                        prescale, postscale, algorithm));
-    start = Clock::now();
-    Convert16ToFloat32(static_cast<float*>(recv), packed.data(), wire, count);
-    comm.Phase("DECOMPRESS", start);
-    return Status::OK();
-  }
+namespace {
+
+// The allreduce proper. `wire` other than `type`: the hierarchical algorithm
+// compressed once per host (float32 data, 16-bit `wire` between hosts).
+Status AllreduceOverWire(Communicator& comm, const void* send, void* recv, size_t count,
+                         DataType type, ReduceOp op, double prescale, double postscale,
+                         AllreduceAlgorithm algorithm, DataType wire) {
   COHORT_RETURN_IF_ERROR(CheckCommon(comm, "allreduce", static_cast<int>(type)));
   COHORT_RETURN_IF_ERROR(CheckOp(comm, "allreduce", static_cast<int>(op)));
   COHORT_RETURN_IF_ERROR(CheckBuffer(comm, "allreduce", "send buffer", send, count));
@@ -125,6 +112,7 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
   header.op = static_cast<int32_t>(op);
   header.prescale = prescale;
   header.postscale = postscale;
+  if (wire != type) header.path = wire == DataType::kFloat16 ? kWireFloat16 : kWireBFloat16;
   if (op == ReduceOp::kAdasum) {
     // Its own algorithm whatever the topology: the pairwise tree is the op.
     ScaleCopy(recv, send, count, type, prescale);
@@ -174,9 +162,44 @@ Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t cou
     return Status::OK();
   }
   if (algorithm == AllreduceAlgorithm::kHierarchical) {
-    return HierarchicalAllreduce(comm, recv, count, type, op, postscale, header);
+    return HierarchicalAllreduce(comm, recv, count, type, op, postscale, header, wire);
   }
   return RingAllreduce(comm, recv, count, type, op, postscale, header);
+}
+
+}  // namespace
+
+Status RunAllreduce(Communicator& comm, const void* send, void* recv, size_t count, DataType type,
+                    ReduceOp op, double prescale, double postscale, AllreduceAlgorithm algorithm,
+                    Compression compression) {
+  if (compression != Compression::kNone && type == DataType::kFloat32) {
+    const DataType wire =
+        compression == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+    if (count > 0 && (send == nullptr || recv == nullptr)) {
+      return RunAllreduce(comm, send, recv, count, type, op, prescale, postscale, algorithm);
+    }
+    const AllreduceAlgorithm chosen =
+        algorithm == AllreduceAlgorithm::kAuto
+            ? ChooseAllreduceAlgorithm(comm.mesh(), count * DataTypeSize(wire), comm.options())
+            : algorithm;
+    if (chosen == AllreduceAlgorithm::kHierarchical && op != ReduceOp::kAdasum) {
+      // Compressed once per host: reduced in float32 within each host, only
+      // what crosses hosts travels as 16 bits (hierarchical_allreduce.h).
+      return AllreduceOverWire(comm, send, recv, count, type, op, prescale, postscale, chosen,
+                               wire);
+    }
+    Clock::time_point start = Clock::now();
+    std::vector<uint16_t> packed(std::max<size_t>(count, 1));
+    ConvertFloat32To16(packed.data(), wire, static_cast<const float*>(send), count);
+    comm.Phase("COMPRESS", start);
+    COHORT_RETURN_IF_ERROR(RunAllreduce(comm, packed.data(), packed.data(), count, wire, op,
+                                        prescale, postscale, algorithm));
+    start = Clock::now();
+    Convert16ToFloat32(static_cast<float*>(recv), packed.data(), wire, count);
+    comm.Phase("DECOMPRESS", start);
+    return Status::OK();
+  }
+  return AllreduceOverWire(comm, send, recv, count, type, op, prescale, postscale, algorithm, type);
 }
 
 bool CanAllreducePieces(Communicator& comm) { return comm.mesh().all_local_shm(); }

@@ -45,6 +45,13 @@ class Communicator {
   int size() const { return mesh_.size; }
   Mesh& mesh() { return mesh_; }
   const CommunicatorOptions& options() const { return options_; }
+  // Sets the algorithm cut-overs the engine's autotuner tunes. Every rank
+  // must set the same values between the same two collectives (the engine
+  // applies them at the same negotiation round everywhere).
+  void Retune(size_t small_message_bytes, size_t single_copy_bytes) {
+    options_.small_message_bytes = small_message_bytes;
+    options_.single_copy_bytes = single_copy_bytes;
+  }
   // A buffer of at least `bytes` the algorithms may use within one call;
   // kept across calls so large ones do not fault fresh pages in each time.
   unsigned char* Scratch(size_t bytes) {

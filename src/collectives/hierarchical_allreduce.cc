@@ -11,8 +11,13 @@
 // connections) of a host instead of funnelled through the one rank where a
 // flat ring leaves the host; and it takes 2(L-1) + 2(H-1) steps instead of
 // 2(LH-1). Each element is reduced on exactly one rank and copied to the
-// others, so every rank gets bit-identical results.
+// others, so every rank gets bit-identical results. With float16/bfloat16
+// compression only phase 2 runs on 16 bits: compressed once per host.
 #include "collectives/hierarchical_allreduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring.h"
@@ -54,10 +59,24 @@ void PostHeaderChecks(Transfers& transfers, const RingMembers& ring, const CallH
   if (ring.size() > 1) transfers.PostHeaderCheck(ring.right(), ring.left(), header, header);
 }
 
+// Phase 2: elements [first, first + count) of `buf` allreduced among the
+// cross-host ring (reduce-scatter, finish, allgather).
+Status CrossHostAllreduce(Communicator& comm, Transfers& transfers, const RingMembers& cross,
+                          void* buf, size_t first, size_t count, DataType type, ReduceOp op,
+                          double postscale) {
+  const RingBlocks parts = BlocksWithin(first, count, cross.size(), type);
+  COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, cross, buf, parts, op));
+  const size_t mine = parts.offsets[cross.me];
+  FinishReduction(static_cast<unsigned char*>(buf) + mine * DataTypeSize(type),
+                  parts.offsets[cross.me + 1] - mine, type, op, comm.size(), postscale);
+  return RingAllgatherPhase(comm, transfers, cross, buf, parts);
+}
+
 }  // namespace
 
 Status HierarchicalAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
-                             ReduceOp op, double postscale, const CallHeader& header) {
+                             ReduceOp op, double postscale, const CallHeader& header,
+                             DataType wire) {
   const Mesh& mesh = comm.mesh();
   const RingMembers local{mesh.local_ranks, mesh.local_rank};
   const RingMembers cross = CrossHostRing(mesh);
@@ -69,13 +88,24 @@ Status HierarchicalAllreduce(Communicator& comm, void* buf, size_t count, DataTy
   COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, local, buf, slices, op));
 
   const size_t first = slices.offsets[local.me];
-  const RingBlocks parts =
-      BlocksWithin(first, slices.offsets[local.me + 1] - first, cross.size(), type);
-  COHORT_RETURN_IF_ERROR(RingReduceScatterPhase(comm, transfers, cross, buf, parts, op));
-  const size_t mine = parts.offsets[cross.me];
-  FinishReduction(static_cast<unsigned char*>(buf) + mine * DataTypeSize(type),
-                  parts.offsets[cross.me + 1] - mine, type, op, comm.size(), postscale);
-  COHORT_RETURN_IF_ERROR(RingAllgatherPhase(comm, transfers, cross, buf, parts));
+  const size_t slice = slices.offsets[local.me + 1] - first;
+  if (wire == type) {
+    COHORT_RETURN_IF_ERROR(
+        CrossHostAllreduce(comm, transfers, cross, buf, first, slice, type, op, postscale));
+  } else {
+    // Compressed once per host: this rank's slice holds its host's float32
+    // sum; it crosses hosts as 16 bits and comes back into place.
+    float* own = static_cast<float*>(buf) + first;
+    Clock::time_point start = Clock::now();
+    std::vector<uint16_t> packed(std::max<size_t>(slice, 1));
+    ConvertFloat32To16(packed.data(), wire, own, slice);
+    comm.Phase("COMPRESS", start);
+    COHORT_RETURN_IF_ERROR(
+        CrossHostAllreduce(comm, transfers, cross, packed.data(), 0, slice, wire, op, postscale));
+    start = Clock::now();
+    Convert16ToFloat32(own, packed.data(), wire, slice);
+    comm.Phase("DECOMPRESS", start);
+  }
 
   return RingAllgatherPhase(comm, transfers, local, buf, slices);
 }

@@ -16,8 +16,13 @@ Status CheckHierarchicalLayout(const Mesh& mesh);
 
 // Allreduce of `buf` (already prescaled) in place. Requires
 // CheckHierarchicalLayout(comm.mesh()) to be OK.
+// `wire` (kFloat16 or kBFloat16, `type` kFloat32): compression once per
+// host. The host's partial sums are reduced in float32 within the host, and
+// only the slices that cross hosts travel as 16 bits: one rounding per host
+// instead of one per rank, and no conversion work on the host-local phases.
 Status HierarchicalAllreduce(Communicator& comm, void* buf, size_t count, DataType type,
-                             ReduceOp op, double postscale, const CallHeader& header);
+                             ReduceOp op, double postscale, const CallHeader& header,
+                             DataType wire = DataType::kFloat32);
 
 }  // namespace cohort
 

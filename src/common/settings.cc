@@ -59,6 +59,19 @@ const std::vector<SettingSpec> kSettings = {
    S::kLauncher},
   {"COHORT_TIMELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
    "Chrome-trace timeline path ({rank} for every rank)", S::kRuntime},
+  // The engine's autotuner (src/engine/autotuner.h, docs/performance.md).
+  {"COHORT_AUTOTUNE", "--autotune", T::kChoice, "0", 0, 0, false, "0,1",
+   "1: tune fusion, cycle time and algorithm cut-overs over the first steps", S::kRuntime},
+  {"COHORT_AUTOTUNE_LOG", "--autotune-log", T::kText, "", 0, 0, false, nullptr,
+   "CSV of the autotuner's samples and choice ({rank} for every rank)", S::kRuntime},
+  {"COHORT_AUTOTUNE_WARMUP_SAMPLES", "--autotune-warmup-samples", T::kCount, "3", 0, 1000, false,
+   nullptr, "autotune: samples run on the start values before scoring", S::kRuntime},
+  {"COHORT_AUTOTUNE_STEPS_PER_SAMPLE", "--autotune-steps-per-sample", T::kCount, "10", 1, 100000,
+   false, nullptr, "autotune: training steps measured per sample", S::kRuntime},
+  {"COHORT_AUTOTUNE_MAX_SAMPLES", "--autotune-max-samples", T::kCount, "20", 1, 1000, false,
+   nullptr, "autotune: values tried (the start values included) before choosing", S::kRuntime},
+  {"COHORT_AUTOTUNE_SEED", "--autotune-seed", T::kCount, "0", 0, 4294967295.0, false, nullptr,
+   "autotune: seed of the search's random samples", S::kRuntime},
   // The GPU stack (src/gpu, docs/gpu.md).
   {"COHORT_GPU_TRANSPORT", "--gpu-transport", T::kChoice, "auto", 0, 0, false,
    "auto,ipc,nccl,staged", "auto, ipc, nccl or staged: how GPU tensors travel", S::kRuntime},
@@ -113,6 +126,14 @@ const std::vector<SettingSpec> kSettings = {
    "the token of a job queue without --auth (found on the server's host)", S::kQueue, true},
   {"COHORT_AGENT_CREDENTIAL", nullptr, T::kText, "", 0, 0, false, nullptr,
    "cohort agent: its credential under --auth (cohort agent-credential add)", S::kQueue, true},
+  // The server's clients (http/server_address.h): one address, one token.
+  {"COHORT_SERVER", nullptr, T::kText, "http://127.0.0.1:5000", 0, 0, false, nullptr,
+   "the cohort server that queue clients and agents talk to", S::kQueue},
+  {"COHORT_TRACKING_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "a user's token for a cohort server under --auth (cohort token create)",
+   S::kTracking, true},
+  {"MLFLOW_TRACKING_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "MLflow's: the token, when COHORT_TRACKING_TOKEN is unset", S::kTracking, true},
   // The variables cohort run gives each worker, and those a worker started by
   // another launcher reads to find its store (docs/configuration.md).
   {"COHORT_RANK", nullptr, T::kCount, "", 0, kNone, false, nullptr,

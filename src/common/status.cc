@@ -15,6 +15,10 @@ const char* StatusCodeName(Status::Code code) {
     case Status::Code::kNotInitialized: return "not initialized";
     case Status::Code::kInternal: return "internal error";
     case Status::Code::kInterrupted: return "interrupted";
+    case Status::Code::kNotFound: return "not found";
+    case Status::Code::kAlreadyExists: return "already exists";
+    case Status::Code::kPermissionDenied: return "permission denied";
+    case Status::Code::kUnavailable: return "unavailable";
   }
   return "unknown";
 }

@@ -1,9 +1,11 @@
 // Read-only dataset storage over HTTP(S): Get is a GET, Read a GET with a
 // Range header (a server that ignores Range is handled by slicing), Exists a
-// HEAD; ReadMany keeps many of them in flight through HttpClient.
+// HEAD; ReadMany keeps many of them in flight through http::HttpClient.
 #include "data/http_storage.h"
 
 #include "data/sigv4.h"
+#include "http/client.h"
+#include "http/url.h"
 
 namespace cohort::data {
 
@@ -22,13 +24,13 @@ HttpStorage::HttpStorage(std::string location, std::string base_url, const Stora
       base_url_(std::move(base_url)),
       client_(options.retry, options.max_in_flight) {}
 
-HttpRequest HttpStorage::Request(const std::string& method, const std::string& path) const {
-  HttpRequest r;
+http::HttpRequest HttpStorage::Request(const std::string& method, const std::string& path) const {
+  http::HttpRequest r;
   r.method = method;
   r.url = base_url_;
   if (!path.empty()) {
     r.url += '/';
-    r.url += UriEncode(path, false);
+    r.url += http::UriEncode(path, false);
   }
   return r;
 }
@@ -38,21 +40,21 @@ Status HttpStorage::Error(const std::string& what) const {
 }
 
 Result<std::optional<std::string>> HttpStorage::Get(const std::string& path) {
-  HttpRequest r = Request("GET", path);
+  http::HttpRequest r = Request("GET", path);
   Prepare(&r);
-  Result<HttpResponse> response = client_.Perform(r);
+  Result<http::HttpResponse> response = client_.Perform(r);
   if (!response.ok()) return Error(response.status().message());
-  if (response->status == 404 && XmlErrorField(*response, "Code") == "NoSuchBucket") {
+  if (response->status == 404 && http::XmlErrorField(*response, "Code") == "NoSuchBucket") {
     // Not an absent object: nothing under this location can exist.
-    return Error("the bucket does not exist (" + DescribeAnswer(r, *response) + ")");
+    return Error("the bucket does not exist (" + http::DescribeAnswer(r, *response) + ")");
   }
   if (response->status == 404) return std::optional<std::string>();
-  if (response->status != 200) return Error(DescribeAnswer(r, *response));
+  if (response->status != 200) return Error(http::DescribeAnswer(r, *response));
   return std::optional<std::string>(std::move(response->body));
 }
 
-Result<std::string> HttpStorage::RangeResult(const HttpRequest& request,
-                                             Result<HttpResponse> response, uint64_t offset,
+Result<std::string> HttpStorage::RangeResult(const http::HttpRequest& request,
+                                             Result<http::HttpResponse> response, uint64_t offset,
                                              uint64_t len) const {
   if (!response.ok()) return Error(response.status().message());
   switch (response->status) {
@@ -66,7 +68,7 @@ Result<std::string> HttpStorage::RangeResult(const HttpRequest& request,
     case 404:
       return Error(request.url + ": no such object (HTTP 404)");
     default:
-      return Error(DescribeAnswer(request, *response));
+      return Error(http::DescribeAnswer(request, *response));
   }
 }
 
@@ -77,16 +79,16 @@ Result<std::string> HttpStorage::Read(const std::string& path, uint64_t offset, 
 }
 
 Result<std::vector<std::string>> HttpStorage::ReadMany(const std::vector<ByteRange>& ranges) {
-  std::vector<HttpRequest> requests;
+  std::vector<http::HttpRequest> requests;
   requests.reserve(ranges.size());
   for (const ByteRange& range : ranges) {
     // A zero-length read still proves the object exists: ask for its first byte.
-    HttpRequest r = Request("GET", range.path);
+    http::HttpRequest r = Request("GET", range.path);
     r.headers.push_back(RangeHeader(range.offset, range.len == 0 ? 1 : range.len));
     Prepare(&r);
     requests.push_back(std::move(r));
   }
-  std::vector<Result<HttpResponse>> responses = client_.PerformMany(requests);
+  std::vector<Result<http::HttpResponse>> responses = client_.PerformMany(requests);
   std::vector<std::string> out;
   out.reserve(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -100,12 +102,12 @@ Result<std::vector<std::string>> HttpStorage::ReadMany(const std::vector<ByteRan
 }
 
 Result<bool> HttpStorage::Exists(const std::string& path) {
-  HttpRequest r = Request("HEAD", path);
+  http::HttpRequest r = Request("HEAD", path);
   Prepare(&r);
-  Result<HttpResponse> response = client_.Perform(r);
+  Result<http::HttpResponse> response = client_.Perform(r);
   if (!response.ok()) return Error(response.status().message());
   if (response->status == 404) return false;
-  if (response->status != 200) return Error(DescribeAnswer(r, *response));
+  if (response->status != 200) return Error(http::DescribeAnswer(r, *response));
   return true;
 }
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "data/http_client.h"
 #include "data/storage.h"
+#include "http/client.h"
 
 namespace cohort::data {
 
@@ -31,22 +31,23 @@ class HttpStorage : public Storage {
 
  protected:
   // A request for one object.
-  HttpRequest Request(const std::string& method, const std::string& path) const;
+  http::HttpRequest Request(const std::string& method, const std::string& path) const;
   // Adds what the backend needs before sending (S3: the signature). The
   // request's url and headers are final when this is called.
-  virtual void Prepare(HttpRequest* request) const { (void)request; }
-  HttpClient& client() { return client_; }
+  virtual void Prepare(http::HttpRequest* request) const { (void)request; }
+  http::HttpClient& client() { return client_; }
   const std::string& base_url() const { return base_url_; }
   // "dataset LOC: " + what, as an IoError.
   Status Error(const std::string& what) const;
 
  private:
-  Result<std::string> RangeResult(const HttpRequest& request, Result<HttpResponse> response,
-                                  uint64_t offset, uint64_t len) const;
+  Result<std::string> RangeResult(const http::HttpRequest& request,
+                                  Result<http::HttpResponse> response, uint64_t offset,
+                                  uint64_t len) const;
 
   std::string location_;
   std::string base_url_;
-  HttpClient client_;
+  http::HttpClient client_;
 };
 
 }  // namespace cohort::data

@@ -4,6 +4,7 @@
 #include "common/settings.h"
 #include "data/storage.h"
 #include "data/storage_cache.h"
+#include "http/url.h"
 
 namespace cohort::data {
 
@@ -46,12 +47,8 @@ Result<StorageOptions> StorageOptionsFromEnv() {
   return o;
 }
 
-bool IsHttpUrl(const std::string& location) {
-  return StartsWith(location, "http://") || StartsWith(location, "https://");
-}
-
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create) {
-  const bool remote = IsHttpUrl(location) || StartsWith(location, "s3://");
+  const bool remote = http::IsHttpUrl(location) || StartsWith(location, "s3://");
   if (!remote) return OpenStorage(location, create, StorageOptions());
   Result<StorageOptions> options = StorageOptionsFromEnv();
   if (!options.ok()) return options.status().WithContext("dataset " + location);
@@ -61,7 +58,7 @@ Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool c
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create,
                                              const StorageOptions& options) {
   Result<std::unique_ptr<Storage>> storage = Status::Internal("no backend");
-  if (IsHttpUrl(location)) {
+  if (http::IsHttpUrl(location)) {
     std::string url = location;
     while (!url.empty() && url.back() == '/') url.pop_back();
     storage = OpenHttpStorage(url, options);

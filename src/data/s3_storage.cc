@@ -20,6 +20,8 @@
 #include "data/hash.h"
 #include "data/http_storage.h"
 #include "data/sigv4.h"
+#include "http/client.h"
+#include "http/url.h"
 
 namespace cohort::data {
 
@@ -72,7 +74,7 @@ std::string ObjectBaseUrl(const std::string& endpoint, const std::string& bucket
                           const std::string& prefix) {
   std::string url = endpoint;
   url.append("/").append(bucket);
-  if (!prefix.empty()) url.append("/").append(UriEncode(prefix, false));
+  if (!prefix.empty()) url.append("/").append(http::UriEncode(prefix, false));
   return url;
 }
 
@@ -91,12 +93,12 @@ class S3Storage : public HttpStorage {
   }
 
   Status Delete(const std::string& path) override {
-    HttpRequest r = Request("DELETE", path);
+    http::HttpRequest r = Request("DELETE", path);
     Prepare(&r);
-    Result<HttpResponse> response = client().Perform(r);
+    Result<http::HttpResponse> response = client().Perform(r);
     if (!response.ok()) return Error(response.status().message());
     if (response->status != 204 && response->status != 200 && response->status != 404) {
-      return Error(DescribeAnswer(r, *response));
+      return Error(http::DescribeAnswer(r, *response));
     }
     return Status::OK();
   }
@@ -119,18 +121,18 @@ class S3Storage : public HttpStorage {
     // no longer offers).
     std::vector<ListedObject> keys;
     for (std::string marker;;) {
-      HttpRequest r;
-      r.url = bucket_url_ + "?prefix=" + UriEncode(full, true);
-      if (!marker.empty()) r.url += "&marker=" + UriEncode(marker, true);
+      http::HttpRequest r;
+      r.url = bucket_url_ + "?prefix=" + http::UriEncode(full, true);
+      if (!marker.empty()) r.url += "&marker=" + http::UriEncode(marker, true);
       Prepare(&r);
-      Result<HttpResponse> response = client().Perform(r);
+      Result<http::HttpResponse> response = client().Perform(r);
       if (!response.ok()) return Error(response.status().message());
-      if (response->status != 200) return Error(DescribeAnswer(r, *response));
+      if (response->status != 200) return Error(http::DescribeAnswer(r, *response));
       std::vector<std::string> page = XmlValues(response->body, "Key");
       // Each <Contents> holds one <Key> and one <LastModified>, in that order.
       std::vector<std::string> times = XmlValues(response->body, "LastModified");
       if (times.size() != page.size())
-        return Error(DescribeAnswer(r, *response) + ": a listing without LastModified times");
+        return Error(http::DescribeAnswer(r, *response) + ": a listing without LastModified times");
       for (size_t i = 0; i < page.size(); ++i) {
         keys.push_back({prefix_.empty() ? page[i] : page[i].substr(prefix_.size() + 1),
                         ParseIsoTime(times[i])});
@@ -146,12 +148,12 @@ class S3Storage : public HttpStorage {
 
   Status ReplaceIf(const std::string& path, const std::optional<std::string>& expected,
                    std::string_view bytes, const std::function<void()>& while_locked) override {
-    HttpRequest get = Request("GET", path);
+    http::HttpRequest get = Request("GET", path);
     Prepare(&get);
-    Result<HttpResponse> current = client().Perform(get);
+    Result<http::HttpResponse> current = client().Perform(get);
     if (!current.ok()) return Error(current.status().message());
     if (current->status != 200 && current->status != 404)
-      return Error(DescribeAnswer(get, *current));
+      return Error(http::DescribeAnswer(get, *current));
     std::optional<std::string> found;
     if (current->status == 200) found = current->body;
     if (found != expected) {
@@ -164,7 +166,7 @@ class S3Storage : public HttpStorage {
   }
 
  protected:
-  void Prepare(HttpRequest* r) const override {
+  void Prepare(http::HttpRequest* r) const override {
     SigV4Request s = SigV4RequestFor(r->method, r->url, Sha256Hex(r->body));
     for (std::string& h : SignV4(s, credentials_, region_, "s3", AmzDate(std::time(nullptr))))
       r->headers.push_back(std::move(h));
@@ -172,17 +174,17 @@ class S3Storage : public HttpStorage {
 
  private:
   Status PutWith(const std::string& path, std::string_view bytes, const std::string& condition) {
-    HttpRequest r = Request("PUT", path);
+    http::HttpRequest r = Request("PUT", path);
     r.body.assign(bytes);
     if (!condition.empty()) r.headers.push_back(condition);
     Prepare(&r);
-    Result<HttpResponse> response = client().Perform(r);
+    Result<http::HttpResponse> response = client().Perform(r);
     if (!response.ok()) return Error(response.status().message());
     if (response->status == 412 || response->status == 409) {
       return ConflictError(path + " changed while it was being replaced (" +
-                           DescribeAnswer(r, *response) + ")");
+                           http::DescribeAnswer(r, *response) + ")");
     }
-    if (response->status != 200) return Error(DescribeAnswer(r, *response));
+    if (response->status != 200) return Error(http::DescribeAnswer(r, *response));
     return Status::OK();
   }
 

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "data/hash.h"
+#include "http/url.h"
 
 namespace cohort::data {
 
@@ -59,7 +60,7 @@ std::vector<std::pair<std::string, std::string>> SignedHeaders(const SigV4Reques
 std::string CanonicalQuery(const SigV4Request& r) {
   std::vector<std::pair<std::string, std::string>> q;
   for (const auto& [name, value] : r.query)
-    q.emplace_back(UriEncode(name, true), UriEncode(value, true));
+    q.emplace_back(http::UriEncode(name, true), http::UriEncode(value, true));
   std::sort(q.begin(), q.end());
   std::string out;
   for (const auto& [name, value] : q) {
@@ -70,19 +71,6 @@ std::string CanonicalQuery(const SigV4Request& r) {
 }
 
 }  // namespace
-
-std::string UriDecode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
 
 SigV4Request SigV4RequestFor(const std::string& method, const std::string& url,
                              const std::string& payload_sha256) {
@@ -101,27 +89,11 @@ SigV4Request SigV4RequestFor(const std::string& method, const std::string& url,
     const size_t amp = std::min(q.find('&', at), q.size());
     const std::string pair = q.substr(at, amp - at);
     const size_t eq = pair.find('=');
-    s.query.emplace_back(UriDecode(pair.substr(0, eq)),
-                         eq == std::string::npos ? "" : UriDecode(pair.substr(eq + 1)));
+    s.query.emplace_back(http::UriDecode(pair.substr(0, eq)),
+                         eq == std::string::npos ? "" : http::UriDecode(pair.substr(eq + 1)));
     at = amp + 1;
   }
   return s;
-}
-
-std::string UriEncode(std::string_view text, bool encode_slash) {
-  static const char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
-        (c == '/' && !encode_slash)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += '%';
-      out.push_back(kDigits[c >> 4]);
-      out.push_back(kDigits[c & 15]);
-    }
-  }
-  return out;
 }
 
 std::string AmzDate(std::time_t t) {

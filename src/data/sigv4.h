@@ -46,12 +46,6 @@ std::string SignatureV4(const SigV4Request& request, const AwsCredentials& crede
 // "20130524T000000Z" for `t` (UTC).
 std::string AmzDate(std::time_t t);
 
-// RFC 3986 percent-encoding as SigV4 wants it: unreserved characters stay,
-// '/' stays unless `encode_slash`, everything else becomes %XX (upper case).
-std::string UriEncode(std::string_view text, bool encode_slash);
-// %XX sequences back to bytes.
-std::string UriDecode(const std::string& text);
-
 }  // namespace cohort::data
 
 #endif  // COHORT_DATA_SIGV4_H_

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "http/retry_policy.h"
 
 namespace cohort::data {
 
@@ -94,16 +95,8 @@ class Storage {
                            std::string_view bytes, const std::function<void()>& while_locked) = 0;
 };
 
-// How remote requests are retried: 5xx answers, 408/429, timeouts and
-// broken connections are tried again after an exponential backoff (doubling
-// from `initial_backoff_s` up to `max_backoff_s`); other answers are final.
-struct RetryPolicy {
-  int max_attempts = 5;  // attempts per request, the first included
-  double initial_backoff_s = 0.1;
-  double max_backoff_s = 5;
-  double request_timeout_s = 120;  // one attempt, connection to last byte
-  double connect_timeout_s = 10;
-};
+// How remote requests are retried (http/retry_policy.h).
+using RetryPolicy = http::RetryPolicy;
 
 // Settings of the remote backends and the cache. Defaults come from COHORT_*
 // and AWS_* variables (StorageOptionsFromEnv); docs/configuration.md lists them.
@@ -129,11 +122,6 @@ Result<std::unique_ptr<Storage>> OpenHttpStorage(const std::string& url,
 // "s3://bucket/prefix", path-style requests to the endpoint, signed with SigV4.
 Result<std::unique_ptr<Storage>> OpenS3Storage(const std::string& url,
                                                const StorageOptions& options);
-
-// Whether `location` is an "http://" or "https://" URL (the form every
-// cohort location that may name a server shares: datasets, checkpoints,
-// tracking stores).
-bool IsHttpUrl(const std::string& location);
 
 // Picks the backend from the location's form: "http://", "https://", "s3://"
 // or a local path ("file://" optional); remote ones get the cache when

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <numeric>
 
 #include "cohort/cohort.h"
 #include "collectives/collectives.h"
@@ -447,8 +448,14 @@ Result<Handle> BarrierAsync(const std::string& name, DoneCallback done, int proc
 Result<int> AddProcessSet(const std::vector<int>& ranks) {
   if (g_runtime == nullptr) return NotRunning();
   std::vector<int> sorted = ranks;
+  // No ranks means every rank, as in Horovod (its ProcessSetTable fills an
+  // empty list with all ranks; its test_torch.py adds the odd ranks of a
+  // one-rank job, an empty list, and uses the set).
+  if (sorted.empty()) {
+    sorted.resize(Size());
+    std::iota(sorted.begin(), sorted.end(), 0);
+  }
   std::sort(sorted.begin(), sorted.end());
-  if (sorted.empty()) return Status::InvalidArgument("add process set: no ranks given");
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (sorted[i] < 0 || sorted[i] >= Size()) {
       return Status::InvalidArgument("add process set: rank " + std::to_string(sorted[i]) +

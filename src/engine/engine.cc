@@ -17,6 +17,7 @@ Engine::Engine(Communicator& comm, EngineOptions options, GpuProvider* gpu)
       COHORT_LOG(kWarning) << "COHORT_TIMELINE: " << s.message();
     }
   }
+  StartAutotune();
   thread_ = std::thread([this] { Loop(); });
 }
 

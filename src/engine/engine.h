@@ -20,6 +20,8 @@
 #include "cohort/types.h"
 #include "collectives/communicator.h"
 #include "common/handle_table.h"
+#include "engine/autotune_log.h"
+#include "engine/autotuner.h"
 #include "engine/fusion_buffer.h"
 #include "engine/gpu_provider.h"
 #include "engine/gpu_tensors.h"
@@ -41,6 +43,11 @@ struct EngineOptions {
   double deadlock_seconds = 10;       // COHORT_DEADLOCK_TIME: stop a deadlocked job (0: never)
   std::string timeline_path;     // COHORT_TIMELINE: start a timeline at once (see StartTimeline)
   size_t cache_capacity = 1024;  // COHORT_CACHE_CAPACITY: response-cache slots (0: off)
+  AutotuneOptions autotune;      // COHORT_AUTOTUNE*: tune the values below while training
+  // The communicator's cut-overs the autotuner starts from (the same values
+  // as its CommunicatorOptions).
+  uint64_t small_message_bytes = 64 << 10;
+  uint64_t single_copy_bytes = 1 << 20;
 };
 
 class Engine {
@@ -129,6 +136,13 @@ class Engine {
   // that rank submits nothing more, so they could never complete.
   void FailAbandoned(ProcessSet& set);
   Status Execute(ProcessSet& set, const Response& response);
+  // engine_autotune.cc. Opens the log and, on rank 0, starts the autotuner.
+  void StartAutotune();
+  // Rank 0: scores an executed response of the job's set; a sample's end
+  // queues new values for the next round's message.
+  void ObserveForAutotune(const Response& response);
+  // Every rank, at the round whose set-0 message from rank 0 carries `order`.
+  void ApplyTuning(const TuningOrder& order);
   Status ExecuteAllreduce(ProcessSet& set, const Response& response);
   // Counts one allreduce of `tensors` tensors (`bytes` in all), fused or not.
   void CountAllreduce(size_t tensors, size_t bytes, bool fused);
@@ -163,6 +177,14 @@ class Engine {
   std::atomic<uint64_t> cycles_{0}, allreduces_{0}, allreduced_tensors_{0}, fused_allreduces_{0},
       fused_tensors_{0}, fused_bytes_{0};
   int next_set_id_ = 1;  // engine thread only
+  // Autotuning (engine_autotune.cc), engine thread only after the start.
+  // The values in force: fusion and cycle time here, the cut-overs in every
+  // set's communicator. Changed only by ApplyTuning, the same round everywhere.
+  TuningValues tuned_;
+  std::unique_ptr<Autotuner> autotuner_;       // rank 0 with COHORT_AUTOTUNE
+  std::optional<TuningOrder> tuning_to_send_;  // rank 0: for the next round's message
+  std::unique_ptr<AutotuneLog> autotune_log_;  // null: no log on this rank
+  uint64_t rounds_ = 0;                        // set-0 negotiation rounds so far
   // Engine thread: this rank announced tensors in the last cycle that still
   // wait for other ranks, so the next cycle starts without idling.
   bool rejoin_at_once_ = false;

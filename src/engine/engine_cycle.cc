@@ -29,7 +29,7 @@ Status Engine::Cycle() {
       return shutdown_requested_;
     };
     if (!std::exchange(rejoin_at_once_, false)) {
-      wake_.wait_for(lock, std::chrono::duration<double, std::milli>(options_.cycle_time_ms),
+      wake_.wait_for(lock, std::chrono::duration<double, std::milli>(tuned_.cycle_time_ms),
                      has_work);
     }
     for (auto& [id, set] : sets_) {
@@ -91,7 +91,10 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   Announce(set, queued, &mine);
   mine.shutdown = shutdown;
   InspectStalls(set, &mine);
-  if (set.id == kGlobalProcessSet) mine.stuck = StuckWaits();
+  if (set.id == kGlobalProcessSet) {
+    mine.stuck = StuckWaits();
+    mine.tuning = std::exchange(tuning_to_send_, std::nullopt);
+  }
   if (tl_) {
     const Clock::time_point now = Clock::now();
     for (const Announcement& a : mine.announcements) {
@@ -115,7 +118,13 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   // The set's first rank decided on stalls before this cycle's announcements;
   // every rank applies its decision first, so all tables stay identical.
   for (const std::string& name : all[0].stalled) FailStalled(set, name);
-  if (set.id == kGlobalProcessSet) COHORT_RETURN_IF_ERROR(FindDeadlock(all));
+  if (set.id == kGlobalProcessSet) {
+    COHORT_RETURN_IF_ERROR(FindDeadlock(all));
+    ++rounds_;
+    // Rank 0's autotuning order takes effect here on every rank, before this
+    // round's responses are formed and run (fusion, algorithm choice).
+    if (all[0].tuning) ApplyTuning(*all[0].tuning);
+  }
   std::vector<std::vector<Announcement>> per_rank;
   bool any_shutdown = false;
   for (size_t r = 0; r < all.size(); ++r) {
@@ -132,10 +141,10 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
   // Where ranks share memory, fused tensors are reduced in place from their
   // own buffers (no copies), so tensors of any size fuse; elsewhere large ones
   // run alone rather than pay for copies through the fusion buffer.
-  const uint64_t max_fused = CanAllreducePieces(*set.comm) ? options_.fusion_threshold_bytes
+  const uint64_t max_fused = CanAllreducePieces(*set.comm) ? tuned_.fusion_threshold_bytes
                                                            : options_.fusion_max_tensor_bytes;
   const std::vector<Response> responses =
-      set.table.TakeResponses(options_.fusion_threshold_bytes, max_fused);
+      set.table.TakeResponses(tuned_.fusion_threshold_bytes, max_fused);
   if (!responses.empty()) {
     cycles_.fetch_add(1, std::memory_order_relaxed);
     last_progress_ = Clock::now();
@@ -162,6 +171,7 @@ Status Engine::CycleSet(ProcessSet& set, const std::vector<Request>& queued, boo
       for (const std::string& name : response.names) tl_->Span(name, "QUEUE", ready, start);
     }
     COHORT_RETURN_IF_ERROR(Execute(set, response));
+    if (autotuner_ && set.id == kGlobalProcessSet) ObserveForAutotune(response);
   }
   if (stop != nullptr) *stop = any_shutdown;
   return Status::OK();

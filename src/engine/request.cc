@@ -123,6 +123,17 @@ std::string EncodeCycleMessage(const CycleMessage& message) {
     Put<uint32_t>(&out, static_cast<uint32_t>(w.missing.size()));
     for (int32_t rank : w.missing) Put<int32_t>(&out, rank);
   }
+  Put<uint8_t>(&out, message.tuning ? 1 : 0);
+  if (message.tuning) {
+    const TuningOrder& t = *message.tuning;
+    Put<uint64_t>(&out, t.values.fusion_threshold_bytes);
+    Put<double>(&out, t.values.cycle_time_ms);
+    Put<uint64_t>(&out, t.values.small_message_bytes);
+    Put<uint64_t>(&out, t.values.single_copy_bytes);
+    Put<int32_t>(&out, t.sample);
+    Put<uint8_t>(&out, t.final ? 1 : 0);
+    Put<double>(&out, t.score);
+  }
   return out;
 }
 
@@ -199,6 +210,20 @@ bool DecodeCycleMessage(const std::string& bytes, CycleMessage* message) {
     for (int32_t& rank : w.missing) {
       if (!in.Get(&rank)) return false;
     }
+  }
+  uint8_t has_tuning = 0;
+  if (!in.Get(&has_tuning) || has_tuning > 1) return false;
+  message->tuning.reset();
+  if (has_tuning) {
+    TuningOrder t;
+    uint8_t final = 0;
+    if (!in.Get(&t.values.fusion_threshold_bytes) || !in.Get(&t.values.cycle_time_ms) ||
+        !in.Get(&t.values.small_message_bytes) || !in.Get(&t.values.single_copy_bytes) ||
+        !in.Get(&t.sample) || !in.Get(&final) || final > 1 || !in.Get(&t.score)) {
+      return false;
+    }
+    t.final = final != 0;
+    message->tuning = t;
   }
   return in.AtEnd();
 }

@@ -4,10 +4,12 @@
 #define COHORT_ENGINE_REQUEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cohort/types.h"
+#include "engine/tuning.h"
 
 namespace cohort {
 
@@ -96,6 +98,7 @@ struct CycleMessage {
   std::vector<std::string> stalled;         // rank 0 only: names to fail as stalled
   std::vector<uint8_t> cached;              // bit i: the announcement in response-cache slot i
   std::vector<StuckWait> stuck;             // set 0 only: what this rank is stuck waiting for
+  std::optional<TuningOrder> tuning;        // rank 0, set 0 only: values every rank applies now
 };
 
 // Serialisation of a CycleMessage; decoding fails on malformed bytes.

@@ -26,7 +26,11 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
         "COHORT_FUSION_MAX_TENSOR", "COHORT_CYCLE_TIME", "COHORT_STALL_CHECK_TIME",
         "COHORT_STALL_SHUTDOWN_TIME", "COHORT_DEADLOCK_TIME", "COHORT_TIMELINE",
         "COHORT_TCP_STREAMS", "COHORT_TEST_HOSTS", "COHORT_CACHE_CAPACITY",
-        "COHORT_ELASTIC_TIMEOUT"}) {
+        "COHORT_ELASTIC_TIMEOUT",
+        // The autotuner's (engine/autotuner.h).
+        "COHORT_AUTOTUNE", "COHORT_AUTOTUNE_LOG", "COHORT_AUTOTUNE_SEED",
+        "COHORT_AUTOTUNE_WARMUP_SAMPLES", "COHORT_AUTOTUNE_STEPS_PER_SAMPLE",
+        "COHORT_AUTOTUNE_MAX_SAMPLES"}) {
     Result<SettingValue> value = ReadSetting(env, name);
     if (!value.ok()) return value.status();
     v[name] = std::move(value).value();
@@ -54,6 +58,16 @@ Result<RuntimeSettings> ReadRuntimeSettings(const EnvLookup& env) {
   s.tcp_streams = static_cast<int>(v["COHORT_TCP_STREAMS"].number);
   s.test_hosts = v["COHORT_TEST_HOSTS"].text;
   s.engine.cache_capacity = static_cast<size_t>(v["COHORT_CACHE_CAPACITY"].number);
+  // The autotuner starts from the cut-overs the communicator is given.
+  s.engine.small_message_bytes = s.small_message_bytes;
+  s.engine.single_copy_bytes = s.shm_single_copy_bytes;
+  AutotuneOptions& at = s.engine.autotune;
+  at.enabled = v["COHORT_AUTOTUNE"].text == "1";
+  at.log_path = v["COHORT_AUTOTUNE_LOG"].text;
+  at.warmup_samples = static_cast<int>(v["COHORT_AUTOTUNE_WARMUP_SAMPLES"].number);
+  at.steps_per_sample = static_cast<int>(v["COHORT_AUTOTUNE_STEPS_PER_SAMPLE"].number);
+  at.max_samples = static_cast<int>(v["COHORT_AUTOTUNE_MAX_SAMPLES"].number);
+  at.seed = static_cast<uint64_t>(v["COHORT_AUTOTUNE_SEED"].number);
   // Set by cohort run for elastic workers only; not a user setting.
   s.elastic_worker = EnvString(env, "COHORT_ELASTIC_WORKER").value_or("");
   s.elastic_timeout_seconds = v["COHORT_ELASTIC_TIMEOUT"].number;

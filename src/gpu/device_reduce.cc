@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "common/half.h"
+
 namespace cohort::gpu {
 namespace {
 
@@ -19,6 +21,11 @@ LaunchShape ShapeFor(size_t count, int multiprocessors) {
 }
 
 }  // namespace
+
+double DeviceScaleFactor(DataType type, double factor) {
+  if (type != DataType::kFloat16 || factor == 1.0) return factor;
+  return Float16ToFloat(FloatToFloat16(static_cast<float>(factor)));
+}
 
 Status DeviceReducer::Launch(const ReduceSpec& spec, ReduceKernelArgs args, StreamHandle stream) {
   Result<FunctionHandle> fn = kernels_.Reduce(spec.type, spec.op, device_);
@@ -45,8 +52,8 @@ Status DeviceReducer::Reduce(DevicePtr dst, const std::vector<DevicePtr>& srcs, 
     ReduceKernelArgs args;
     args.dst = dst;
     args.count = count;
-    args.prescale = spec.prescale;
-    args.postscale = spec.postscale;
+    args.prescale = DeviceScaleFactor(spec.type, spec.prescale);
+    args.postscale = DeviceScaleFactor(spec.type, spec.postscale);
     args.divisor = spec.op == ReduceOp::kAverage ? spec.ranks : 1;
     int n = 0;
     if (first_round) {

@@ -25,6 +25,14 @@ struct ReduceSpec {
   double postscale = 1;
 };
 
+// The factor a kernel multiplies elements of `type` by for a requested
+// scale factor: float16 tensors are scaled by the factor rounded to float16
+// first, as Horovod's GPU kernels do (its test_torch.py checks GPU pre- and
+// postscale against torch's float16 product of two float16 values); every
+// other type uses the factor as given. The host path keeps the float32
+// factor for float16, as Horovod's CPU path does.
+double DeviceScaleFactor(DataType type, double factor);
+
 class DeviceReducer {
  public:
   DeviceReducer(CudaApi& api, KernelCache& kernels, DeviceInfo device)

@@ -3,14 +3,13 @@
 
 #include "net/auth.h"
 #include "queue/queue_token.h"
-#include "server/mlflow_api.h"
-#include "track/errors.h"
+#include "server/api_response.h"
 
 namespace cohort::queue {
 namespace {
 
+using server::ErrorResponse;
 using server::HttpResponse;
-using server::MlflowError;
 
 // The credential of "Authorization: Bearer X", or "".
 std::string Bearer(const server::HttpRequest& request) {
@@ -38,30 +37,29 @@ std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& req
       *caller = {QueueCaller::Kind::kAgent, *agent, false};
       return std::nullopt;
     }
-    if (track::KindOf(agent.status()) != track::ErrorKind::kNotFound) {
-      return MlflowError(agent.status());
+    if (!agent.status().IsNotFound()) {
+      return ErrorResponse(agent.status());
     }
     // One that was meant as an agent's (a revoked one, say) is not ignored.
     if (bearer.rfind(track::kAgentCredentialPrefix, 0) == 0) {
-      return MlflowError("UNAUTHENTICATED", "Invalid agent credential");
+      return ErrorResponse(Status::Unauthenticated("Invalid agent credential"));
     }
   }
   if (options_.auth) {
     if (bearer.empty()) {
-      return MlflowError("UNAUTHENTICATED",
-                         agent_endpoint
-                             ? "This server requires an agent credential: send 'Authorization: "
-                               "Bearer CREDENTIAL' (credentials come from `cohort "
-                               "agent-credential add NAME`)"
-                             : "This server requires a token: send 'Authorization: Bearer "
-                               "TOKEN' (tokens come from `cohort token create USER`)");
+      return ErrorResponse(Status::Unauthenticated(
+          agent_endpoint ? "This server requires an agent credential: send 'Authorization: "
+                           "Bearer CREDENTIAL' (credentials come from `cohort "
+                           "agent-credential add NAME`)"
+                         : "This server requires a token: send 'Authorization: Bearer "
+                           "TOKEN' (tokens come from `cohort token create USER`)"));
     }
     auto user = store_->UserForToken(bearer);
     if (!user.ok()) {
-      if (track::KindOf(user.status()) == track::ErrorKind::kNotFound) {
-        return MlflowError("UNAUTHENTICATED", "Invalid token");
+      if (user.status().IsNotFound()) {
+        return ErrorResponse(Status::Unauthenticated("Invalid token"));
       }
-      return MlflowError(user.status());
+      return ErrorResponse(user.status());
     }
     *caller = {QueueCaller::Kind::kUser, *user, false};
     return std::nullopt;
@@ -69,12 +67,12 @@ std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& req
   std::string offered = request.Header("x-cohort-queue-token");
   if (offered.empty()) offered = bearer;
   if (offered.empty()) {
-    return MlflowError("UNAUTHENTICATED",
-                       std::string("This server's job queue needs its token in the ") +
-                           kQueueTokenHeader + " header: " + TokenHint());
+    return ErrorResponse(
+        Status::Unauthenticated(std::string("This server's job queue needs its token in the ") +
+                                kQueueTokenHeader + " header: " + TokenHint()));
   }
   if (!SameBytes(offered, options_.token)) {
-    return MlflowError("UNAUTHENTICATED", "Invalid queue token: " + TokenHint());
+    return ErrorResponse(Status::Unauthenticated("Invalid queue token: " + TokenHint()));
   }
   // The token's holder may be anyone the server's user is: who they say.
   std::string claimed = request.Header("x-cohort-user");
@@ -84,8 +82,8 @@ std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& req
 
 std::optional<HttpResponse> QueueAccess::MayUseJobs(const QueueCaller& caller) const {
   if (caller.kind == QueueCaller::Kind::kUser) return std::nullopt;
-  return MlflowError("PERMISSION_DENIED",
-                     "Agent " + caller.name + "'s credential is only for its agent endpoints");
+  return ErrorResponse(Status::PermissionDenied("Agent " + caller.name +
+                                                "'s credential is only for its agent endpoints"));
 }
 
 std::optional<HttpResponse> QueueAccess::MaySubmit(const QueueCaller& caller,
@@ -93,12 +91,12 @@ std::optional<HttpResponse> QueueAccess::MaySubmit(const QueueCaller& caller,
   if (auto denied = MayUseJobs(caller)) return denied;
   if (caller.trusted) return std::nullopt;
   auto level = store_->QueuePermission(project, caller.name);
-  if (!level.ok()) return MlflowError(level.status());
+  if (!level.ok()) return ErrorResponse(level.status());
   if (*level == "SUBMIT") return std::nullopt;
-  return MlflowError("PERMISSION_DENIED",
-                     "User '" + caller.name + "' may not submit to queue project '" + project +
-                         "' (an admin grants it: cohort user grant " + caller.name +
-                         " --queue-project " + project + " submit)");
+  return ErrorResponse(
+      Status::PermissionDenied("User '" + caller.name + "' may not submit to queue project '" +
+                               project + "' (an admin grants it: cohort user grant " + caller.name +
+                               " --queue-project " + project + " submit)"));
 }
 
 bool QueueAccess::CanRead(const QueueCaller& caller, const JobRecord& job,
@@ -119,23 +117,23 @@ std::optional<HttpResponse> QueueAccess::MayRead(const QueueCaller& caller,
   if (auto denied = MayUseJobs(caller)) return denied;
   if (caller.trusted || job.user == caller.name) return std::nullopt;
   auto level = store_->QueuePermission(job.project, caller.name);
-  if (!level.ok()) return MlflowError(level.status());
+  if (!level.ok()) return ErrorResponse(level.status());
   if (Reads(*level)) return std::nullopt;
-  return MlflowError("PERMISSION_DENIED",
-                     "User '" + caller.name + "' may not read job " + std::to_string(job.id));
+  return ErrorResponse(Status::PermissionDenied("User '" + caller.name + "' may not read job " +
+                                                std::to_string(job.id)));
 }
 
 std::optional<HttpResponse> QueueAccess::MayActAs(const QueueCaller& caller,
                                                   const std::string& agent) const {
   if (caller.kind == QueueCaller::Kind::kAgent) {
     if (caller.name == agent) return std::nullopt;
-    return MlflowError("PERMISSION_DENIED",
-                       "Agent " + caller.name + "'s credential cannot act as agent " + agent);
+    return ErrorResponse(Status::PermissionDenied("Agent " + caller.name +
+                                                  "'s credential cannot act as agent " + agent));
   }
   if (caller.trusted) return std::nullopt;
-  return MlflowError("PERMISSION_DENIED",
-                     "Agent endpoints take an agent credential (cohort agent-credential add " +
-                         agent + "), not user " + caller.name + "'s token");
+  return ErrorResponse(Status::PermissionDenied(
+      "Agent endpoints take an agent credential (cohort agent-credential add " + agent +
+      "), not user " + caller.name + "'s token"));
 }
 
 }  // namespace cohort::queue

@@ -5,22 +5,28 @@
 #include <fstream>
 #include <map>
 
-#include "server/mlflow_api.h"
+#include "server/api_response.h"
 #include "server/request_fields.h"
 
 namespace cohort::queue {
 namespace {
 
 using nlohmann::json;
+using server::ErrorResponse;
 using server::HttpRequest;
 using server::HttpResponse;
 using server::JsonResponse;
-using server::MlflowError;
 
 constexpr size_t kMaxLogChunk = 1 << 20;
 
+constexpr char kNoQueue[] =
+    "this server runs no job queue; start it with --slots N (jobs on this host; --slots 0: on "
+    "agents only) or --slurm-pool NAME";
+
+// The service refuses what the caller asked for (a log offset, an exit of a
+// job that ended): the caller's error, whatever the service's code.
 HttpResponse Invalid(const Status& status) {
-  return MlflowError("INVALID_PARAMETER_VALUE", status.message());
+  return ErrorResponse(Status::InvalidArgument(status.message()));
 }
 
 // A whole-string decimal number that fits, or nullopt.
@@ -110,164 +116,219 @@ json AgentWorkJson(const AgentWork& work) {
 
 }  // namespace
 
-HttpResponse QueueApi::HandleAgent(const HttpRequest& request, const std::string& rest,
-                                   const QueueCaller& caller) {
-  size_t slash = rest.find('/');
-  std::string name = rest.substr(0, slash);
-  std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
+// The agent a call to an agent endpoint names, once the caller may act as
+// it; else the answer.
+std::optional<HttpResponse> QueueApi::AsAgent(const server::Call& call,
+                                              const QueueCaller& caller) const {
+  const std::string& name = call.Param("name");
   if (!ValidAgentName(name)) {
-    return MlflowError("INVALID_PARAMETER_VALUE",
-                       "'" + name +
-                           "' is not an agent name (letters, digits, '.', '_', '-'; "
-                           "at most 64; not 'local')");
+    return ErrorResponse(Status::InvalidArgument(
+        "'" + name +
+        "' is not an agent name (letters, digits, '.', '_', '-'; at most 64; not "
+        "'local')"));
   }
-  if (auto denied = access_->MayActAs(caller, name)) return *denied;
-  if (action == "heartbeat") {
-    auto fields = server::RequestFields::FromRequest(request);
-    if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
-    auto pool = fields->OptionalString("pool");
-    auto address = fields->OptionalString("address");
-    if (!address.ok()) return Invalid(address.status());
-    auto slots = fields->RequiredInt("slots");
-    if (!pool.ok()) return Invalid(pool.status());
-    if (!slots.ok()) return Invalid(slots.status());
-    if (*slots < 1 || *slots > 1000000) {
-      return MlflowError("INVALID_PARAMETER_VALUE", "slots: must be 1 or more");
-    }
-    std::vector<uint64_t> running;
-    if (fields->Has("running")) {
-      const json& list = fields->json()["running"];
-      if (!list.is_array()) return MlflowError("INVALID_PARAMETER_VALUE", "running: not a list");
-      for (const json& id : list) {
-        if (!id.is_number_unsigned()) {
-          return MlflowError("INVALID_PARAMETER_VALUE",
-                             "running: " + id.dump() + " is not a job id");
-        }
-        running.push_back(id.get<uint64_t>());
+  return backend_.access->MayActAs(caller, name);
+}
+
+HttpResponse QueueApi::Heartbeat(const server::Call& call, const QueueCaller& caller) {
+  if (auto refused = AsAgent(call, caller)) return *refused;
+  const HttpRequest& request = call.request;
+  const std::string& name = call.Param("name");
+  auto fields = server::RequestFields::FromRequest(request);
+  if (!fields.ok()) return server::UnreadableFields(request, fields.status());
+  auto pool = fields->OptionalString("pool");
+  auto address = fields->OptionalString("address");
+  if (!address.ok()) return Invalid(address.status());
+  auto slots = fields->RequiredInt("slots");
+  if (!pool.ok()) return Invalid(pool.status());
+  if (!slots.ok()) return Invalid(slots.status());
+  if (*slots < 1 || *slots > 1000000) {
+    return ErrorResponse(Status::InvalidArgument("slots: must be 1 or more"));
+  }
+  std::vector<uint64_t> running;
+  if (fields->Has("running")) {
+    const json& list = fields->json()["running"];
+    if (!list.is_array()) return ErrorResponse(Status::InvalidArgument("running: not a list"));
+    for (const json& id : list) {
+      if (!id.is_number_unsigned()) {
+        return ErrorResponse(Status::InvalidArgument("running: " + id.dump() + " is not a job id"));
       }
+      running.push_back(id.get<uint64_t>());
     }
-    double wait_s = 0;
-    if (fields->Has("wait_s")) {
-      auto wait = fields->RequiredDouble("wait_s");
-      if (!wait.ok()) return Invalid(wait.status());
-      wait_s = std::clamp(*wait, 0.0, 5.0);  // bounds how long a server stop waits
-    }
-    auto work = service_->Heartbeat(name, address->value_or(""), pool->value_or(kDefaultPool),
-                                    static_cast<int>(*slots), running, wait_s);
-    if (!work.ok()) return MlflowError("INTERNAL_ERROR", work.status().ToString());
-    return JsonResponse(200, AgentWorkJson(*work));
   }
-  // jobs/ID/log or jobs/ID/exit
-  if (action.rfind("jobs/", 0) != 0) {
-    return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
+  double wait_s = 0;
+  if (fields->Has("wait_s")) {
+    auto wait = fields->RequiredDouble("wait_s");
+    if (!wait.ok()) return Invalid(wait.status());
+    wait_s = std::clamp(*wait, 0.0, 5.0);  // bounds how long a server stop waits
   }
-  action = action.substr(5);
-  slash = action.find('/');
-  auto id = ParseNumber(action.substr(0, slash));
-  std::string what = slash == std::string::npos ? "" : action.substr(slash + 1);
-  if (!id) return MlflowError("INVALID_PARAMETER_VALUE", "'" + action + "' is not a job id");
-  // Only the agent a job runs on reports its output and its end.
-  auto runs_here = [&]() -> std::optional<HttpResponse> {
-    auto found = service_->Get(*id);
-    if (!found.ok()) return MlflowError("INTERNAL_ERROR", found.status().ToString());
-    if (!found->has_value()) {
-      return MlflowError("RESOURCE_DOES_NOT_EXIST", "no job " + std::to_string(*id));
-    }
-    if (IsRunning((*found)->state) && (*found)->host == name) return std::nullopt;
-    return MlflowError("PERMISSION_DENIED",
-                       "job " + std::to_string(*id) + " does not run on agent " + name);
-  };
-  if (what == "log") {
-    auto query = server::ParseQuery(request.query);
-    auto it = query.find("offset");
-    auto offset = it == query.end() ? std::nullopt : ParseNumber(it->second);
-    if (!offset) return MlflowError("INVALID_PARAMETER_VALUE", "log: needs ?offset=BYTES");
-    if (auto denied = runs_here()) return *denied;
-    auto size = service_->AppendLog(name, *id, *offset, request.body);
-    if (!size.ok()) return Invalid(size.status());
-    return JsonResponse(200, {{"offset", *size}});
-  }
-  if (what == "exit") {
-    auto fields = server::RequestFields::FromRequest(request);
-    if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
-    auto code = fields->RequiredInt("exit_code");
-    if (!code.ok()) return Invalid(code.status());
-    if (*code < 0 || *code > 255) {
-      return MlflowError("INVALID_PARAMETER_VALUE", "exit_code: must be 0-255");
-    }
-    if (auto denied = runs_here()) return *denied;
-    Status s = service_->ReportExit(name, *id, static_cast<int>(*code));
-    if (!s.ok()) return Invalid(s);
-    return JsonResponse(200, json::object());
-  }
-  return MlflowError("ENDPOINT_NOT_FOUND", "POST " + request.path + " is not a queue endpoint");
+  auto work = backend_.service->Heartbeat(name, address->value_or(""), pool->value_or(kDefaultPool),
+                                          static_cast<int>(*slots), running, wait_s);
+  if (!work.ok()) return ErrorResponse(work.status());
+  return JsonResponse(200, AgentWorkJson(*work));
 }
 
-HttpResponse QueueApi::Handle(const HttpRequest& request) {
-  std::string rest = request.path.substr(std::string(kPrefix).size());
-  auto not_found = [&] {
-    return MlflowError("ENDPOINT_NOT_FOUND",
-                       request.method + " " + request.path + " is not a queue endpoint");
-  };
-  const bool agent_endpoint = rest.rfind("agents/", 0) == 0;
-  QueueCaller caller;
-  if (auto refused = access_->Identify(request, agent_endpoint, &caller)) return *refused;
-  if (agent_endpoint && request.method == "POST") {
-    return HandleAgent(request, rest.substr(7), caller);
+// The job an agent reports on (its id), once the caller may act as the agent.
+std::optional<HttpResponse> QueueApi::AgentsJob(const server::Call& call, const QueueCaller& caller,
+                                                uint64_t* id) const {
+  if (auto refused = AsAgent(call, caller)) return refused;
+  auto parsed = ParseNumber(call.Param("id"));
+  if (!parsed) {
+    return ErrorResponse(Status::InvalidArgument("'" + call.Param("id") + "' is not a job id"));
   }
-  if (auto denied = access_->MayUseJobs(caller)) return *denied;
-  if (rest == "jobs") {
-    if (request.method == "POST") return SubmitJob(request, caller);
-    if (request.method == "GET") return ListJobs(caller);
-    return not_found();
+  *id = *parsed;
+  return std::nullopt;
+}
+
+// Only the agent a job runs on reports its output and its end.
+std::optional<HttpResponse> QueueApi::RunsOn(const std::string& agent, uint64_t id) const {
+  auto found = backend_.service->Get(id);
+  if (!found.ok()) return ErrorResponse(found.status());
+  if (!found->has_value()) return ErrorResponse(Status::NotFound("no job " + std::to_string(id)));
+  if (IsRunning((*found)->state) && (*found)->host == agent) return std::nullopt;
+  return ErrorResponse(
+      Status::PermissionDenied("job " + std::to_string(id) + " does not run on agent " + agent));
+}
+
+HttpResponse QueueApi::AppendLog(const server::Call& call, const QueueCaller& caller) {
+  uint64_t id = 0;
+  if (auto refused = AgentsJob(call, caller, &id)) return *refused;
+  auto query = server::ParseQuery(call.request.query);
+  auto it = query.find("offset");
+  auto offset = it == query.end() ? std::nullopt : ParseNumber(it->second);
+  if (!offset) return ErrorResponse(Status::InvalidArgument("log: needs ?offset=BYTES"));
+  if (auto denied = RunsOn(call.Param("name"), id)) return *denied;
+  auto size = backend_.service->AppendLog(call.Param("name"), id, *offset, call.request.body);
+  if (!size.ok()) return Invalid(size.status());
+  return JsonResponse(200, {{"offset", *size}});
+}
+
+HttpResponse QueueApi::ReportExit(const server::Call& call, const QueueCaller& caller) {
+  uint64_t id = 0;
+  if (auto refused = AgentsJob(call, caller, &id)) return *refused;
+  auto fields = server::RequestFields::FromRequest(call.request);
+  if (!fields.ok()) return server::UnreadableFields(call.request, fields.status());
+  auto code = fields->RequiredInt("exit_code");
+  if (!code.ok()) return Invalid(code.status());
+  if (*code < 0 || *code > 255) {
+    return ErrorResponse(Status::InvalidArgument("exit_code: must be 0-255"));
   }
-  if (rest == "agents" && request.method == "GET") {
-    return JsonResponse(200, {{"agents", service_->AgentsJson()}});
-  }
-  if (rest.rfind("jobs/", 0) != 0) return not_found();
-  rest = rest.substr(5);
-  size_t slash = rest.find('/');
-  std::string id_text = rest.substr(0, slash);
-  std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (auto denied = RunsOn(call.Param("name"), id)) return *denied;
+  Status s = backend_.service->ReportExit(call.Param("name"), id, static_cast<int>(*code));
+  if (!s.ok()) return Invalid(s);
+  return JsonResponse(200, json::object());
+}
+
+// The job a call names, once the caller may read it.
+std::optional<HttpResponse> QueueApi::ReadableJob(const server::Call& call,
+                                                  const QueueCaller& caller, JobRecord* job) const {
+  const std::string& id_text = call.Param("id");
   auto id = ParseNumber(id_text);
-  if (!id) return MlflowError("INVALID_PARAMETER_VALUE", "'" + id_text + "' is not a job id");
-  auto found = service_->Get(*id);
-  if (!found.ok()) return MlflowError("INTERNAL_ERROR", found.status().ToString());
-  if (!found->has_value()) {
-    return MlflowError("RESOURCE_DOES_NOT_EXIST", "no job " + std::to_string(*id));
-  }
-  const JobRecord& job = **found;
-  if (auto denied = access_->MayRead(caller, job)) return *denied;
-  if (action.empty() && request.method == "GET") return ShowJob(job);
-  if (action == "cancel" && request.method == "POST") return CancelJob(job, caller.name);
-  if (action == "log" && request.method == "GET") return ReadLog(request, job);
-  return not_found();
+  if (!id) return ErrorResponse(Status::InvalidArgument("'" + id_text + "' is not a job id"));
+  auto found = backend_.service->Get(*id);
+  if (!found.ok()) return ErrorResponse(found.status());
+  if (!found->has_value()) return ErrorResponse(Status::NotFound("no job " + std::to_string(*id)));
+  if (auto denied = backend_.access->MayRead(caller, **found)) return denied;
+  *job = std::move(**found);
+  return std::nullopt;
 }
 
-json QueueApi::JobJson(const JobRecord& job) {
-  auto pending = service_->PendingStatusOf(job.id);
+void QueueApi::Attach(QueueService* service, const QueueAccess* access) {
+  backend_ = {service, access};
+  attached_.store(true, std::memory_order_release);
+}
+
+server::Handler QueueApi::Checked(QueueHandler handler) {
+  return [this, handler = std::move(handler)](const server::Call& call) {
+    if (!on_) return ErrorResponse("ENDPOINT_NOT_FOUND", kNoQueue);
+    if (!attached_.load(std::memory_order_acquire)) {
+      return ErrorResponse(Status::Unavailable("the job queue is starting"));
+    }
+    const HttpRequest& request = call.request;
+    const bool agent_endpoint = request.path.rfind(std::string(kPrefix) + "agents/", 0) == 0;
+    QueueCaller caller;
+    if (auto refused = backend_.access->Identify(request, agent_endpoint, &caller)) {
+      return *refused;
+    }
+    // Agents post to their own endpoints; everything else is a user's.
+    if (!agent_endpoint || request.method != "POST") {
+      if (auto denied = backend_.access->MayUseJobs(caller)) return *denied;
+    }
+    return handler(call, caller);
+  };
+}
+
+server::Handler QueueApi::OnJob(JobHandler handler) {
+  return Checked(
+      [this, handler = std::move(handler)](const server::Call& call, const QueueCaller& caller) {
+        JobRecord job;
+        if (auto refused = ReadableJob(call, caller, &job)) return *refused;
+        return handler(call, caller, job);
+      });
+}
+
+void QueueApi::Register(server::Router& router) {
+  server::Mount mount;
+  mount.prefixes = {kPrefix};
+  mount.auth = server::Auth::kService;
+  mount.body = server::BodyKind::kBytes;  // log chunks are bytes; JSON is parsed here
+  mount.no_route = Checked([](const server::Call& call, const QueueCaller&) {
+    return ErrorResponse("ENDPOINT_NOT_FOUND", call.request.method + " " + call.request.path +
+                                                   " is not a queue endpoint");
+  });
+  auto bind = [this](HttpResponse (QueueApi::*method)(const server::Call&, const QueueCaller&)) {
+    return Checked([this, method](const server::Call& call, const QueueCaller& caller) {
+      return (this->*method)(call, caller);
+    });
+  };
+  router.AddMount(std::move(mount))
+      .Add({"POST"}, "jobs", bind(&QueueApi::SubmitJob))
+      .Add({"GET"}, "jobs", bind(&QueueApi::ListJobs))
+      .Add({"GET"}, "jobs/{id}",
+           OnJob([this](const server::Call&, const QueueCaller&, const JobRecord& job) {
+             return JsonResponse(200, JobJson(job));
+           }))
+      .Add({"POST"}, "jobs/{id}/cancel",
+           OnJob([this](const server::Call&, const QueueCaller& caller, const JobRecord& job) {
+             return CancelJob(job, caller.name);
+           }))
+      .Add({"GET"}, "jobs/{id}/log",
+           OnJob([this](const server::Call& call, const QueueCaller&, const JobRecord& job) {
+             return ReadLog(call.request, job);
+           }))
+      .Add({"GET"}, "agents", Checked([this](const server::Call&, const QueueCaller&) {
+             return JsonResponse(200, {{"agents", backend_.service->AgentsJson()}});
+           }))
+      .Add({"POST"}, "agents/{name}/heartbeat", bind(&QueueApi::Heartbeat))
+      .Add({"POST"}, "agents/{name}/jobs/{id}/log", bind(&QueueApi::AppendLog))
+      .Add({"POST"}, "agents/{name}/jobs/{id}/exit", bind(&QueueApi::ReportExit));
+}
+
+json QueueApi::JobJson(const JobRecord& job) const {
+  auto pending = backend_.service->PendingStatusOf(job.id);
   return ToJson(job, pending ? &*pending : nullptr);
 }
 
-HttpResponse QueueApi::SubmitJob(const HttpRequest& request, const QueueCaller& caller) {
+HttpResponse QueueApi::SubmitJob(const server::Call& call, const QueueCaller& caller) {
+  const HttpRequest& request = call.request;
   auto fields = server::RequestFields::FromRequest(request);
-  if (!fields.ok()) return MlflowError("BAD_REQUEST", fields.status().message());
+  if (!fields.ok()) return server::UnreadableFields(request, fields.status());
   auto job = ParseSubmission(*fields);
   if (!job.ok()) return Invalid(job.status());
-  if (auto denied = access_->MaySubmit(caller, job->project)) return *denied;
+  if (auto denied = backend_.access->MaySubmit(caller, job->project)) return *denied;
   job->user = caller.name;
-  auto id = service_->Submit(std::move(*job));
+  auto id = backend_.service->Submit(std::move(*job));
   if (!id.ok()) return Invalid(id.status());
   return JsonResponse(200, {{"id", *id}});
 }
 
-HttpResponse QueueApi::ListJobs(const QueueCaller& caller) {
-  auto jobs = service_->List();
-  if (!jobs.ok()) return MlflowError("INTERNAL_ERROR", jobs.status().ToString());
+HttpResponse QueueApi::ListJobs(const server::Call&, const QueueCaller& caller) {
+  auto jobs = backend_.service->List();
+  if (!jobs.ok()) return ErrorResponse(jobs.status());
   std::vector<json> listed;
   std::map<std::string, std::string> levels;  // the caller's, per project
   for (const JobRecord& job : *jobs) {
-    if (access_->CanRead(caller, job, &levels)) listed.push_back(JobJson(job));
+    if (backend_.access->CanRead(caller, job, &levels)) listed.push_back(JobJson(job));
   }
   // Running first, then waiting jobs by their place in the queue, then the rest by id.
   auto rank = [](const json& j) {
@@ -284,14 +345,12 @@ HttpResponse QueueApi::ListJobs(const QueueCaller& caller) {
   return JsonResponse(200, {{"jobs", listed}});
 }
 
-HttpResponse QueueApi::ShowJob(const JobRecord& job) { return JsonResponse(200, JobJson(job)); }
-
 HttpResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) {
   if (job.user != user) {
-    return MlflowError("PERMISSION_DENIED", "job " + std::to_string(job.id) + " belongs to " +
-                                                job.user + "; " + user + " cannot cancel it");
+    return ErrorResponse(Status::PermissionDenied("job " + std::to_string(job.id) + " belongs to " +
+                                                  job.user + "; " + user + " cannot cancel it"));
   }
-  Status s = service_->Cancel(job.id, user);
+  Status s = backend_.service->Cancel(job.id, user);
   if (!s.ok()) return Invalid(s);
   return JsonResponse(200, json::object());
 }
@@ -302,13 +361,13 @@ HttpResponse QueueApi::ReadLog(const HttpRequest& request, const JobRecord& job)
   if (auto it = query.find("offset"); it != query.end()) {
     auto parsed = ParseNumber(it->second);
     if (!parsed)
-      return MlflowError("INVALID_PARAMETER_VALUE",
-                         "offset '" + it->second + "' is not a byte offset");
+      return ErrorResponse(
+          Status::InvalidArgument("offset '" + it->second + "' is not a byte offset"));
     offset = *parsed;
   }
   HttpResponse response;
   response.content_type = "text/plain; charset=utf-8";
-  std::ifstream in(service_->LogPath(job.id), std::ios::binary);
+  std::ifstream in(backend_.service->LogPath(job.id), std::ios::binary);
   if (in) {
     in.seekg(0, std::ios::end);
     uint64_t size = static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg()));

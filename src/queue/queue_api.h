@@ -1,5 +1,5 @@
-// QueueApi: the queue's HTTP endpoints, served by `cohort server` under
-// /api/queue/ behind the tracking server's authentication.
+// QueueApi: the service of the queue's HTTP endpoints, mounted by
+// `cohort server` under /api/queue/; it authenticates its callers itself.
 //
 //   POST /api/queue/jobs               submit: {"command": [...], "slots", "pool",
 //                                      "priority", "project", "max_time", "cwd", "env"}
@@ -25,7 +25,7 @@
 //                                      -> {"offset": bytes held}
 //   POST /api/queue/agents/NAME/jobs/ID/exit           {"exit_code"} -> {}
 //
-// Errors are JSON {"error_code", "message"} as the MLflow API answers them.
+// Errors are JSON {"error_code", "message"} (server/api_response.h).
 // Every request needs a secret (queue/queue_access.h says whose, and what it
 // allows): a caller sees only the jobs it may read (403 on another's), and
 // only the agent a job runs on may report its log and exit (403).
@@ -33,33 +33,63 @@
 #ifndef COHORT_QUEUE_QUEUE_API_H_
 #define COHORT_QUEUE_QUEUE_API_H_
 
+#include <atomic>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "queue/queue_access.h"
 #include "queue/queue_service.h"
-#include "server/http_server.h"
+#include "server/router.h"
 
 namespace cohort::queue {
 
-class QueueApi {
+class QueueApi : public server::Service {
  public:
   static constexpr char kPrefix[] = "/api/queue/";
 
-  QueueApi(QueueService* service, const QueueAccess* access) : service_(service), access_(access) {}
-  server::HttpResponse Handle(const server::HttpRequest& request);
+  // `on`: the server runs a job queue; without one every call answers
+  // ENDPOINT_NOT_FOUND saying how to start one.
+  explicit QueueApi(bool on) : on_(on) {}
+  // The queue has started: calls are answered from now on (503 before).
+  // Called once; both outlive the server.
+  void Attach(QueueService* service, const QueueAccess* access);
+  void Register(server::Router& router) override;
 
  private:
-  server::HttpResponse SubmitJob(const server::HttpRequest& request, const QueueCaller& caller);
-  server::HttpResponse ListJobs(const QueueCaller& caller);
-  server::HttpResponse ShowJob(const JobRecord& job);
+  using QueueHandler = std::function<server::HttpResponse(const server::Call&, const QueueCaller&)>;
+  using JobHandler = std::function<server::HttpResponse(const server::Call&, const QueueCaller&,
+                                                        const JobRecord&)>;
+  struct Backend {
+    QueueService* service = nullptr;
+    const QueueAccess* access = nullptr;
+  };
+
+  // `handler` once the queue runs and the caller is identified (and, off
+  // the agents' own endpoints, is a user).
+  server::Handler Checked(QueueHandler handler);
+  // Checked, and the job "{id}" names is one the caller may read.
+  server::Handler OnJob(JobHandler handler);
+
+  server::HttpResponse SubmitJob(const server::Call& call, const QueueCaller& caller);
+  server::HttpResponse ListJobs(const server::Call& call, const QueueCaller& caller);
   server::HttpResponse CancelJob(const JobRecord& job, const std::string& user);
   server::HttpResponse ReadLog(const server::HttpRequest& request, const JobRecord& job);
-  server::HttpResponse HandleAgent(const server::HttpRequest& request, const std::string& rest,
-                                   const QueueCaller& caller);
-  nlohmann::json JobJson(const JobRecord& job);
+  server::HttpResponse Heartbeat(const server::Call& call, const QueueCaller& caller);
+  server::HttpResponse AppendLog(const server::Call& call, const QueueCaller& caller);
+  server::HttpResponse ReportExit(const server::Call& call, const QueueCaller& caller);
+  std::optional<server::HttpResponse> AsAgent(const server::Call& call,
+                                              const QueueCaller& caller) const;
+  std::optional<server::HttpResponse> AgentsJob(const server::Call& call, const QueueCaller& caller,
+                                                uint64_t* id) const;
+  std::optional<server::HttpResponse> RunsOn(const std::string& agent, uint64_t id) const;
+  std::optional<server::HttpResponse> ReadableJob(const server::Call& call,
+                                                  const QueueCaller& caller, JobRecord* job) const;
+  nlohmann::json JobJson(const JobRecord& job) const;
 
-  QueueService* service_;
-  const QueueAccess* access_;
+  const bool on_;
+  Backend backend_;  // written once by Attach, before attached_
+  std::atomic<bool> attached_{false};
 };
 
 // Letters, digits, '.', '_', '-'; at most 64; not "local" (this host).

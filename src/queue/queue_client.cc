@@ -6,25 +6,22 @@
 
 #include <cstdlib>
 
+#include "http/client.h"
+#include "http/server_address.h"
 #include "queue/queue_token.h"
 
 namespace cohort::queue {
 namespace {
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
 std::string CurrentUser() {
-  std::string user = EnvOr("USER", "");
-  if (!user.empty()) return user;
+  const char* user = std::getenv("USER");
+  if (user != nullptr && *user != '\0') return user;
   const struct passwd* entry = ::getpwuid(::getuid());
   return entry != nullptr ? entry->pw_name : "anonymous";
 }
 
-data::RetryPolicy ClientPolicy() {
-  data::RetryPolicy policy;
+http::RetryPolicy ClientPolicy() {
+  http::RetryPolicy policy;
   policy.max_attempts = 1;  // a submit must not be sent twice
   policy.initial_backoff_s = 0.05;
   policy.max_backoff_s = 0.2;
@@ -51,14 +48,13 @@ Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer) {
   return parsed;
 }
 
-QueueClient::QueueClient() : QueueClient(EnvOr("COHORT_SERVER", "http://127.0.0.1:5000")) {}
+QueueClient::QueueClient() : QueueClient(http::ServerAddress()) {}
 
 QueueClient::QueueClient(std::string server)
-    : server_(std::move(server)),
-      token_(EnvOr("COHORT_TRACKING_TOKEN", EnvOr("MLFLOW_TRACKING_TOKEN", ""))),
+    : server_(http::WithoutTrailingSlash(std::move(server))),
+      token_(http::ServerToken()),
       user_(CurrentUser()),
       http_(ClientPolicy(), /*max_in_flight=*/1) {
-  while (!server_.empty() && server_.back() == '/') server_.pop_back();
   queue_token_ = FindQueueToken(server_);
 }
 
@@ -67,13 +63,13 @@ QueueClient::QueueClient(std::string server, std::string source) : QueueClient(s
 }
 
 Result<QueueAnswer> QueueClient::Get(const std::string& path) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.url = server_ + "/api/queue/" + path;
   return Call(std::move(request));
 }
 
 Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::json& body) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.method = "POST";
   request.url = server_ + "/api/queue/" + path;
   request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -82,7 +78,7 @@ Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::j
 }
 
 Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string bytes) {
-  data::HttpRequest request;
+  http::HttpRequest request;
   request.method = "POST";
   request.url = server_ + "/api/queue/" + path;
   request.body = std::move(bytes);
@@ -90,7 +86,7 @@ Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string 
   return Call(std::move(request));
 }
 
-Result<QueueAnswer> QueueClient::Call(data::HttpRequest request) {
+Result<QueueAnswer> QueueClient::Call(http::HttpRequest request) {
   if (!token_.empty()) request.headers.push_back("Authorization: Bearer " + token_);
   if (!queue_token_.empty()) {
     request.headers.push_back(std::string(kQueueTokenHeader) + ": " + queue_token_);

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/status.h"
-#include "data/http_client.h"
+#include "http/client.h"
 
 namespace cohort::queue {
 
@@ -49,14 +49,14 @@ class QueueClient {
   Result<QueueAnswer> PostBytes(const std::string& path, std::string bytes);
 
  private:
-  Result<QueueAnswer> Call(data::HttpRequest request);
+  Result<QueueAnswer> Call(http::HttpRequest request);
 
   std::string server_;
   std::string source_ = "COHORT_SERVER";
   std::string token_;        // the bearer: a user's token or an agent's credential
   std::string queue_token_;  // the queue's token, "" when none was found
   std::string user_;
-  data::HttpClient http_;
+  http::HttpClient http_;
 };
 
 }  // namespace cohort::queue

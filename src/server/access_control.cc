@@ -5,9 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/mlflow_api.h"
+#include "server/api_response.h"
 #include "server/request_fields.h"
-#include "track/errors.h"
 
 namespace cohort::server {
 namespace {
@@ -54,9 +53,9 @@ std::optional<std::string> ArtifactExperiment(const HttpRequest& request) {
 std::optional<HttpResponse> AccessControl::Need(const std::string& experiment_id,
                                                 const std::string& user, bool edit) {
   auto level = store_->Permission(experiment_id, user);
-  if (!level.ok()) return MlflowError(level.status());
+  if (!level.ok()) return ErrorResponse(level.status());
   if (*level == "EDIT" || (!edit && *level == "READ")) return std::nullopt;
-  return MlflowError(
+  return ErrorResponse(
       "PERMISSION_DENIED",
       "User '" + user + "' may not " + (edit ? "edit" : "read") + " experiment " + experiment_id);
 }
@@ -65,9 +64,9 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
                                                  const std::string& user) {
   if (auto experiment = ArtifactExperiment(request)) {
     if (experiment->empty()) {
-      return MlflowError("PERMISSION_DENIED",
-                         "Under --auth an artifact path starts with its "
-                         "experiment id");
+      return ErrorResponse(
+          Status::PermissionDenied("Under --auth an artifact path starts with its "
+                                   "experiment id"));
     }
     return Need(*experiment, user, request.method != "GET");
   }
@@ -95,7 +94,8 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
     auto ids = fields->StringList("experiment_ids");
     if (!ids.ok()) return std::nullopt;
     if (ids->empty()) {
-      return MlflowError("PERMISSION_DENIED", "Under --auth " + endpoint + " needs experiment_ids");
+      return ErrorResponse(
+          Status::PermissionDenied("Under --auth " + endpoint + " needs experiment_ids"));
     }
     experiments.insert(experiments.end(), ids->begin(), ids->end());
   }
@@ -110,7 +110,7 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
     if (!e.ok()) return std::nullopt;  // the API answers the 404
     experiments.push_back(*e);
   }
-  if (experiments.empty()) return MlflowError("PERMISSION_DENIED", "No experiment named");
+  if (experiments.empty()) return ErrorResponse(Status::PermissionDenied("No experiment named"));
   for (const std::string& e : experiments) {
     if (auto denied = Need(e, user, edit)) return denied;
   }
@@ -125,7 +125,7 @@ void AccessControl::After(const HttpRequest& request, const std::string& user,
     auto body = nlohmann::json::parse(response->body, nullptr, false);
     if (!body.is_discarded() && body.contains("experiment_id")) {
       Status s = store_->Grant(body["experiment_id"].get<std::string>(), user, "EDIT");
-      if (!s.ok()) *response = MlflowError(s);
+      if (!s.ok()) *response = ErrorResponse(s);
     }
   } else if (endpoint == "experiments/search") {
     auto body = nlohmann::json::parse(response->body, nullptr, false);
@@ -137,6 +137,16 @@ void AccessControl::After(const HttpRequest& request, const std::string& user,
     body["experiments"] = readable;
     response->body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
+}
+
+Handler CheckedBy(AccessControl* access, Handler handler) {
+  if (access == nullptr) return handler;
+  return [access, handler = std::move(handler)](const Call& call) {
+    if (auto denied = access->Check(call.request, call.user)) return *denied;
+    HttpResponse response = handler(call);
+    access->After(call.request, call.user, &response);
+    return response;
+  };
 }
 
 }  // namespace cohort::server

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/http_server.h"
+#include "server/router.h"
 #include "track/store.h"
 
 namespace cohort::server {
@@ -32,6 +33,10 @@ class AccessControl {
  private:
   track::TrackingStore* store_;
 };
+
+// `handler` behind `access`: Check before it, After on its answer. A null
+// `access` (no --auth) leaves it as it is.
+Handler CheckedBy(AccessControl* access, Handler handler);
 
 }  // namespace cohort::server
 

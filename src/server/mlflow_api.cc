@@ -10,24 +10,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/access_control.h"
+#include "server/api_response.h"
 #include "server/request_fields.h"
-#include "track/errors.h"
 #include "track/validation.h"
 
 namespace cohort::server {
 namespace {
 
 using nlohmann::json;
-using track::ErrorKind;
 
 constexpr const char* kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/mlflow/"};
-constexpr const char* kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/artifacts",
-                                             "/ajax-api/2.0/mlflow-artifacts/artifacts"};
 constexpr int kMaxSearchResults = 50000;
 constexpr int kDefaultBulkResults = 320;
 constexpr int kMaxBulkResults = 2500;
 constexpr size_t kMaxBulkRuns = 100;
-constexpr size_t kMaxArtifactNameBytes = 255;  // NAME_MAX of local file systems
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -228,7 +225,7 @@ Result<std::string> ExperimentNamed(track::TrackingStore& store, const std::stri
   auto found = store.GetExperimentByName(name);
   if (found.ok()) return found->experiment_id;
   auto made = store.CreateExperiment(name, "", {});
-  if (made.ok() || track::KindOf(made.status()) != track::ErrorKind::kAlreadyExists) return made;
+  if (made.ok() || !made.status().IsAlreadyExists()) return made;
   COHORT_ASSIGN(again, store.GetExperimentByName(name));
   return again.experiment_id;
 }
@@ -268,7 +265,7 @@ Result<json> CreateRun(track::TrackingStore& store, const RequestFields& f) {
     auto existing = store.GetRun(*given_id);
     if (existing.ok()) {
       if (existing->info.experiment_id != experiment_id) {
-        return track::AlreadyExistsError("Run '" + *given_id + "' already exists");
+        return Status::AlreadyExists("Run '" + *given_id + "' already exists");
       }
       return json{{"run", RunJson(*existing)}};
     }
@@ -472,13 +469,14 @@ Result<json> ExperimentActivities(track::TrackingStore& store, const RequestFiel
   return out;
 }
 
-struct Route {
+// An MLflow endpoint: its name under the API prefixes and its methods.
+struct MlflowRoute {
   std::set<std::string> methods;
   Endpoint endpoint;
 };
 
-const std::map<std::string, Route>& Routes() {
-  static const auto* routes = new std::map<std::string, Route>{
+std::vector<std::pair<std::string, MlflowRoute>> Endpoints() {
+  return {
       {"experiments/create", {{"POST"}, CreateExperiment}},
       {"experiments/get", {{"GET"}, GetExperiment}},
       {"experiments/get-by-name", {{"GET"}, GetExperimentByName}},
@@ -504,181 +502,36 @@ const std::map<std::string, Route>& Routes() {
       {"metrics/get-history", {{"GET"}, GetMetricHistory}},
       {"metrics/get-history-bulk-interval", {{"GET"}, GetMetricHistoryBulkInterval}},
   };
-  return *routes;
 }
 
-// Why `path` cannot name an artifact, or "" when it can: it must be
-// relative, without "." or ".." or empty components, and no component may be
-// named like the stores' scratch and lock files (it would never be listed).
-std::string ArtifactPathProblem(const std::string& path) {
-  if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return "-";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    std::string part = path.substr(start, slash - start);
-    if (part.empty() || part == "." || part == "..") return "-";
-    if (part.size() > kMaxArtifactNameBytes) {
-      return "a name is longer than " + std::to_string(kMaxArtifactNameBytes) + " bytes";
-    }
-    if (IsScratchName(part)) {
-      return "a name containing '.tmp.' or ending in '.lock' is reserved for the store's scratch "
-             "files";
-    }
-    start = slash + 1;
-  }
-  return "";
-}
-
-HttpResponse InvalidArtifactPath(const std::string& what, const std::string& path,
-                                 const std::string& problem) {
-  return MlflowError("INVALID_PARAMETER_VALUE", "Invalid " + what + " '" + path + "'" +
-                                                    (problem == "-" ? "" : ": " + problem));
+// An endpoint as a route's handler: request fields in, JSON or the error out.
+Handler Answer(track::TrackingStore* store, Endpoint endpoint) {
+  return [store, endpoint = std::move(endpoint)](const Call& call) {
+    auto fields = RequestFields::FromRequest(call.request);
+    if (!fields.ok()) return UnreadableFields(call.request, fields.status());
+    auto result = endpoint(*store, *fields);
+    if (!result.ok()) return ErrorResponse(result.status());
+    return JsonResponse(200, *result);
+  };
 }
 
 }  // namespace
 
-HttpResponse MlflowError(const std::string& error_code, const std::string& message) {
-  static const std::map<std::string, int> kStatus = {
-      {"INVALID_PARAMETER_VALUE", 400}, {"BAD_REQUEST", 400},
-      {"RESOURCE_ALREADY_EXISTS", 400}, {"RESOURCE_DOES_NOT_EXIST", 404},
-      {"ENDPOINT_NOT_FOUND", 404},      {"PERMISSION_DENIED", 403},
-      {"UNAUTHENTICATED", 401},         {"NOT_IMPLEMENTED", 501},
-      {"INTERNAL_ERROR", 500}};
-  auto it = kStatus.find(error_code);
-  return JsonResponse(it == kStatus.end() ? 500 : it->second,
-                      {{"error_code", error_code}, {"message", message}});
-}
+MlflowApi::MlflowApi(track::TrackingStore* store, AccessControl* access)
+    : store_(store), access_(access) {}
 
-HttpResponse MlflowError(const Status& status) {
-  switch (track::KindOf(status)) {
-    case ErrorKind::kNotFound:
-      return MlflowError("RESOURCE_DOES_NOT_EXIST", track::ErrorMessage(status));
-    case ErrorKind::kAlreadyExists:
-      return MlflowError("RESOURCE_ALREADY_EXISTS", track::ErrorMessage(status));
-    case ErrorKind::kInvalidParameter:
-      if (status.message().rfind("Malformed JSON", 0) == 0) {
-        return MlflowError("BAD_REQUEST", status.message());
-      }
-      return MlflowError("INVALID_PARAMETER_VALUE", status.message());
-    case ErrorKind::kInternal:
-      break;
+void MlflowApi::Register(Router& router) {
+  Mount mount;
+  mount.prefixes = {kApiPrefixes[0], kApiPrefixes[1]};
+  mount.no_route = CheckedBy(access_, [](const Call& call) {
+    return ErrorResponse("ENDPOINT_NOT_FOUND", "No API endpoint at " + call.request.path);
+  });
+  mount.wrong_method =
+      CheckedBy(access_, [](const Call& call) { return MethodNotAllowed(call.request); });
+  Router::Routes& routes = router.AddMount(std::move(mount));
+  for (auto& [name, route] : Endpoints()) {
+    routes.Add(route.methods, name, CheckedBy(access_, Answer(store_, route.endpoint)));
   }
-  return MlflowError("INTERNAL_ERROR", status.ToString());
-}
-
-bool MlflowApi::Serves(const std::string& path) {
-  for (const char* prefix : kApiPrefixes) {
-    if (path.rfind(prefix, 0) == 0) return true;
-  }
-  for (const char* prefix : kArtifactPrefixes) {
-    if (path.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
-HttpResponse MlflowApi::Handle(const HttpRequest& request) {
-  for (const char* prefix : kArtifactPrefixes) {
-    std::string p = prefix;
-    if (request.path == p || request.path.rfind(p + "/", 0) == 0) {
-      return HandleArtifacts(request,
-                             request.path.substr(std::min(p.size() + 1, request.path.size())));
-    }
-  }
-  std::string name;
-  for (const char* prefix : kApiPrefixes) {
-    if (request.path.rfind(prefix, 0) == 0) name = request.path.substr(std::string(prefix).size());
-  }
-  auto route = Routes().find(name);
-  if (route == Routes().end()) {
-    return MlflowError("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
-  }
-  if (!route->second.methods.count(request.method)) return MethodNotAllowed(request);
-  auto fields = RequestFields::FromRequest(request);
-  if (!fields.ok()) return MlflowError(fields.status());
-  auto result = route->second.endpoint(*store_, *fields);
-  if (!result.ok()) return MlflowError(result.status());
-  return JsonResponse(200, *result);
-}
-
-HttpResponse MlflowApi::HandleArtifacts(const HttpRequest& request, const std::string& path) {
-  if (artifacts_ == nullptr) {
-    return MlflowError("NOT_IMPLEMENTED",
-                       "This server serves no artifacts: start it with --artifacts LOCATION");
-  }
-  if (request.method == "GET" && path.empty()) return ListArtifacts(request);
-  if (std::string problem = ArtifactPathProblem(path); !problem.empty()) {
-    return InvalidArtifactPath("artifact path", path, problem);
-  }
-  if (request.method == "GET") {
-    auto content = artifacts_->Read(path);
-    if (!content.ok()) return MlflowError(content.status());
-    if (!content->has_value()) {
-      return MlflowError("RESOURCE_DOES_NOT_EXIST", "Artifact '" + path + "' does not exist");
-    }
-    HttpResponse r;
-    r.content_type = "application/octet-stream";
-    r.file = std::move((*content)->file);
-    r.body = std::move((*content)->bytes);
-    return r;
-  }
-  Status s;
-  if (request.method == "PUT") {
-    s = artifacts_->Write(path, request.body_file.get(), request.body);
-  } else if (request.method == "DELETE") {
-    s = artifacts_->Delete(path);
-  } else {
-    return MethodNotAllowed(request);
-  }
-  if (!s.ok()) return MlflowError(s);
-  return JsonResponse(200, json::object());
-}
-
-HttpResponse MlflowApi::ListArtifacts(const HttpRequest& request) {
-  auto fields = RequestFields::FromRequest(request);
-  if (!fields.ok()) return MlflowError(fields.status());
-  auto dir = fields->OptionalString("path");
-  if (!dir.ok()) return MlflowError(dir.status());
-  std::string prefix = dir->value_or("");
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  if (std::string problem = ArtifactPathProblem(prefix); !prefix.empty() && !problem.empty()) {
-    return InvalidArtifactPath("path", prefix, problem);
-  }
-  auto entries = artifacts_->List(prefix);
-  if (!entries.ok()) return MlflowError(entries.status());
-  json files = json::array();
-  for (const ArtifactEntry& e : *entries) {
-    if (e.is_dir) {
-      files.push_back({{"path", e.name}, {"is_dir", true}});
-    } else {
-      files.push_back({{"path", e.name}, {"is_dir", false}, {"file_size", e.size}});
-    }
-  }
-  json out = json::object();
-  if (!files.empty()) out["files"] = files;
-  return JsonResponse(200, out);
-}
-
-bool MlflowApi::ServesArtifacts(const std::string& path) {
-  for (const char* prefix : kArtifactPrefixes) {
-    std::string p = prefix;
-    if (path == p || path.rfind(p + "/", 0) == 0) return true;
-  }
-  return false;
-}
-
-HttpResponse MethodNotAllowed(const HttpRequest& request) {
-  HttpResponse r = MlflowError("BAD_REQUEST",
-                               "Method " + request.method + " is not allowed for " + request.path);
-  r.status = 405;
-  return r;
-}
-
-HttpResponse JsonResponse(int status, const json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
 }
 
 }  // namespace cohort::server

@@ -1,8 +1,7 @@
-// MlflowApi: MLflow's REST API 2.0 over a TrackingStore, served under
-// /api/2.0/mlflow/ and /ajax-api/2.0/mlflow/, plus the artifact proxy
-// (/api/2.0/mlflow-artifacts/artifacts) over an ArtifactStore. Requests and
-// answers use MLflow's field names; errors are MLflow's
-// {"error_code": ..., "message": ...} with MLflow's HTTP statuses.
+// MlflowApi: the service of MLflow's REST API 2.0 over a TrackingStore,
+// served under /api/2.0/mlflow/ and /ajax-api/2.0/mlflow/ (the artifact
+// proxy is ArtifactApi's). Requests and answers use MLflow's field names;
+// errors are {"error_code": ..., "message": ...} (server/api_response.h).
 // docs/tracking.md lists the supported subset.
 #ifndef COHORT_SERVER_MLFLOW_API_H_
 #define COHORT_SERVER_MLFLOW_API_H_
@@ -11,41 +10,23 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/artifact_store.h"
-#include "server/http_message.h"
+#include "server/access_control.h"
+#include "server/api_response.h"
+#include "server/router.h"
 #include "track/store.h"
 
 namespace cohort::server {
 
-class MlflowApi {
+class MlflowApi : public Service {
  public:
-  // `artifacts` may be null: the artifact endpoints then answer
-  // NOT_IMPLEMENTED (the server was started without --artifacts).
-  MlflowApi(track::TrackingStore* store, ArtifactStore* artifacts)
-      : store_(store), artifacts_(artifacts) {}
-
-  // True when `path` is one of this API's (the server sends others elsewhere).
-  static bool Serves(const std::string& path);
-  // True when `path` is the artifact proxy's (uploads: bytes, streamed to disk).
-  static bool ServesArtifacts(const std::string& path);
-  HttpResponse Handle(const HttpRequest& request);
+  // `access` is null without --auth.
+  MlflowApi(track::TrackingStore* store, AccessControl* access);
+  void Register(Router& router) override;
 
  private:
-  HttpResponse HandleArtifacts(const HttpRequest& request, const std::string& rest);
-  HttpResponse ListArtifacts(const HttpRequest& request);
-
   track::TrackingStore* store_;
-  ArtifactStore* artifacts_;
+  AccessControl* access_;
 };
-
-// {"error_code": code, "message": message} with MLflow's status for `code`.
-HttpResponse MlflowError(const std::string& error_code, const std::string& message);
-// A Status from the store or a request as MLflow's error.
-HttpResponse MlflowError(const Status& status);
-// 405 in MLflow's error format: `request`'s path does not take its method.
-HttpResponse MethodNotAllowed(const HttpRequest& request);
-// `body` as the answer, with `status` (invalid UTF-8 in strings replaced).
-HttpResponse JsonResponse(int status, const nlohmann::json& body);
 
 }  // namespace cohort::server
 

@@ -20,7 +20,8 @@ namespace cohort::server {
 
 class RequestFields {
  public:
-  // A malformed body fails with a message starting "Malformed JSON".
+  // A GET's fields come from its query, any other's from its JSON body
+  // (which must be an object).
   static Result<RequestFields> FromRequest(const HttpRequest& request);
   explicit RequestFields(nlohmann::json fields)
       : root_(std::make_shared<const nlohmann::json>(std::move(fields))), fields_(root_.get()) {}

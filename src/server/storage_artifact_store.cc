@@ -6,6 +6,7 @@
 #include <set>
 
 #include "data/storage.h"
+#include "http/url.h"
 #include "server/artifact_store.h"
 
 namespace cohort::server {
@@ -93,7 +94,7 @@ Result<std::unique_ptr<ArtifactStore>> OpenStorageArtifactStore(const std::strin
 }
 
 Result<std::unique_ptr<ArtifactStore>> OpenArtifactStore(const std::string& location) {
-  if (location.rfind("s3://", 0) == 0 || data::IsHttpUrl(location)) {
+  if (location.rfind("s3://", 0) == 0 || http::IsHttpUrl(location)) {
     return OpenStorageArtifactStore(location);
   }
   const std::string file = "file://";

@@ -10,17 +10,36 @@
 #ifndef COHORT_SERVER_SWEEP_JOURNAL_API_H_
 #define COHORT_SERVER_SWEEP_JOURNAL_API_H_
 
+#include <optional>
+#include <string>
 #include "server/access_control.h"
-#include "server/http_server.h"
+
+#include "server/request_fields.h"
+#include "server/router.h"
 #include "track/store.h"
 
 namespace cohort::server {
 
-inline constexpr char kSweepJournalPrefix[] = "/api/cohort/sweeps/journal/";
+class SweepJournalApi : public Service {
+ public:
+  // `access` is null without --auth.
+  SweepJournalApi(track::TrackingStore* store, AccessControl* access)
+      : store_(store), access_(access) {}
+  void Register(Router& router) override;
 
-// `access` is null without --auth; else `user` is the token's user.
-HttpResponse HandleSweepJournal(track::TrackingStore& store, AccessControl* access,
-                                const HttpRequest& request, const std::string& user);
+ private:
+  struct JournalCall {
+    std::optional<RequestFields> fields;
+    std::string experiment;
+    std::string sweep;
+  };
+  std::optional<HttpResponse> Open(const Call& call, bool edit, JournalCall* out);
+  HttpResponse Append(const Call& call);
+  HttpResponse Records(const Call& call);
+
+  track::TrackingStore* store_;
+  AccessControl* access_;
+};
 
 }  // namespace cohort::server
 

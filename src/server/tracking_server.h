@@ -1,13 +1,13 @@
-// TrackingServer: what `cohort server` runs. The MLflow REST API and the
-// artifact proxy over one store, the dashboard's static files from a web
-// directory, and /health for readiness checks, on one HttpServer. Every
-// request's head passes the RequestGuard (Host, Origin, Content-Type) and
-// gets its endpoint's body limit before its body is read.
+// TrackingServer: what `cohort server` runs. Services on one Router and one
+// HttpServer: the MLflow REST API, the artifact proxy and the sweep journal
+// over one store, the dashboard's files and /health, and any the caller
+// adds (the job queue). Every request's head passes the RequestGuard (Host,
+// Origin, Content-Type) and gets its mount's body limit before its body is
+// read; a mount with Auth::kServer needs a user's token under --auth.
 #ifndef COHORT_SERVER_TRACKING_SERVER_H_
 #define COHORT_SERVER_TRACKING_SERVER_H_
 
 #include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,21 +19,11 @@
 #include "server/access_control.h"
 #include "server/artifact_store.h"
 #include "server/http_server.h"
-#include "server/mlflow_api.h"
 #include "server/request_guard.h"
+#include "server/router.h"
 #include "track/store.h"
 
 namespace cohort::server {
-
-// Another service's endpoints (the queue's, src/queue) under `prefix`,
-// behind the same authentication: `user` is the token's user with --auth,
-// else "". A hook with `own_auth` authenticates its requests itself (the
-// queue: its token, agents' credentials) and gets "".
-struct RouteHook {
-  std::string prefix;
-  std::function<HttpResponse(const HttpRequest& request, const std::string& user)> handle;
-  bool own_auth = false;
-};
 
 struct TrackingServerOptions {
   std::string store_uri;  // "sqlite:PATH"; empty = track::DefaultStoreUri()
@@ -46,7 +36,9 @@ struct TrackingServerOptions {
   // Every API and artifact request must carry "Authorization: Bearer TOKEN"
   // of a user of the store (`cohort user add`, `cohort token create`).
   bool auth = false;
-  std::vector<RouteHook> routes;
+  // Services besides the server's own (MLflow, artifacts, sweep journal,
+  // dashboard files), not owned: they outlive the server (the queue's).
+  std::vector<Service*> services;
   // Host names besides IP addresses, localhost and `host` that requests
   // may name (--allowed-hosts): "name", ".domain" (and its subdomains), "*".
   std::vector<std::string> allowed_hosts;
@@ -70,7 +62,8 @@ class TrackingServer {
   // The head's checks and body limit (HttpServerOptions::admit).
   Admission Admit(const HttpRequest& head) const;
   HttpResponse Handle(const HttpRequest& request);
-  HttpResponse ServeStatic(const HttpRequest& request);
+  // The server's own services on router_, then options_.services.
+  void ComposeServices();
   // nullopt when the request may go on (with --auth, *user is who sent
   // it); else the 401 to answer.
   std::optional<HttpResponse> Authenticate(const HttpRequest& request, std::string* user);
@@ -81,11 +74,11 @@ class TrackingServer {
 
   TrackingServerOptions options_;
   std::optional<RequestGuard> guard_;
-  std::string web_root_;  // options_.web_dir made absolute and canonical; "" = none
   std::unique_ptr<track::TrackingStore> store_;
   std::unique_ptr<ArtifactStore> artifacts_;
-  std::unique_ptr<MlflowApi> api_;
   std::unique_ptr<AccessControl> access_;
+  std::vector<std::unique_ptr<Service>> services_;
+  Router router_;  // complete before the HTTP server starts; read-only after
   std::mutex reaper_mu_;
   std::condition_variable reaper_wake_;
   bool stopping_ = false;             // under reaper_mu_

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "track/errors.h"
 #include "track/store.h"
 
 namespace cohort::track {
@@ -158,7 +157,7 @@ Status PostgresDb::Reconnect() {
     auto locked = TryLock(key);
     if (!locked.ok()) return locked.status();
     if (!*locked) {
-      return AlreadyExistsError(
+      return Status::AlreadyExists(
           "tracking store " + name_ +
           " was taken by another cohort server while the connection was down");
     }
@@ -173,7 +172,7 @@ Status PostgresDb::Check(PGresult* result, const std::string& sql) {
   if (message.empty()) message = Trimmed(PQerrorMessage(conn_));
   const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
   std::string sqlstate = state ? state : "";
-  if (sqlstate.rfind("23", 0) == 0) return AlreadyExistsError("constraint: " + message);
+  if (sqlstate.rfind("23", 0) == 0) return Status::AlreadyExists("constraint: " + message);
   if (sqlstate.rfind("22", 0) == 0) {
     return Status::InvalidArgument("tracking store " + name_ + " refused a value: " + message);
   }

@@ -4,7 +4,6 @@
 
 #include <vector>
 
-#include "track/errors.h"
 #include "track/postgres_db.h"
 #include "track/sql_store.h"
 
@@ -125,7 +124,7 @@ Result<std::unique_ptr<TrackingStore>> OpenPostgresStore(const std::string& uri)
   auto locked = (*db)->TryLock(kStoreLockKey);
   if (!locked.ok()) return locked.status();
   if (!*locked) {
-    return AlreadyExistsError("tracking store " + (*db)->name() +
+    return Status::AlreadyExists("tracking store " + (*db)->name() +
                               " is open in another cohort server (it holds PostgreSQL advisory"
                               " lock " +
                               std::to_string(kStoreLockKey) +

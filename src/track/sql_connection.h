@@ -26,7 +26,7 @@ class SqlStatement {
 
   virtual Status BindAll(const std::vector<SqlValue>& values) = 0;
   // Advances one row: true when a row is ready, false when done. A
-  // uniqueness violation is an AlreadyExistsError (track/errors.h).
+  // uniqueness violation is a kAlreadyExists Status.
   virtual Result<bool> Step() = 0;
   // Ready to bind and run again.
   virtual void Reset() = 0;

@@ -9,7 +9,6 @@
 #include "common/logging.h"
 #include "data/hash.h"
 #include "net/auth.h"
-#include "track/errors.h"
 #include "track/page_token.h"
 #include "track/validation.h"
 
@@ -45,7 +44,7 @@ std::string SqlComparator(const std::string& comparator) {
 // A search the database failed, for the client: the SQL and the database's
 // message go to the log, not into the answer.
 Status SearchFailed(const Status& s, const char* what) {
-  if (KindOf(s) != ErrorKind::kInternal) return s;
+  if (s.IsInvalidArgument() || s.IsNotFound() || s.IsAlreadyExists()) return s;
   COHORT_LOG(kError) << what << ": " << s.ToString();
   return Status::IoError(std::string(what) +
                          " failed in the tracking store (the server's log has the details)");
@@ -121,8 +120,8 @@ Result<std::string> SqlStore::CreateExperiment(const std::string& name,
   if (!insert.ok()) return insert.status();
   COHORT_RETURN_IF_ERROR((*insert)->BindAll({name, artifact_location, now, now}));
   auto row = (*insert)->Step();
-  if (KindOf(row.status()) == ErrorKind::kAlreadyExists) {
-    return AlreadyExistsError("Experiment(name=" + name + ") already exists.");
+  if (row.status().IsAlreadyExists()) {
+    return Status::AlreadyExists("Experiment(name=" + name + ") already exists.");
   }
   if (!row.ok()) return row.status();
   int64_t id = (*insert)->Int(0);
@@ -207,8 +206,8 @@ Status SqlStore::RenameExperiment(const std::string& experiment_id, const std::s
   Status s =
       db_->Run("UPDATE experiments SET name = ?, last_update_time = ? WHERE experiment_id = ?",
                {name, NowMillis(), ExperimentKey(experiment_id)});
-  if (KindOf(s) == ErrorKind::kAlreadyExists) {
-    return AlreadyExistsError("Experiment(name=" + name + ") already exists.");
+  if (s.IsAlreadyExists()) {
+    return Status::AlreadyExists("Experiment(name=" + name + ") already exists.");
   }
   return s;
 }
@@ -388,7 +387,7 @@ Status SqlStore::DeleteTag(const std::string& run_id, const std::string& key) {
   COHORT_RETURN_IF_ERROR(
       db_->Run("DELETE FROM tags WHERE run_uuid = ? AND key = ?", {run_id, key}));
   if (db_->Changes() == 0) {
-    return NotFoundError("No tag with name: " + key + " in run with id " + run_id);
+    return Status::NotFound("No tag with name: " + key + " in run with id " + run_id);
   }
   return Status::OK();
 }
@@ -397,8 +396,8 @@ Status SqlStore::AddUser(const std::string& name) {
   COHORT_RETURN_IF_ERROR(ValidateKey("user name", name));
   std::lock_guard<std::mutex> lock(mu_);
   Status s = db_->Run("INSERT INTO users VALUES (?, ?)", {name, NowMillis()});
-  if (KindOf(s) == ErrorKind::kAlreadyExists) {
-    return AlreadyExistsError("User '" + name + "' already exists.");
+  if (s.IsAlreadyExists()) {
+    return Status::AlreadyExists("User '" + name + "' already exists.");
   }
   return s;
 }
@@ -407,7 +406,7 @@ Result<std::string> SqlStore::CreateToken(const std::string& user) {
   std::lock_guard<std::mutex> lock(mu_);
   auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
   if (!known.ok()) return known.status();
-  if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
+  if (known->empty()) return Status::NotFound("User '" + user + "' does not exist.");
   std::string token = "cohort_" + GenerateSecret();
   COHORT_RETURN_IF_ERROR(
       db_->Run("INSERT INTO tokens VALUES (?, ?, ?)", {data::Sha256Hex(token), user, NowMillis()}));
@@ -419,7 +418,7 @@ Result<std::string> SqlStore::UserForToken(const std::string& token) {
   auto user =
       QueryIds("SELECT \"user\" FROM tokens WHERE token_sha256 = ?", {data::Sha256Hex(token)});
   if (!user.ok()) return user.status();
-  if (user->empty()) return NotFoundError("unknown token");
+  if (user->empty()) return Status::NotFound("unknown token");
   return user->front();
 }
 
@@ -432,7 +431,7 @@ Status SqlStore::Grant(const std::string& experiment_id, const std::string& user
   COHORT_RETURN_IF_ERROR(RequireExperiment(experiment_id, /*active=*/false));
   auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
   if (!known.ok()) return known.status();
-  if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
+  if (known->empty()) return Status::NotFound("User '" + user + "' does not exist.");
   return db_->Run(
       "INSERT INTO experiment_permissions VALUES (?, ?, ?)"
       " ON CONFLICT (experiment_id, \"user\") DO UPDATE SET level = excluded.level",
@@ -505,7 +504,7 @@ SqlValue SqlStore::ExperimentKey(const std::string& id) {
 }
 
 Status SqlStore::RunNotFound(const std::string& run_id) {
-  return NotFoundError("Run with id=" + run_id + " not found");
+  return Status::NotFound("Run with id=" + run_id + " not found");
 }
 
 Result<std::vector<std::string>> SqlStore::QueryIds(const std::string& sql,
@@ -527,7 +526,7 @@ Status SqlStore::RequireExperiment(const std::string& experiment_id, bool active
   auto stage = QueryIds("SELECT lifecycle_stage FROM experiments WHERE experiment_id = ?", id);
   if (!stage.ok()) return stage.status();
   if (stage->empty()) {
-    return NotFoundError("No Experiment with id=" + experiment_id + " exists");
+    return Status::NotFound("No Experiment with id=" + experiment_id + " exists");
   }
   if (active && stage->front() != kActive) {
     return Status::InvalidArgument("The experiment " + experiment_id +
@@ -577,7 +576,7 @@ Result<Experiment> SqlStore::LoadExperiment(const std::string& where, const SqlV
   COHORT_RETURN_IF_ERROR((*stmt)->BindAll({value}));
   auto row = (*stmt)->Step();
   if (!row.ok()) return row.status();
-  if (!*row) return NotFoundError(not_found);
+  if (!*row) return Status::NotFound(not_found);
   SqlStatement& s = **stmt;
   Experiment e{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), {}};
   auto tags = db_->Prepare(

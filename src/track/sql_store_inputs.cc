@@ -1,6 +1,5 @@
 // The SQL tracking store's dataset inputs (runs/log-inputs): datasets kept
 // once per experiment by (name, digest), and which run used which.
-#include "track/errors.h"
 #include "track/sql_store.h"
 #include "track/validation.h"
 

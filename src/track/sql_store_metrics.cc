@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "track/downsample.h"
-#include "track/errors.h"
 #include "track/sql_store.h"
 #include "track/validation.h"
 

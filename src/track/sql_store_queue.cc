@@ -2,7 +2,6 @@
 // per queue project and agent credentials (queue/queue_access.h uses them).
 #include "data/hash.h"
 #include "net/auth.h"
-#include "track/errors.h"
 #include "track/sql_store.h"
 #include "track/validation.h"
 
@@ -24,7 +23,7 @@ Status SqlStore::GrantQueue(const std::string& project, const std::string& user,
   std::lock_guard<std::mutex> lock(mu_);
   auto known = QueryIds("SELECT name FROM users WHERE name = ?", {user});
   if (!known.ok()) return known.status();
-  if (known->empty()) return NotFoundError("User '" + user + "' does not exist.");
+  if (known->empty()) return Status::NotFound("User '" + user + "' does not exist.");
   if (level == "NONE") {
     return db_->Run("DELETE FROM queue_permissions WHERE project = ? AND \"user\" = ?",
                     {project, user});
@@ -54,8 +53,9 @@ Result<std::string> SqlStore::CreateAgentCredential(const std::string& agent) {
   std::string secret = kAgentCredentialPrefix + GenerateSecret();
   Status s = db_->Run("INSERT INTO agent_credentials VALUES (?, ?, ?)",
                       {agent, data::Sha256Hex(secret), NowMillis()});
-  if (KindOf(s) == ErrorKind::kAlreadyExists) {
-    return AlreadyExistsError("Agent '" + agent + "' already has a credential: revoke it first.");
+  if (s.IsAlreadyExists()) {
+    return Status::AlreadyExists("Agent '" + agent +
+                                 "' already has a credential: revoke it first.");
   }
   if (!s.ok()) return s;
   return secret;
@@ -64,7 +64,7 @@ Result<std::string> SqlStore::CreateAgentCredential(const std::string& agent) {
 Status SqlStore::RevokeAgentCredential(const std::string& agent) {
   std::lock_guard<std::mutex> lock(mu_);
   COHORT_RETURN_IF_ERROR(db_->Run("DELETE FROM agent_credentials WHERE name = ?", {agent}));
-  if (db_->Changes() == 0) return NotFoundError("Agent '" + agent + "' has no credential.");
+  if (db_->Changes() == 0) return Status::NotFound("Agent '" + agent + "' has no credential.");
   return Status::OK();
 }
 
@@ -73,7 +73,7 @@ Result<std::string> SqlStore::AgentForCredential(const std::string& secret) {
   auto name = QueryIds("SELECT name FROM agent_credentials WHERE secret_sha256 = ?",
                        {data::Sha256Hex(secret)});
   if (!name.ok()) return name.status();
-  if (name->empty()) return NotFoundError("unknown agent credential");
+  if (name->empty()) return Status::NotFound("unknown agent credential");
   return name->front();
 }
 

@@ -1,6 +1,5 @@
 // The SQL tracking store's sweep journals: each sweep controller's records
 // in order, append-only (sweep/tracking/store_journal.h is the client).
-#include "track/errors.h"
 #include "track/sql_store.h"
 #include "track/validation.h"
 
@@ -22,9 +21,9 @@ Status ValidateSweep(const std::string& sweep) {
 
 // A second controller's append (or a retried one: the client tells which).
 Status TakenSeq(const std::string& experiment_id, const std::string& sweep, int64_t seq) {
-  return AlreadyExistsError("Sweep '" + sweep + "' of experiment " + experiment_id +
-                            " already has record " + std::to_string(seq) +
-                            ": another controller is running this sweep");
+  return Status::AlreadyExists("Sweep '" + sweep + "' of experiment " + experiment_id +
+                               " already has record " + std::to_string(seq) +
+                               ": another controller is running this sweep");
 }
 
 }  // namespace
@@ -58,7 +57,7 @@ Status SqlStore::AppendSweepRecord(const std::string& experiment_id, const std::
         "' has " + std::to_string(next) + " records, so the next is " + std::to_string(next));
   }
   Status s = db_->Run("INSERT INTO sweep_journal VALUES (?, ?, ?, ?)", {id, sweep, seq, record});
-  if (KindOf(s) == ErrorKind::kAlreadyExists) {  // the key is the last word
+  if (s.IsAlreadyExists()) {  // the key is the last word
     return TakenSeq(experiment_id, sweep, seq);
   }
   COHORT_RETURN_IF_ERROR(s);

@@ -18,8 +18,6 @@
 #include <iterator>
 #include <sstream>
 
-#include "track/errors.h"
-
 namespace cohort::track {
 namespace {
 
@@ -115,8 +113,8 @@ Result<int> ClaimStoreFile(const std::string& path, const std::string& advice) {
   if (error != EWOULDBLOCK) {
     return Status::IoError("cannot lock tracking store " + path + ": " + std::strerror(error));
   }
-  return AlreadyExistsError("tracking store " + path + " is open in another process" +
-                            (known ? DescribeHolder(st) : std::string()) + "; " + advice);
+  return Status::AlreadyExists("tracking store " + path + " is open in another process" +
+                               (known ? DescribeHolder(st) : std::string()) + "; " + advice);
 }
 
 }  // namespace
@@ -151,7 +149,7 @@ Result<bool> SqliteStatement::Step() {
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   if (rc == SQLITE_CONSTRAINT) {
-    return AlreadyExistsError(std::string("constraint: ") + sqlite3_errmsg(db_));
+    return Status::AlreadyExists(std::string("constraint: ") + sqlite3_errmsg(db_));
   }
   return SqlError(db_, std::string("running ") + sqlite3_sql(stmt_));
 }

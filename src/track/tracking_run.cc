@@ -273,7 +273,7 @@ class TrackingRun::Impl {
   // experiment; the new tags are added.
   Status ResumeRun(const std::string& run_id, const json& tags) {
     auto run = transport_->Call("GET", "runs/get", {{"run_id", run_id}});
-    if (track::Refused(run.status(), "RESOURCE_DOES_NOT_EXIST")) {
+    if (run.status().IsNotFound()) {
       return Status::InvalidArgument("run '" + run_id +
                                      "' to go on with (MLFLOW_RUN_ID) does not exist");
     }

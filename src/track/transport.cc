@@ -3,10 +3,13 @@
 
 #include <filesystem>
 
-#include "data/http_client.h"
-#include "data/sigv4.h"
-#include "data/storage.h"
+#include "http/api_error.h"
+#include "http/client.h"
+#include "http/server_address.h"
+#include "http/url.h"
+#include "server/artifact_api.h"
 #include "server/mlflow_api.h"
+#include "track/sqlite_store.h"
 #include "track/store.h"
 
 namespace cohort::track {
@@ -19,9 +22,9 @@ std::string QueryString(const json& body) {
   for (const auto& [key, value] : body.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     out += out.empty() ? '?' : '&';
-    out += data::UriEncode(key, true);
+    out += http::UriEncode(key, true);
     out += '=';
-    out += data::UriEncode(text, true);
+    out += http::UriEncode(text, true);
   }
   return out;
 }
@@ -43,10 +46,13 @@ Result<json> Interpret(int status, const std::string& body, const std::string& w
   }
   auto parsed = json::parse(body, nullptr, false);
   std::string message = body.substr(0, 500);
+  Status::Code code = Status::Code::kInvalidArgument;
   if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("message")) {
-    message = parsed.value("error_code", "") + ": " + parsed.value("message", "");
+    const std::string error_code = parsed.value("error_code", "");
+    message = error_code + ": " + parsed.value("message", "");
+    code = http::CodeOfErrorCode(error_code);
   }
-  return Status::InvalidArgument(what + ": " + message);
+  return Status(code, what + ": " + message);
 }
 
 class RestTransport : public Transport {
@@ -58,7 +64,7 @@ class RestTransport : public Transport {
 
   Result<json> Call(const std::string& method, const std::string& endpoint,
                     const json& body) override {
-    data::HttpRequest request;
+    http::HttpRequest request;
     request.method = method;
     request.url = base_ + ApiPath(endpoint);
     if (method == "GET") {
@@ -74,9 +80,9 @@ class RestTransport : public Transport {
   }
 
   Status PutArtifact(const std::string& path, const std::string& bytes) override {
-    data::HttpRequest request;
+    http::HttpRequest request;
     request.method = "PUT";
-    request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + data::UriEncode(path, false);
+    request.url = base_ + "/api/2.0/mlflow-artifacts/artifacts/" + http::UriEncode(path, false);
     request.body = bytes;
     if (!auth_header_.empty()) request.headers.push_back(auth_header_);
     auto response = client_.Perform(request);
@@ -88,8 +94,8 @@ class RestTransport : public Transport {
 
  private:
   // Short: a server that is down is found out fast and the batch spooled.
-  static data::RetryPolicy Policy() {
-    data::RetryPolicy p;
+  static http::RetryPolicy Policy() {
+    http::RetryPolicy p;
     p.max_attempts = 2;
     p.initial_backoff_s = 0.05;
     p.max_backoff_s = 0.2;
@@ -100,7 +106,7 @@ class RestTransport : public Transport {
 
   std::string base_;
   std::string auth_header_;  // "" without a token
-  data::HttpClient client_;
+  http::HttpClient client_;
 };
 
 class EmbeddedTransport : public Transport {
@@ -109,7 +115,11 @@ class EmbeddedTransport : public Transport {
                     std::unique_ptr<server::ArtifactStore> artifacts)
       : store_(std::move(store)),
         artifacts_(std::move(artifacts)),
-        api_(store_.get(), artifacts_.get()) {}
+        api_(store_.get(), nullptr),
+        artifact_api_(artifacts_.get(), nullptr) {
+    api_.Register(router_);
+    artifact_api_.Register(router_);
+  }
 
   Result<json> Call(const std::string& method, const std::string& endpoint,
                     const json& body) override {
@@ -121,7 +131,7 @@ class EmbeddedTransport : public Transport {
     } else {
       request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     }
-    server::HttpResponse response = api_.Handle(request);
+    server::HttpResponse response = Handle(request);
     return Interpret(response.status, response.body, method + " " + endpoint);
   }
 
@@ -130,28 +140,35 @@ class EmbeddedTransport : public Transport {
     request.method = "PUT";
     request.path = "/api/2.0/mlflow-artifacts/artifacts/" + path;
     request.body = bytes;
-    server::HttpResponse response = api_.Handle(request);
+    server::HttpResponse response = Handle(request);
     return Interpret(response.status, response.body, "PUT " + path).status();
   }
 
   bool remote() const override { return false; }
 
  private:
+  server::HttpResponse Handle(const server::HttpRequest& request) const {
+    const server::Mount* mount = router_.MountOf(request.path);
+    if (mount == nullptr) {
+      return server::ErrorResponse("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
+    }
+    return router_.Dispatch(*mount, request, "");
+  }
+
   std::unique_ptr<TrackingStore> store_;
   std::unique_ptr<server::ArtifactStore> artifacts_;
   server::MlflowApi api_;
+  server::ArtifactApi artifact_api_;
+  server::Router router_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
-  if (data::IsHttpUrl(uri)) {
-    std::string base = uri;
-    while (!base.empty() && base.back() == '/') base.pop_back();
+  if (http::IsHttpUrl(uri)) {
     // The token of a `cohort server --auth` (MLflow's variable works too).
-    const char* token = std::getenv("COHORT_TRACKING_TOKEN");
-    if (token == nullptr || *token == '\0') token = std::getenv("MLFLOW_TRACKING_TOKEN");
-    return std::unique_ptr<Transport>(new RestTransport(base, token ? token : ""));
+    return std::unique_ptr<Transport>(
+        new RestTransport(http::WithoutTrailingSlash(uri), http::ServerToken()));
   }
   if (uri.rfind("postgresql://", 0) == 0 || uri.rfind("postgres://", 0) == 0) {
     // One cohort server owns a PostgreSQL store (its advisory lock): every
@@ -163,19 +180,12 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
   }
   auto store = OpenStore(uri);
   if (!store.ok()) return store.status();
-  std::string path = uri.substr(uri.find(':') + 1);
-  if (path.rfind("~/", 0) == 0)
-    path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + path.substr(1);
+  std::string path = ExpandHome(uri.substr(uri.find(':') + 1));
   std::filesystem::path dir = std::filesystem::path(path).parent_path() / "artifacts";
   auto artifacts = server::OpenLocalArtifactStore(dir.string());
   if (!artifacts.ok()) return artifacts.status();
   return std::unique_ptr<Transport>(
       new EmbeddedTransport(std::move(*store), std::move(*artifacts)));
-}
-
-bool Refused(const Status& s, const char* error_code) {
-  return s.code() == Status::Code::kInvalidArgument &&
-         s.message().find(error_code) != std::string::npos;
 }
 
 Result<std::string> StringIn(const json& answer, const std::string& pointer) {
@@ -190,11 +200,11 @@ Result<std::string> ExperimentIdByName(Transport& transport, const std::string& 
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto got = transport.Call("GET", "experiments/get-by-name", {{"experiment_name", name}});
     if (got.ok()) return StringIn(*got, "/experiment/experiment_id");
-    if (!Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return got.status();
+    if (!got.status().IsNotFound()) return got.status();
     auto made = transport.Call("POST", "experiments/create", {{"name", name}});
     if (made.ok()) return StringIn(*made, "/experiment_id");
     // Created meanwhile by another client: look it up again.
-    if (!Refused(made.status(), "RESOURCE_ALREADY_EXISTS")) return made.status();
+    if (!made.status().IsAlreadyExists()) return made.status();
   }
   return Status::Internal("experiment '" + name + "' neither exists nor can be created");
 }

@@ -21,7 +21,9 @@ class Transport {
   // path ("/api/cohort/..."; over HTTP only); GET sends `body`'s fields
   // as the query. The answer's JSON on 200. A server that cannot be reached
   // (connection refused, timeout, 5xx) is kPeerFailure: try again later. A
-  // refusal (4xx) is kInvalidArgument with the server's error_code and message.
+  // refusal (4xx) has the code its error_code stands for (kNotFound for
+  // RESOURCE_DOES_NOT_EXIST, ...; http/api_error.h) and the message
+  // "<method> <endpoint>: <error_code>: <server's message>".
   virtual Result<nlohmann::json> Call(const std::string& method, const std::string& endpoint,
                                       const nlohmann::json& body) = 0;
   // Uploads to the artifact proxy at `path` ("<experiment>/<run>/artifacts/x").
@@ -32,10 +34,6 @@ class Transport {
 // "http(s)://..." or "sqlite:PATH" (artifacts then go beside PATH, in
 // PATH's directory under artifacts/).
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri);
-
-// Whether `s` is the server's refusal with MLflow error code `error_code`
-// ("RESOURCE_DOES_NOT_EXIST", ...), as Transport::Call reports refusals.
-bool Refused(const Status& s, const char* error_code);
 
 // The string at JSON pointer `pointer` ("/run/info/run_id") in a server's
 // answer; kPeerFailure naming the pointer when it is missing or not a string.

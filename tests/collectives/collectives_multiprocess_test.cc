@@ -215,6 +215,19 @@ TEST(CollectivesHierarchical, TwoEmulatedHostsEveryDtypeAndOpIsExact) {
   }
 }
 
+// float16/bfloat16 compression under the hierarchical algorithm is applied
+// once per host: host sums in float32, 16 bits only between hosts (the
+// worker checks every element against that and counts where rounding each
+// rank's input first would differ).
+TEST(CollectivesHierarchical, CompressionIsAppliedOncePerHost) {
+  Finished f = RunWorkers(
+      4, "auto", {"compressed_hosts"}, 60,
+      {{"COHORT_TEST_HOSTS", "0,0,1,1"}, {"COHORT_ALLREDUCE_ALGORITHM", "hierarchical"}});
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "2 compressed once per host checks exact"), 4) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, " 0 elements where per-rank rounding differs"), 0) << f.out;
+}
+
 // Hosts that interleave ranks (host of rank r is r % 3), chosen by `auto`,
 // with tiny chunks so every ring phase runs many pipeline steps.
 TEST(CollectivesHierarchical, ThreeInterleavedHostsTinyChunks) {

@@ -55,6 +55,7 @@
 
 #include "cohort/c_api.h"
 #include "cohort/cohort.h"
+#include "common/half.h"
 #include "common/value_convert.h"
 
 namespace cohort {
@@ -363,6 +364,46 @@ int RunAllreduceOnly(bool quick) {
   return Report(checks, "allreduce");
 }
 
+// Float32 with float16/bfloat16 compression, 4 ranks on 2 hosts "0,0,1,1"
+// under the hierarchical algorithm: compressed once per host, so each
+// result is the host sums (float32) rounded once to 16 bits and summed across
+// hosts in 16 bits; a per-rank rounding (every input rounded first) would
+// give other results for some elements, which is counted to show it.
+int RunCompressedHosts() {
+  const int me = Rank();
+  const size_t count = 4096 + 3;
+  auto input = [](int rank, size_t k) {
+    return 1.0f + std::ldexp(static_cast<float>(k % 4096), -13) * static_cast<float>(rank + 1);
+  };
+  int differ_per_rank = 0;
+  for (Compression c : {Compression::kFloat16, Compression::kBFloat16}) {
+    auto round = [c](float v) {
+      return c == Compression::kFloat16 ? Float16ToFloat(FloatToFloat16(v))
+                                        : BFloat16ToFloat(FloatToBFloat16(v));
+    };
+    std::vector<float> buf(count);
+    for (size_t k = 0; k < count; ++k) buf[k] = input(me, k);
+    Status s = Allreduce(buf.data(), buf.data(), count, DataType::kFloat32,
+                         AllreduceOptions{ReduceOp::kSum, 1, 1, c});
+    if (!s.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", me, s.ToString().c_str());
+      return 1;
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const float once = round(round(input(0, k) + input(1, k)) + round(input(2, k) + input(3, k)));
+      const float per_rank = round(round(round(input(0, k)) + round(input(1, k))) +
+                                   round(round(input(2, k)) + round(input(3, k))));
+      differ_per_rank += once != per_rank ? 1 : 0;
+      if (buf[k] != once && g_failures++ < 5) {
+        std::fprintf(stderr, "rank %d: element %zu is %.9g, expected %.9g (per rank: %.9g)\n", me,
+                     k, buf[k], once, per_rank);
+      }
+    }
+  }
+  std::printf("rank %d: %d elements where per-rank rounding differs\n", me, differ_per_rank);
+  return Report(2, "compressed once per host");
+}
+
 // Allgather alone around the chunk size E = slot_bytes / element size:
 // blocks of 1, E-1, E, E+1 and several chunks plus an odd rest (more chunks
 // than slots, so slots are reused), even and uneven, with the last rank
@@ -506,6 +547,7 @@ int main(int argc, char** argv) {
   if (mode == "capi") rc = RunCApi();
   if (mode == "allreduce") rc = RunAllreduceOnly(argc > 2 && std::strcmp(argv[2], "quick") == 0);
   if (mode == "allreduce_fails") rc = RunAllreduceFails();
+  if (mode == "compressed_hosts") rc = RunCompressedHosts();
   Shutdown();
   return rc;
 }

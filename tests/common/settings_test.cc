@@ -175,11 +175,8 @@ TEST(Settings, ConfigurationDocAgreesWithTheTable) {
         s.default_text[0] == '\0' ? "unset" : std::string("`") + s.default_text + "`";
     EXPECT_EQ(default_cell.rfind(expected, 0), 0u) << "default column: " << default_cell;
   }
-  // And no row documents a variable the table lacks. COHORT_SERVER is the
-  // server client's, moved into the table by spine-server (the lead removes
-  // this exception at the merge).
+  // And no row documents a variable the table lacks.
   for (const auto& [variable, cells] : rows) {
-    if (variable == "COHORT_SERVER") continue;
     EXPECT_NE(FindSetting(variable), nullptr)
         << "docs/configuration.md documents " << variable << ", the settings table has no row";
   }

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "data/data_test_util.h"
-#include "data/http_client.h"
 #include "data/storage.h"
 #include "data/storage_cache.h"
 #include "data/storage_test_util.h"
+#include "http/client.h"
 #include "support/http_test_server.h"
 
 namespace cohort::data {
@@ -174,17 +174,17 @@ TEST(HttpStorage, CacheServesRepeatedReadsWithoutRequests) {
 
 // A server's answer can be any bytes: error messages show them escaped and cut short.
 TEST(HttpAnswer, BinaryGarbageIsEscapedAndTruncated) {
-  HttpRequest request;
+  http::HttpRequest request;
   request.method = "GET";
   request.url = "http://127.0.0.1:1/x";
-  HttpResponse response;
+  http::HttpResponse response;
   response.status = 500;
   response.body = std::string("<Code>Bad\x01\xff\\") + std::string(300, 'A') + "</Code>";
-  EXPECT_EQ(DescribeAnswer(request, response),
+  EXPECT_EQ(http::DescribeAnswer(request, response),
             "GET http://127.0.0.1:1/x: HTTP 500 (Bad\\x01\\xff\\x5c" + std::string(185, 'A') +
                 "...)");
   response.body = std::string("\x89PNG garbage <Code>never closed ") + std::string(5000, '\0');
-  EXPECT_EQ(DescribeAnswer(request, response), "GET http://127.0.0.1:1/x: HTTP 500");
+  EXPECT_EQ(http::DescribeAnswer(request, response), "GET http://127.0.0.1:1/x: HTTP 500");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "data/sigv4.h"
 #include "data/storage.h"
 #include "data/storage_test_util.h"
+#include "http/url.h"
 #include "support/child_process.h"
 #include "support/s3rver_process.h"
 
@@ -40,8 +41,8 @@ TEST(SigV4, MatchesAwsGetObjectExample) {
             "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
             "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
             "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
-  EXPECT_EQ(UriEncode("a b/c~d+e", false), "a%20b/c~d%2Be");
-  EXPECT_EQ(UriEncode("a/b", true), "a%2Fb");
+  EXPECT_EQ(http::UriEncode("a b/c~d+e", false), "a%20b/c~d%2Be");
+  EXPECT_EQ(http::UriEncode("a/b", true), "a%2Fb");
   EXPECT_EQ(AmzDate(1369353600), "20130524T000000Z");
 }
 
@@ -57,7 +58,7 @@ TEST(SigV4, AgreesWithBotocore) {
        "", "", "us-east-1"},
       {"PUT", "http://s3.eu-west-1.amazonaws.com/bucket/a%20b/c%2Bd~e.f_g", "hello\n",
        "session/token+=", "eu-west-1"},
-      {"HEAD", "http://minio.local:9000/b/" + UriEncode("dir/ünï cödé", false), "", "",
+      {"HEAD", "http://minio.local:9000/b/" + http::UriEncode("dir/ünï cödé", false), "", "",
        "us-east-1"},
   };
   const AwsCredentials creds{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""};

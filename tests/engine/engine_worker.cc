@@ -11,6 +11,10 @@
 //   engine_worker grouped         a grouped allreduce
 //   engine_worker sync            blocking calls after the engine started
 //   engine_worker scatter         reduce-scatter and alltoall with splits
+//   engine_worker autotune STEPS  STEPS training-like steps over the same 12
+//                                 float tensors (1 K to 1 M elements), exact
+//                                 sums every step while COHORT_AUTOTUNE changes
+//                                 fusion and algorithm cut-overs
 //   engine_worker steps           repeated steps over the same names (response
 //                                 cache hits), then changed shapes and names
 //   engine_worker join            uneven step counts: rank r runs 3(r+1) steps,
@@ -316,6 +320,34 @@ int RunSteps() {
     }
   }
   if (g_failures == 0) std::printf("rank %d: steps ok\n", Rank());
+  return g_failures == 0 ? 0 : 1;
+}
+
+int RunAutotune(int steps) {
+  const int n = Size(), me = Rank();
+  // Sizes on both sides of every tuned cut-over (small-message, single-copy)
+  // and enough bytes for fusion thresholds to split differently.
+  const int64_t sizes[] = {1024, 4096,  16384, 65536,  262144, 1 << 20,
+                           3000, 12000, 50000, 200000, 700000, 100};
+  for (int step = 0; step < steps; ++step) {
+    std::vector<std::vector<float>> bufs;
+    std::vector<Handle> hs;
+    for (int i = 0; i < 12; ++i) {
+      // Small integers: float sums are exact in any order.
+      bufs.emplace_back(sizes[i], static_cast<float>(me + i + step % 7));
+      Result<Handle> h = AllreduceAsync("grad." + std::to_string(i), bufs.back().data(),
+                                        bufs.back().data(), {sizes[i]}, DataType::kFloat32);
+      Check(h.ok(), "submit grad." + std::to_string(i));
+      if (h.ok()) hs.push_back(*h);
+    }
+    for (Handle h : hs) Check(Wait(h).ok(), "step completes");
+    for (int i = 0; i < 12; ++i) {
+      const float want = static_cast<float>(n * (n - 1) / 2 + n * (i + step % 7));
+      Check(bufs[i].front() == want && bufs[i].back() == want,
+            "step " + std::to_string(step) + " grad." + std::to_string(i));
+    }
+  }
+  if (g_failures == 0) std::printf("rank %d: autotune steps exact\n", me);
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -824,6 +856,7 @@ int main(int argc, char** argv) {
   if (mode == "scatter") rc = RunScatter();
   if (mode == "lagging") rc = RunLagging();
   if (mode == "steps") rc = RunSteps();
+  if (mode == "autotune") rc = RunAutotune(argc > 2 ? std::atoi(argv[2]) : 40);
   if (mode == "join") rc = RunJoin();
   if (mode == "stall") rc = RunStall(argc > 2 ? argv[2] : "stall.fifo");
   if (mode == "die") rc = RunDie();

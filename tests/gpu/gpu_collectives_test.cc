@@ -11,6 +11,8 @@
 #include <cstring>
 #include <memory>
 
+#include "common/half.h"
+#include "gpu/device_reduce.h"
 #include "support/fake_cuda.h"
 #include "support/fake_kernel_compiler.h"
 #include "support/fake_nccl.h"
@@ -129,6 +131,34 @@ TEST_F(GpuCollectivesOneRank, OneRankIsLocalWorkOnEveryTransport) {
   EXPECT_EQ(gpu->Broadcast(0, 3, DataType::kFloat32, 1).message(),
             "broadcast: root 1 is not a rank of this job (size 1)");
   EXPECT_EQ(gpu->Synchronize().message(), "broadcast: root 1 is not a rank of this job (size 1)");
+}
+
+TEST_F(GpuCollectivesOneRank, Float16IsScaledByTheFactorInFloat16AsHorovodsGpuKernels) {
+  // Horovod's test_torch.py (allreduce/reducescatter pre- and postscale on
+  // CUDA float16) expects x * half(f), rounded once; 0.3 is not a float16.
+  std::unique_ptr<GpuCollectives> gpu = Create(GpuTransportSetting::kIpc);
+  ASSERT_NE(gpu, nullptr);
+  const float values[4] = {12.0f, -99.0f, 57.0f, 3.0f};
+  uint16_t in[4];
+  for (int i = 0; i < 4; ++i) in[i] = FloatToFloat16(values[i]);
+  DevicePtr buf = *cuda_.Alloc(sizeof(in));
+  for (double pre : {0.3, 1.0}) {
+    const double post = pre == 1.0 ? 0.3 : 1.0;
+    std::memcpy(AsPointer(buf), in, sizeof(in));
+    ASSERT_TRUE(gpu->Allreduce(buf, buf, 4, DataType::kFloat16, ReduceOp::kSum, pre, post).ok());
+    ASSERT_TRUE(gpu->Synchronize().ok());
+    uint16_t out[4];
+    std::memcpy(out, AsPointer(buf), sizeof(out));
+    const float factor = Float16ToFloat(FloatToFloat16(0.3f));
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(out[i], FloatToFloat16(values[i] * factor)) << values[i] << " prescale " << pre;
+    }
+  }
+  // 12 * 0.3 in float32 rounds to another float16 than 12 * half(0.3): the
+  // check above tells the two rules apart.
+  EXPECT_NE(FloatToFloat16(12.0f * 0.3f), FloatToFloat16(12.0f * Float16ToFloat(FloatToFloat16(0.3f))));
+  EXPECT_DOUBLE_EQ(DeviceScaleFactor(DataType::kFloat32, 0.3), 0.3);
+  EXPECT_TRUE(cuda_.Free(buf).ok());
 }
 
 }  // namespace

@@ -52,8 +52,12 @@ Bytes Random(size_t bytes, std::mt19937_64& rng) {
 }
 
 // The CPU path's sequence of calls for one reduction (what shm_allreduce.cc
-// does for a slice): scale each input, reduce in order, finish.
-Bytes CpuReference(const std::vector<Bytes>& inputs, size_t count, const ReduceSpec& spec) {
+// does for a slice): scale each input, reduce in order, finish; with the
+// scale factors the device uses (DeviceScaleFactor: float16 by a float16
+// factor), the one place the GPU path differs from the host's on purpose.
+Bytes CpuReference(const std::vector<Bytes>& inputs, size_t count, ReduceSpec spec) {
+  spec.prescale = DeviceScaleFactor(spec.type, spec.prescale);
+  spec.postscale = DeviceScaleFactor(spec.type, spec.postscale);
   const size_t es = DataTypeSize(spec.type);
   Bytes acc(count * es), tmp(count * es);
   if (spec.first_prescaled) {

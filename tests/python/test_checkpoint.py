@@ -32,6 +32,21 @@ def test_tensors_and_objects_round_trip(tmp_path):
     assert store.load(step=8) == (None, None)
 
 
+def test_a_build_without_the_store_still_imports_cohort_torch(tmp_path):
+    # The minimal build (GPU machines) has no cohort._checkpoint: importing
+    # cohort.torch must work, and only a Checkpointer says what is missing.
+    code = ("import sys; sys.modules['cohort._checkpoint'] = None\n"
+            "import cohort.torch, cohort.checkpoint as c\n"
+            "try:\n    c.Checkpointer(sys.argv[1])\n"
+            "except ImportError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], env=ENV,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "refused: cohort.checkpoint needs the extension module cohort._checkpoint, which " \
+        "this build does not have (a -DCOHORT_MINIMAL=ON build" in out.stdout
+    assert not (tmp_path / "c").exists()
+
+
 def test_keep_last_and_best(tmp_path):
     store = ckpt.Checkpointer(tmp_path / "c", keep_last=2)
     for step, loss in enumerate([0.9, 0.2, 0.5, 0.6, 0.7]):

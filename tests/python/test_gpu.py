@@ -140,6 +140,45 @@ def test_distributed_optimizer_on_cuda_equals_cpu_training(hvd):
         assert torch.allclose(c, g, rtol=1e-5, atol=1e-6)
 
 
+def test_resnet18_with_distributed_optimizer_on_cuda_equals_one_process(hvd):
+    # Issue 27: each rank trains on its share of a batch; averaged gradients
+    # must give the single-process full-batch training. GroupNorm instead of
+    # BatchNorm, so a rank's share does not change its normalization.
+    torchvision = pytest.importorskip("torchvision")
+    dev = _device(hvd)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    n, r, per = hvd.size(), hvd.rank(), 4
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(per * n, 3, 32, 32, generator=g).to(dev)
+    y = torch.randint(0, 10, (per * n,), generator=g).to(dev)
+
+    def model():
+        torch.manual_seed(0)
+        return torchvision.models.resnet18(
+            num_classes=10, norm_layer=lambda c: torch.nn.GroupNorm(32, c)).to(dev)
+
+    def train(net, opt, xs, ys):
+        for _ in range(3):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(xs), ys).backward()
+            opt.step()
+        return [p.detach().cpu() for p in net.parameters()]
+
+    net = model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9),
+                                   named_parameters=net.named_parameters(), op=hvd.Average)
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    shared = train(net, opt, x[r * per:(r + 1) * per], y[r * per:(r + 1) * per])
+    one = model()
+    alone = train(one, torch.optim.SGD(one.parameters(), lr=0.05, momentum=0.9), x, y)
+    worst = max(((a - b).abs().max() / (b.abs().max() + 1e-12)).item()
+                for a, b in zip(shared, alone))
+    assert worst < 1e-4, "largest relative difference %.3g" % worst
+
+
 def test_device_feed_copies_batches_ahead_ready_on_the_current_stream():
     """The loader's device path (cohort.data.DataLoader(device="cuda")) over
     plain numpy batches: the minimal build on the GPU machine has no dataset

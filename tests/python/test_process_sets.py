@@ -53,6 +53,18 @@ def test_distributed_optimizer_in_a_set(hvd, even):
     assert w.detach().tolist() == [-1.0, -1.0]  # mean of gradients 0 and 2
 
 
+def test_an_empty_list_of_ranks_is_every_rank(hvd):
+    # Horovod fills an empty list with all ranks (its test_torch.py relies on
+    # it at one rank, where the odd ranks are none).
+    every = hvd.add_process_set([])
+    try:
+        assert every.ranks == [] and every.size() == hvd.size() and every.rank() == hvd.rank()
+        out = hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=every)
+        assert out.tolist() == [float(hvd.size())] * 2
+    finally:
+        hvd.remove_process_set(every)
+
+
 def test_removed_set_is_refused(hvd):
     ps = hvd.ProcessSet([0, 1])
     with pytest.raises(ValueError, match="has not been added"):

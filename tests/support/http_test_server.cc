@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "data/sigv4.h"
+#include "http/url.h"
 
 namespace cohort::testing {
 
@@ -167,7 +168,7 @@ bool HttpTestServer::Answer(int fd, const std::string& head) {
     return SendAll(
         fd, Response(503, "Service Unavailable", {}, body.size()) + (method == "HEAD" ? "" : body));
   }
-  const std::string path = data::UriDecode(target.substr(0, target.find('?')));
+  const std::string path = http::UriDecode(target.substr(0, target.find('?')));
   std::string bytes;
   bool found = path.find("..") == std::string::npos;
   if (found) {

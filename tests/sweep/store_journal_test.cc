@@ -46,8 +46,9 @@ class FakeTransport : public track::Transport {
     if (endpoint == "/api/cohort/sweeps/journal/records") return json{{"records", server_->stored}};
     EXPECT_EQ(endpoint, "/api/cohort/sweeps/journal/append");
     if (body["seq"].get<int64_t>() != static_cast<int64_t>(server_->stored.size())) {
-      return Status::InvalidArgument(method + " " + endpoint +
-                                     ": RESOURCE_ALREADY_EXISTS: record taken");
+      // As track::Transport reports a refusal: the code its error_code stands for.
+      return Status::AlreadyExists(method + " " + endpoint +
+                                   ": RESOURCE_ALREADY_EXISTS: record taken");
     }
     server_->stored.push_back(body["record"].get<std::string>());
     if (fault == Fault::kAnswerLost)
@@ -109,7 +110,7 @@ TEST(StoreJournal, ASecondControllersAppendIsRefusedAtOnce) {
   server.stored = {"the other controller's record"};
   const int calls = server.calls;
   Status s = journal->Append("mine");
-  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.code(), Status::Code::kAlreadyExists);
   EXPECT_EQ(s.message(),
             "cannot append record 0 to the journal of sweep 's' (experiment 3) in the tracking "
             "store at http://fake: POST /api/cohort/sweeps/journal/append: "

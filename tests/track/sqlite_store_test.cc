@@ -14,7 +14,6 @@
 #include <sqlite3.h>
 
 #include "data/data_test_util.h"
-#include "track/errors.h"
 #include "track/search_filter.h"
 #include "track/sqlite_store.h"
 #include "track/store.h"
@@ -54,11 +53,12 @@ TEST(SqliteStore, DefaultExperimentAndCreateGet) {
   EXPECT_EQ(e->tags[0].value, "vision");
 
   auto dup = store->CreateExperiment("digits", "", {});
-  EXPECT_EQ(KindOf(dup.status()), ErrorKind::kAlreadyExists);
-  EXPECT_EQ(ErrorMessage(dup.status()), "Experiment(name=digits) already exists.");
-  EXPECT_EQ(ErrorMessage(store->GetExperiment("77").status()), "No Experiment with id=77 exists");
-  EXPECT_EQ(KindOf(store->GetExperiment("x'; DROP TABLE runs;--").status()), ErrorKind::kNotFound);
-  EXPECT_EQ(ErrorMessage(store->CreateExperiment("", "", {}).status()),
+  EXPECT_EQ(dup.status().code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(dup.status().message(), "Experiment(name=digits) already exists.");
+  EXPECT_EQ(store->GetExperiment("77").status().message(), "No Experiment with id=77 exists");
+  EXPECT_EQ(store->GetExperiment("x'; DROP TABLE runs;--").status().code(),
+            Status::Code::kNotFound);
+  EXPECT_EQ(store->CreateExperiment("", "", {}).status().message(),
             "Missing value for required parameter 'name'");
 }
 
@@ -134,12 +134,12 @@ TEST(SqliteStore, BatchLimitsAndBadKeysNameTheField) {
   std::string run = NewRun(*store, "0");
   Batch big;
   big.metrics.assign(1001, Metric{"m", 1, 1, 1});
-  EXPECT_EQ(ErrorMessage(store->LogBatch(run, big)),
+  EXPECT_EQ(store->LogBatch(run, big).message(),
             "A batch logging request can contain at most 1000 metrics. Got 1001 metrics. "
             "Please split up metrics across multiple requests and try again.");
   Batch params;
   params.params.assign(101, Param{"p", "v"});
-  EXPECT_EQ(ErrorMessage(store->LogBatch(run, params)).substr(0, 60),
+  EXPECT_EQ(store->LogBatch(run, params).message().substr(0, 60),
             "A batch logging request can contain at most 100 params. Got ");
   Batch key;
   key.metrics = {{"ok", 1, 1, 1}, {std::string(10 << 20, 'k'), 1, 1, 1}};
@@ -151,8 +151,8 @@ TEST(SqliteStore, BatchLimitsAndBadKeysNameTheField) {
       << s.message().substr(0, 300);
   Batch dots;
   dots.tags = {{"../etc", "x"}};
-  EXPECT_NE(ErrorMessage(store->LogBatch(run, dots)).find("'tags[0].key'"), std::string::npos);
-  EXPECT_EQ(ErrorMessage(store->LogBatch("nope", Batch{})), "Run with id=nope not found");
+  EXPECT_NE(store->LogBatch(run, dots).message().find("'tags[0].key'"), std::string::npos);
+  EXPECT_EQ(store->LogBatch("nope", Batch{}).message(), "Run with id=nope not found");
 }
 
 TEST(SqliteStore, SearchFiltersOrdersAndPages) {
@@ -215,16 +215,16 @@ TEST(SqliteStore, SearchFiltersOrdersAndPages) {
   EXPECT_EQ(store->SearchRuns(search)->items.size(), 1u);
 
   search.filter = "metrics.loss < 'x'";
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+  EXPECT_EQ(store->SearchRuns(search).status().message(),
             "Invalid filter 'metrics.loss < 'x'': 'metrics.loss' is compared with a number, "
             "found 'x'");
   search.filter = "metrics.loss < 1 OR params.a = 'b'";
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+  EXPECT_EQ(store->SearchRuns(search).status().message(),
             "Invalid filter 'metrics.loss < 1 OR params.a = 'b'': expected AND before 'OR' "
             "(only AND joins clauses)");
   search.filter = "";
   search.page_token = "garbage!";
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()), "Invalid page token 'garbage!'");
+  EXPECT_EQ(store->SearchRuns(search).status().message(), "Invalid page token 'garbage!'");
 }
 
 // Searches bigger than the store's query limits (SQLite joins at most 64
@@ -248,13 +248,13 @@ TEST(SqliteStore, SearchLimitsAreRefusedNamingThem) {
   EXPECT_EQ(page->items.size(), 1u);
   search.order_by.push_back("params.p");
   Status s = store->SearchRuns(search).status();
-  EXPECT_EQ(KindOf(s), ErrorKind::kInvalidParameter);
-  EXPECT_EQ(ErrorMessage(s), "Invalid order_by: " + std::to_string(kMaxOrderByClauses + 1) +
-                                 " clauses, more than the limit of " +
-                                 std::to_string(kMaxOrderByClauses));
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "Invalid order_by: " + std::to_string(kMaxOrderByClauses + 1) +
+                             " clauses, more than the limit of " +
+                             std::to_string(kMaxOrderByClauses));
   ExperimentSearch experiments;
   experiments.order_by = search.order_by;
-  EXPECT_EQ(ErrorMessage(store->SearchExperiments(experiments).status()), ErrorMessage(s));
+  EXPECT_EQ(store->SearchExperiments(experiments).status().message(), s.message());
 
   search = RunSearch{};
   std::string filter = "metrics.m0 > 0";
@@ -266,13 +266,13 @@ TEST(SqliteStore, SearchLimitsAreRefusedNamingThem) {
   EXPECT_EQ(page->items.size(), 0u);  // params.p1 != 'x' needs the param
   search.filter = filter + " AND attributes.run_name = 'r'";
   s = store->SearchRuns(search).status();
-  EXPECT_EQ(KindOf(s), ErrorKind::kInvalidParameter);
-  EXPECT_EQ(ErrorMessage(s), "Invalid filter: more than " + std::to_string(kMaxFilterClauses) +
-                                 " clauses (the limit)");
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "Invalid filter: more than " + std::to_string(kMaxFilterClauses) +
+                             " clauses (the limit)");
   experiments.order_by.clear();
   experiments.filter = "tags.t = 'x'";
   for (size_t i = 0; i < kMaxFilterClauses; ++i) experiments.filter += " AND name != 'x'";
-  EXPECT_EQ(ErrorMessage(store->SearchExperiments(experiments).status()), ErrorMessage(s));
+  EXPECT_EQ(store->SearchExperiments(experiments).status().message(), s.message());
 
   std::string ids = "'" + run + "'";
   for (size_t i = 1; i < kMaxFilterValues; ++i) ids += ", 'x" + std::to_string(i) + "'";
@@ -281,11 +281,11 @@ TEST(SqliteStore, SearchLimitsAreRefusedNamingThem) {
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   EXPECT_EQ(page->items.size(), 1u);
   search.filter = "attributes.run_id IN (" + ids + ", 'y')";
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
-            "Invalid filter: more than " + std::to_string(kMaxFilterValues) +
-                " values in IN lists (the limit)");
+  EXPECT_EQ(store->SearchRuns(search).status().message(), "Invalid filter: more than " +
+                                                              std::to_string(kMaxFilterValues) +
+                                                              " values in IN lists (the limit)");
   search.filter = "params.p LIKE '" + std::string(kMaxLikePatternBytes + 1, '%') + "'";
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+  EXPECT_EQ(store->SearchRuns(search).status().message(),
             "Invalid filter: a LIKE pattern of " + std::to_string(kMaxLikePatternBytes + 1) +
                 " bytes, more than the limit of " + std::to_string(kMaxLikePatternBytes));
 
@@ -296,7 +296,7 @@ TEST(SqliteStore, SearchLimitsAreRefusedNamingThem) {
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   EXPECT_EQ(page->items.size(), 1u);
   search.experiment_ids.push_back("x");
-  EXPECT_EQ(ErrorMessage(store->SearchRuns(search).status()),
+  EXPECT_EQ(store->SearchRuns(search).status().message(),
             "Invalid experiment_ids: " + std::to_string(kMaxSearchExperiments + 1) +
                 " ids, more than the limit of " + std::to_string(kMaxSearchExperiments));
 }
@@ -315,7 +315,7 @@ TEST(SqliteStore, FailedSearchShowsNoSql) {
   RunSearch search;
   search.order_by = {"metrics.loss"};
   Status s = store->SearchRuns(search).status();
-  EXPECT_EQ(KindOf(s), ErrorKind::kInternal);
+  EXPECT_EQ(s.code(), Status::Code::kIoError);
   EXPECT_EQ(s.message(),
             "searching runs failed in the tracking store (the server's log has "
             "the details)");
@@ -414,7 +414,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
     ASSERT_TRUE(store->LogBatch(run, b).ok());
     auto second = OpenStore("sqlite:" + path);
     ASSERT_FALSE(second.ok());
-    EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(path, path));
+    EXPECT_EQ(second.status().message(), HeldByThisProcess(path, path));
   }
   auto store = Open(path);
   ASSERT_TRUE(store != nullptr);
@@ -450,8 +450,8 @@ TEST(SqliteStore, LinksToAnOpenStoreAreRefused) {
     for (const std::string& name : {symlink, hardlink}) {
       auto second = OpenStore("sqlite:" + name);
       ASSERT_FALSE(second.ok()) << name;
-      EXPECT_EQ(KindOf(second.status()), ErrorKind::kAlreadyExists);
-      EXPECT_EQ(ErrorMessage(second.status()), HeldByThisProcess(name, path));
+      EXPECT_EQ(second.status().code(), Status::Code::kAlreadyExists);
+      EXPECT_EQ(second.status().message(), HeldByThisProcess(name, path));
     }
     auto id = store->CreateExperiment("after", "", {});
     ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -480,10 +480,10 @@ TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {
     }
     ASSERT_TRUE(store->AppendSweepRecord(*e, "other", 0, "{}").ok());  // another sweep's own seqs
     Status taken = store->AppendSweepRecord(*e, "asha", 11, "{\"op\":\"again\"}");
-    EXPECT_EQ(KindOf(taken), ErrorKind::kAlreadyExists);
-    EXPECT_EQ(ErrorMessage(taken), "Sweep 'asha' of experiment " + *e +
-                                       " already has record 11: another controller is running "
-                                       "this sweep");
+    EXPECT_EQ(taken.code(), Status::Code::kAlreadyExists);
+    EXPECT_EQ(taken.message(), "Sweep 'asha' of experiment " + *e +
+                                   " already has record 11: another controller is running "
+                                   "this sweep");
     EXPECT_EQ(store->AppendSweepRecord(*e, "asha", 13, "{}").message(),
               "Invalid value 13 for parameter 'seq' supplied: sweep 'asha' has 12 records, so "
               "the next is 12");
@@ -494,9 +494,9 @@ TEST(SqliteStore, SweepJournalAppendsInOrderAndRefusesATakenSeq) {
     EXPECT_EQ(store->AppendSweepRecord(*e, "asha", 12, "a\nb").message(),
               "Invalid value for parameter 'record' supplied: it must be one line of 1 to "
               "1048576 bytes");
-    EXPECT_EQ(ErrorMessage(store->AppendSweepRecord("77", "asha", 0, "{}")),
+    EXPECT_EQ(store->AppendSweepRecord("77", "asha", 0, "{}").message(),
               "No Experiment with id=77 exists");
-    EXPECT_EQ(KindOf(store->SweepJournal("77", "asha").status()), ErrorKind::kNotFound);
+    EXPECT_EQ(store->SweepJournal("77", "asha").status().code(), Status::Code::kNotFound);
   }
   auto store = Open(path);  // committed: it survives a reopen
   auto records = store->SweepJournal("1", "asha");
@@ -522,7 +522,7 @@ TEST(SqliteStore, QueueGrantsTakeTheHigherOfProjectAndStar) {
   EXPECT_EQ(*store->QueuePermission("vision", "alice"), "READ");
   EXPECT_EQ(store->GrantQueue("vision", "alice", "EDIT").message(),
             "Invalid queue permission 'EDIT': expected READ, SUBMIT or NONE");
-  EXPECT_EQ(ErrorMessage(store->GrantQueue("vision", "bob", "READ")), "User 'bob' does not exist.");
+  EXPECT_EQ(store->GrantQueue("vision", "bob", "READ").message(), "User 'bob' does not exist.");
   EXPECT_EQ(*store->QueuePermission("vision", "bob"), "");
 }
 
@@ -536,11 +536,11 @@ TEST(SqliteStore, AgentCredentialsAreHashedNamedAndRevocable) {
     secret = *created;
     EXPECT_EQ(secret.rfind("cohort_agent_", 0), 0u);
     EXPECT_EQ(secret.size(), 13u + 64u);
-    EXPECT_EQ(ErrorMessage(store->CreateAgentCredential("a1").status()),
+    EXPECT_EQ(store->CreateAgentCredential("a1").status().message(),
               "Agent 'a1' already has a credential: revoke it first.");
     ASSERT_TRUE(store->CreateAgentCredential("a0").ok());
     EXPECT_EQ(*store->AgentForCredential(secret), "a1");
-    EXPECT_EQ(KindOf(store->AgentForCredential(secret + "x").status()), ErrorKind::kNotFound);
+    EXPECT_EQ(store->AgentForCredential(secret + "x").status().code(), Status::Code::kNotFound);
     EXPECT_EQ(*store->AgentCredentials(), (std::vector<std::string>{"a0", "a1"}));
   }
   std::ifstream file(dir.Sub("t.db"), std::ios::binary);
@@ -549,8 +549,8 @@ TEST(SqliteStore, AgentCredentialsAreHashedNamedAndRevocable) {
   auto store = Open(dir.Sub("t.db"));
   EXPECT_EQ(*store->AgentForCredential(secret), "a1");
   ASSERT_TRUE(store->RevokeAgentCredential("a1").ok());
-  EXPECT_EQ(KindOf(store->AgentForCredential(secret).status()), ErrorKind::kNotFound);
-  EXPECT_EQ(ErrorMessage(store->RevokeAgentCredential("a1")), "Agent 'a1' has no credential.");
+  EXPECT_EQ(store->AgentForCredential(secret).status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(store->RevokeAgentCredential("a1").message(), "Agent 'a1' has no credential.");
 }
 
 }  // namespace

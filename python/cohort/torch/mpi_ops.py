@@ -375,13 +375,14 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Handle whose synchronize() gives (output, received_splits)."""
     send = _at_least_1d(contiguous(tensor, "alltoall"))
     device = send.device
+    # received_splits lives where `splits` did (Horovod's splits.new()).
+    splits_device = splits.device if isinstance(splits, torch.Tensor) else torch.device("cpu")
     splits = _splits_list(splits, send, process_set)
     if send.is_cuda:  # staged: the engine runs alltoall on host memory
         send = send.cpu()
     h = _ops.alltoall_async(KIND, send, splits, name, set_id(process_set))
-    if device.type == "cuda":
-        return h.then(lambda r: (r[0].to(device), torch.tensor(r[1], dtype=torch.int32)))
-    return h.then(lambda r: (r[0], torch.tensor(r[1], dtype=torch.int32)))
+    return h.then(lambda r: (r[0].to(device),
+                             torch.tensor(r[1], dtype=torch.int32, device=splits_device)))
 
 
 class _AlltoallFunction(torch.autograd.Function):
@@ -447,10 +448,19 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     return h if out is None else h.then(lambda _: output)
 
 
+def _device_factor(tensor, factor):
+    """The factor a CUDA tensor is scaled by: float16 by the factor rounded to
+    float16, as Horovod's GPU kernels (and cohort's, DeviceScaleFactor) do."""
+    if tensor.dtype == torch.float16 and factor != 1.0:
+        return float(torch.tensor(factor, dtype=torch.float64).half())
+    return factor
+
+
 def _cuda_reducescatter_async(send, name, op, process_set, prescale, postscale, out, output):
     """Reduce-scatter of a CUDA tensor: into a device block (the engine keeps
     no device results), scaled by torch on the current stream before and after
     (the engine scales host tensors only)."""
+    prescale, postscale = _device_factor(send, prescale), _device_factor(send, postscale)
     send = _scaled(send, prescale)
     if out is None:
         pset = set_id(process_set)

@@ -58,6 +58,7 @@ void CheckCpuOrCuda(const at::Tensor& t, const char* what) {
 // its index and torch's current stream there (through c10's device-generic
 // guard: no CUDA headers needed to build this).
 cohort_device DeviceOf(const at::Tensor& t, const char* what) {
+  (void)what;  // named in the error only where torch is older than 2.1
   if (!t.is_cuda()) return cohort_device{-1, nullptr};
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   const c10::Stream stream =
@@ -101,12 +102,26 @@ bool IsBitwise(c10d::ReduceOp::RedOpType op) {
   return op == c10d::ReduceOp::BAND || op == c10d::ReduceOp::BOR || op == c10d::ReduceOp::BXOR;
 }
 
+// The tensor factor of a PREMUL_SUM supplement, undefined when it has a
+// double instead. torch 1.13 keeps a vector `tensor_factors`, torch 2.x one
+// `tensor_factor`: overloads pick whichever member exists (the int overload
+// wins when both would do), so one source builds against both.
+template <typename Supplement>
+auto TensorFactor(const Supplement& s, int) -> decltype(s.tensor_factors, at::Tensor()) {
+  return s.tensor_factors.empty() ? at::Tensor() : s.tensor_factors[0];
+}
+template <typename Supplement>
+auto TensorFactor(const Supplement& s, long) -> decltype(s.tensor_factor, at::Tensor()) {
+  return s.tensor_factor;
+}
+
 // PREMUL_SUM's factor: a double or a one-element tensor.
 double PremulFactor(const c10d::ReduceOp& op) {
   auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "cohort: PREMUL_SUM without a factor");
-  if (supplement->tensor_factors.empty()) return supplement->double_factor;
-  return supplement->tensor_factors[0].item<double>();
+  const at::Tensor factor = TensorFactor(*supplement, 0);
+  if (!factor.defined()) return supplement->double_factor;
+  return factor.item<double>();
 }
 
 // A contiguous tensor to compute into, and the copy back into `t` when `t`

@@ -14,10 +14,19 @@
 
 namespace cohort::data {
 
-// Errors cross the binding as exceptions: bad input as ValueError, the rest as RuntimeError.
+// Errors cross the binding as exceptions: a refused request (bad input, a
+// name that does not exist or already does, a caller without the right) as
+// ValueError, the rest as RuntimeError.
 [[noreturn]] inline void Raise(const Status& status) {
-  if (status.code() == Status::Code::kInvalidArgument) {
-    throw pybind11::value_error(status.message());
+  switch (status.code()) {
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kNotFound:
+    case Status::Code::kAlreadyExists:
+    case Status::Code::kPermissionDenied:
+    case Status::Code::kUnauthenticated:
+      throw pybind11::value_error(status.message());
+    default:
+      break;
   }
   throw std::runtime_error(status.ToString());
 }

@@ -44,8 +44,7 @@ class StoreJournal : public Journal {
       auto answer = transport_->Call("POST", kAppend, body);
       Status s = answer.status();
       // A retry after an answer lost on the way back finds its own record.
-      if (retried && track::Refused(s, "RESOURCE_ALREADY_EXISTS") && Stored(record))
-        s = Status::OK();
+      if (retried && s.IsAlreadyExists() && Stored(record)) s = Status::OK();
       if (s.ok()) {
         ++next_;
         return s;

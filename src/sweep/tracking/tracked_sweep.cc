@@ -82,7 +82,7 @@ Status EndEarlierRuns(const std::string& uri, const Earlier& earlier) {
   if (!transport.ok()) return transport.status();
   auto end = [&](const std::string& run_id, bool trial) -> Status {
     auto got = (*transport)->Call("GET", "runs/get", {{"run_id", run_id}});
-    if (track::Refused(got.status(), "RESOURCE_DOES_NOT_EXIST")) return Status::OK();
+    if (got.status().IsNotFound()) return Status::OK();
     if (!got.ok()) return got.status();
     auto status = track::StringIn(*got, "/run/info/status");
     if (!status.ok() || *status != "RUNNING") return Status::OK();

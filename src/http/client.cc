@@ -3,7 +3,7 @@
 // curl_multi_poll, collects finished ones and reschedules retryable failures
 // at their backoff time. Idle multi handles are pooled so that connections
 // stay open between calls (curl keeps a connection cache per multi handle).
-#include "data/http_client.h"
+#include "http/client.h"
 
 #include <curl/curl.h>
 
@@ -15,7 +15,7 @@
 
 #include "common/deadline.h"
 
-namespace cohort::data {
+namespace cohort::http {
 
 namespace {
 
@@ -304,4 +304,4 @@ std::vector<Result<HttpResponse>> HttpClient::PerformMany(
   return results;
 }
 
-}  // namespace cohort::data
+}  // namespace cohort::http

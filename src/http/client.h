@@ -1,8 +1,9 @@
 // HttpClient: many HTTP requests in flight over one libcurl multi handle,
 // each retried with backoff on 5xx answers, timeouts and broken connections
-// (RetryPolicy). The HTTP and S3 storage backends are built on it.
-#ifndef COHORT_DATA_HTTP_CLIENT_H_
-#define COHORT_DATA_HTTP_CLIENT_H_
+// (RetryPolicy). The HTTP and S3 storage backends, the tracking client and
+// the queue's clients are built on it.
+#ifndef COHORT_HTTP_CLIENT_H_
+#define COHORT_HTTP_CLIENT_H_
 
 #include <map>
 #include <memory>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "data/storage.h"
+#include "http/retry_policy.h"
 
-namespace cohort::data {
+namespace cohort::http {
 
 struct HttpRequest {
   std::string method = "GET";  // GET, HEAD, PUT or POST
@@ -68,6 +69,6 @@ std::string XmlErrorField(const HttpResponse& response, const std::string& tag);
 // cut after `max_chars` with "...". A server's answer may be any bytes.
 std::string Printable(std::string_view text, size_t max_chars);
 
-}  // namespace cohort::data
+}  // namespace cohort::http
 
-#endif  // COHORT_DATA_HTTP_CLIENT_H_
+#endif  // COHORT_HTTP_CLIENT_H_
