@@ -237,10 +237,16 @@ class PipelineRun {
             {{"datums", batch}, {"attempt", 0}, {"state", "waiting"}, {"whole", false}});
       planned = process.size();
     }
-    std::printf("cohort pipeline: step %s: %zu datum%s to process%s, %zu result%s to remove\n",
-                step.name.c_str(), planned, planned == 1 ? "" : "s",
-                run["full"] ? "" : " (incremental)", run["remove"].size(),
-                run["remove"].size() == 1 ? "" : "s");
+    if (run["full"]) {
+      std::printf("cohort pipeline: step %s: %zu datum%s to process (all)\n", step.name.c_str(),
+                  planned, planned == 1 ? "" : "s");
+    } else {
+      std::printf(
+          "cohort pipeline: step %s: %zu datum%s to process (incremental), %zu result%s to "
+          "remove\n",
+          step.name.c_str(), planned, planned == 1 ? "" : "s", run["remove"].size(),
+          run["remove"].size() == 1 ? "" : "s");
+    }
     std::fflush(stdout);
     s["run"] = std::move(run);
     (void)state_.AppendLog("step " + step.name + ": run " + s["run"]["token"].get<std::string>() +
