@@ -2,6 +2,7 @@
 
   step.py square   per-datum: each input label v -> label v*v + $COHORT_PARAM_ADD
   step.py sum      whole input: one sample, the sum of its labels
+  step.py track    whole input: a tracked run in $PIPELINE_TRACK_URI, no output
 
 Every datum processed appends "STEP ID" to $PIPELINE_COUNT, so tests count
 re-runs. Failures on demand: a datum whose label is $PIPELINE_FAIL_LABEL always
@@ -65,4 +66,12 @@ def whole_sum():
     count("whole")
 
 
-{"square": square, "sum": whole_sum}[sys.argv[1]]()
+def track():
+    import cohort.track
+    run = cohort.track.init(project="pipeline", uri=os.environ["PIPELINE_TRACK_URI"])
+    run.log({"samples": len(Dataset.open(LOCATION, COMMIT))})
+    run.finish()
+    count("whole")
+
+
+{"square": square, "sum": whole_sum, "track": track}[sys.argv[1]]()

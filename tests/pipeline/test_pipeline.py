@@ -5,6 +5,7 @@ controller, stop and resume, watch, and the errors `run` refuses with."""
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -302,3 +303,19 @@ def test_provenance_backwards_and_forwards(server, tmp_path):
         "used by (re-run these if it is bad):",
         f"  {tmp_path}/squared@{sq[:12]}: step sq of pipeline demo",
         f"  {tmp_path}/total@{total['id'][:12]}: step total of pipeline demo"]
+
+
+def test_a_tracked_run_of_a_step_records_its_provenance(server, tmp_path):
+    raw_commit = raw(tmp_path, range(3))
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "tracked", "steps": [
+        {"name": "train", "inputs": [{"dataset": "raw"}],
+         "command": [sys.executable, STEP, "track"]}]}))
+    db = tmp_path / "tracking.db"
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml", PIPELINE_TRACK_URI=f"sqlite:{db}")
+    assert rc == 0, out + err
+    job = json.loads((tmp_path / ".cohort-pipeline/tracked/provenance.jsonl").read_text())
+    with sqlite3.connect(db) as c:
+        tags = dict(c.execute("SELECT key, value FROM tags WHERE key LIKE 'cohort.pipeline%'"))
+    assert tags == {"cohort.pipeline": "tracked", "cohort.pipeline.step": "train",
+                    "cohort.pipeline.run": job["run"], "cohort.pipeline.job": str(job["jobs"][0]),
+                    "cohort.pipeline.input.raw": f"{tmp_path}/raw@{raw_commit}"}
