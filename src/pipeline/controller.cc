@@ -373,6 +373,7 @@ class PipelineRun {
       auto made = WriteCommit(step, base, deletes, staged, record);
       if (!made.ok()) return made.status();
       commit = *made;
+      if (commit.empty()) return commit;  // no dataset yet, and no result to make one of
     }
     // The new results' ids: appended after what the deletes left, in batch order.
     auto ds = data::Dataset::Open(step.output, commit);

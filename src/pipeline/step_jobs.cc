@@ -28,13 +28,21 @@ std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra)
   return env;
 }
 
+// A batch's datums named in messages: the first few ids.
+constexpr size_t kDatumsNamed = 5;
+// Single datums that failed, with nothing done yet, before the step is
+// taken to be broken rather than its datums.
+constexpr int kBrokenAfter = 3;
+
 std::string DatumList(const json& batch) {
   if (batch.value("whole", false)) return "the whole input";
   std::string ids;
-  for (const json& d : batch["datums"]) {
+  const size_t n = batch["datums"].size();
+  for (size_t i = 0; i < n && i < kDatumsNamed; ++i) {
     if (!ids.empty()) ids += ',';
-    ids += d[1].dump();
+    ids += batch["datums"][i][1].dump();
   }
+  if (n > kDatumsNamed) ids += ",... (" + std::to_string(n) + " datums)";
   std::string list = batch["datums"].size() == 1 ? "datum " : "datums ";
   return list += ids;
 }
@@ -172,15 +180,31 @@ class BatchRunner {
       }
     } else {
       batch["state"] = "failed";
+      if (++failed_alone_ >= kBrokenAfter && !AnyDone()) {
+        COHORT_RETURN_IF_ERROR(c_.save());
+        return Status::InvalidArgument(std::to_string(failed_alone_) +
+                                       " datums failed alone and none succeeded, so the "
+                                       "step itself fails (the last: " +
+                                       failure +
+                                       "; `cohort logs ID` shows a job's "
+                                       "output); fix it and run again");
+      }
     }
     std::fflush(stdout);
     return c_.save();
+  }
+
+  bool AnyDone() const {
+    for (const json& b : run_["batches"])
+      if (b["state"] == "done") return true;
+    return false;
   }
 
   const StepJobsContext& c_;
   queue::QueueClient& client_;
   json& run_;
   bool complained_ = false;
+  int failed_alone_ = 0;
 };
 
 }  // namespace

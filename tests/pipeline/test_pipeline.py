@@ -319,3 +319,19 @@ def test_a_tracked_run_of_a_step_records_its_provenance(server, tmp_path):
     assert tags == {"cohort.pipeline": "tracked", "cohort.pipeline.step": "train",
                     "cohort.pipeline.run": job["run"], "cohort.pipeline.job": str(job["jobs"][0]),
                     "cohort.pipeline.input.raw": f"{tmp_path}/raw@{raw_commit}"}
+
+
+def test_a_step_that_fails_on_every_datum_stops_early(server, tmp_path):
+    raw(tmp_path, range(40))
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "broken", "parallel": 2, "steps": [
+        {"name": "sq", "inputs": [{"dataset": "raw", "glob": "sample"}], "retries": 0,
+         "resources": {"batch": 10}, "command": ["sh", "-c", "exit 7"], "output": "out"}]}))
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml")
+    assert rc == 1
+    assert err.startswith("cohort pipeline: step 'sq': 3 datums failed alone and none succeeded, "
+                          "so the step itself fails (the last: job ")
+    assert "exit status 7" in err
+    # 4 batches, then single datums of the first two to fail: far from 40 jobs.
+    assert out.count(": job ") <= 4 + 2 * 10
+    assert "step sq: datums 0,1,2,3,4,... (10 datums): job " in out
+    assert not (tmp_path / "out").exists()
