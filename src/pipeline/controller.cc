@@ -32,6 +32,11 @@ void OnStopSignal(int sig) { g_stop_signal = sig; }
 
 constexpr char kOutputBranch[] = "main";
 
+// Seconds since the Unix epoch: a run's start survives a controller's restart.
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string NewToken() {
   std::random_device device;
   char text[17];
@@ -175,14 +180,10 @@ class PipelineRun {
               const std::string& key, bool forced) {
     json& s = StepState(step);
     const json done = s.value("done", json::object());
-    json run = {{"token", NewToken()},
-                {"key", key},
-                {"datum_key", DatumKey(step, inputs)},
-                {"inputs", json::array()},
-                {"full", true},
-                {"remove", json::array()},
-                {"batches", json::array()},
-                {"started", static_cast<int64_t>(std::time(nullptr))}};
+    json run = {
+        {"token", NewToken()},      {"key", key},      {"datum_key", DatumKey(step, inputs)},
+        {"inputs", json::array()},  {"full", true},    {"remove", json::array()},
+        {"batches", json::array()}, {"started", Now()}};
     for (const ResolvedInput& in : inputs) {
       run["inputs"].push_back({{"name", in.name},
                                {"location", in.location},
@@ -324,8 +325,9 @@ class PipelineRun {
       std::filesystem::remove_all(b->value("staging", ""), ignored);
       std::filesystem::remove(b->value("staging", "") + ".datums", ignored);
     }
-    std::printf("cohort pipeline: step %s: %zu batch%s done, output %s\n", step.name.c_str(),
-                staged.size(), staged.size() == 1 ? "" : "es", output_commit.substr(0, 12).c_str());
+    std::printf("cohort pipeline: step %s: %zu batch%s done in %.2f s, output %s\n",
+                step.name.c_str(), staged.size(), staged.size() == 1 ? "" : "es",
+                Now() - run.value("started", Now()), output_commit.substr(0, 12).c_str());
     std::fflush(stdout);
     s["done"] = std::move(done);
     s.erase("run");
