@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "pipeline/dag.h"
+#include "sweep/yaml_checks.h"
 
 namespace cohort::pipeline {
 
@@ -56,21 +57,12 @@ class SpecReader {
 
  private:
   Status Error(const YAML::Node& node, const std::string& key, const std::string& message) const {
-    return Status::InvalidArgument(origin_ + ":" + std::to_string(node.Mark().line + 1) + ": " +
-                                   key + ": " + message);
+    return sweep::YamlError(origin_, node, key, message);
   }
 
-  // A typo'd key would otherwise be ignored.
   Status OnlyKeys(const YAML::Node& map, const std::string& prefix,
                   const std::set<std::string>& allowed) const {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (allowed.count(key)) continue;
-      std::string list;
-      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return Error(it->first, prefix + key, "unknown key (expected one of: " + list + ")");
-    }
-    return Status::OK();
+    return sweep::OnlyYamlKeys(origin_, map, prefix, allowed);
   }
 
   Result<std::string> Text(const YAML::Node& node, const std::string& key) const {

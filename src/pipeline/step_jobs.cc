@@ -8,25 +8,14 @@
 #include <thread>
 
 #include "cohort/data.h"
+#include "common/child_env.h"
 #include "pipeline/state.h"
-
-extern char** environ;
 
 namespace cohort::pipeline {
 
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    if (extra.count(entry.substr(0, entry.find('='))) == 0) env.push_back(std::move(entry));
-  }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
-  return env;
-}
 
 // A batch's datums named in messages: the first few ids.
 constexpr size_t kDatumsNamed = 5;
@@ -96,7 +85,7 @@ class BatchRunner {
     if (!c_.step->output.empty()) env["COHORT_PIPELINE_OUTPUT"] = staging;
     json body = {{"command", c_.step->command},
                  {"slots", c_.step->slots},
-                 {"env", JobEnv(env)},
+                 {"env", EnvironmentWith(env)},
                  {"cwd", c_.spec->folder}};
     Result<json> answer = queue::AnswerJson(client_.Post("jobs", body));
     if (!answer.ok())
