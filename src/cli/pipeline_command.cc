@@ -63,7 +63,7 @@ struct Args {
   bool as_json = false;
 };
 
-int Status(const pipeline::PipelineSpec& spec, pipeline::PipelineState& state, bool as_json) {
+int PrintStatus(const pipeline::PipelineSpec& spec, pipeline::PipelineState& state, bool as_json) {
   if (as_json) {
     std::printf("%s\n", TerminalJson(state.json().dump(2)).c_str());
     return 0;
@@ -102,7 +102,7 @@ int Status(const pipeline::PipelineSpec& spec, pipeline::PipelineState& state, b
   return 0;
 }
 
-int Provenance(pipeline::PipelineState& state, const std::string& target) {
+int PrintProvenance(pipeline::PipelineState& state, const std::string& target) {
   size_t at = target.rfind('@');
   std::string location = target.substr(0, at);
   // Records name local datasets by absolute path.
@@ -191,8 +191,8 @@ int PipelineCommand(int argc, char** argv) {
   pipeline::PipelineState state(a.options.state_folder);
   auto read = state.Read();
   if (!read.ok()) return Fail(read.message());
-  if (a.action == "status") return Status(*spec, state, a.as_json);
-  if (a.action == "provenance") return Provenance(state, a.target);
+  if (a.action == "status") return PrintStatus(*spec, state, a.as_json);
+  if (a.action == "provenance") return PrintProvenance(state, a.target);
   if (a.action == "log") {
     std::ifstream in(state.folder() + "/log.txt");
     for (std::string line; std::getline(in, line);) std::printf("%s\n", TerminalText(line).c_str());
