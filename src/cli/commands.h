@@ -22,6 +22,8 @@ int QueueCommand(int argc, char** argv);   // cohort queue  (queue_commands.cc)
 int CancelCommand(int argc, char** argv);  // cohort cancel (queue_commands.cc)
 int LogsCommand(int argc, char** argv);    // cohort logs   (queue_commands.cc)
 int AgentCommand(int argc, char** argv);   // cohort agent  (agent_command.cc)
+// cohort pipeline (pipeline_command.cc)
+int PipelineCommand(int argc, char** argv);
 
 }  // namespace cohort::cli
 

@@ -23,6 +23,8 @@ constexpr char kFullBuildCommands[] =
     "  user    users: cohort user add NAME; cohort user grant ...; token: cohort token\n"
     "          create USER\n"
     "  sweep   hyperparameter search: cohort sweep SPEC.yaml\n"
+    "  pipeline  data pipelines on the queue: cohort pipeline run|watch|status|log|stop|\n"
+    "          provenance SPEC.yaml\n"
     "  submit  queue a job on `cohort server`: cohort submit [--slots N] -- COMMAND\n"
     "  queue   the job queue; cancel ID; logs ID [-f]\n"
     "  agent   run queued jobs on this host: cohort agent --server URL --slots N;\n"
@@ -60,6 +62,9 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "user") == 0) return cohort::cli::UserCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "token") == 0) return cohort::cli::TokenCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "sweep") == 0) return cohort::cli::SweepCommand(argc - 2, argv + 2);
+  if (std::strcmp(command, "pipeline") == 0) {
+    return cohort::cli::PipelineCommand(argc - 2, argv + 2);
+  }
   if (std::strcmp(command, "submit") == 0) return cohort::cli::SubmitCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "queue") == 0) return cohort::cli::QueueCommand(argc - 2, argv + 2);
   if (std::strcmp(command, "cancel") == 0) return cohort::cli::CancelCommand(argc - 2, argv + 2);

@@ -11,6 +11,7 @@
 
 #include "sweep/algorithm_registry.h"
 #include "sweep/space.h"
+#include "sweep/yaml_checks.h"
 
 namespace cohort::sweep {
 
@@ -21,22 +22,12 @@ class SpecReader {
   explicit SpecReader(std::string origin) : origin_(std::move(origin)) {}
 
   Status Error(const YAML::Node& node, const std::string& key, const std::string& message) const {
-    return Status::InvalidArgument(origin_ + ":" + std::to_string(node.Mark().line + 1) + ": " +
-                                   key + ": " + message);
+    return YamlError(origin_, node, key, message);
   }
 
-  // Rejects keys other than `allowed` (a typo would otherwise be ignored).
   Status OnlyKeys(const YAML::Node& map, const std::string& prefix,
                   const std::set<std::string>& allowed) const {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (!allowed.count(key)) {
-        std::string list;
-        for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        return Error(it->first, prefix + key, "unknown key (expected one of: " + list + ")");
-      }
-    }
-    return Status::OK();
+    return OnlyYamlKeys(origin_, map, prefix, allowed);
   }
 
   Result<std::string> String(const YAML::Node& node, const std::string& key) const {

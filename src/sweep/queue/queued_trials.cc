@@ -12,10 +12,9 @@
 #include <thread>
 #include <utility>
 
+#include "common/child_env.h"
 #include "common/self_executable.h"
 #include "queue/queue_client.h"
-
-extern char** environ;
 
 namespace cohort::sweep {
 
@@ -26,17 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 // Between two looks at the jobs' states: the queue's own pass is 0.5 s.
 constexpr auto kPollEvery = std::chrono::milliseconds(250);
-
-// The controller's environment with `extra` over it, as NAME=value.
-std::vector<std::string> JobEnv(const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    if (extra.count(entry.substr(0, entry.find('='))) == 0) env.push_back(std::move(entry));
-  }
-  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
-  return env;
-}
 
 class QueuedTrials : public TrialExecutor {
  public:
@@ -58,7 +46,7 @@ class QueuedTrials : public TrialExecutor {
                  {"slots", o_.workers},
                  {"priority", o_.priority},
                  {"project", o_.project},
-                 {"env", JobEnv(t.env)}};
+                 {"env", EnvironmentWith(t.env)}};
     if (o_.trial_timeout > 0) body["max_time"] = o_.trial_timeout;
     char cwd[4096];
     if (::getcwd(cwd, sizeof(cwd)) != nullptr) body["cwd"] = cwd;

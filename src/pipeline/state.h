@@ -1,0 +1,52 @@
+// The controller's state folder (default SPEC's folder/.cohort-pipeline/NAME):
+// state.json, rewritten atomically after every change, so a controller
+// stopped or killed at any point resumes without re-running finished work;
+// a lock file held while a controller runs; the step cache; staging
+// datasets; provenance.jsonl (every output commit's record, for forward
+// provenance).
+#ifndef COHORT_PIPELINE_STATE_H_
+#define COHORT_PIPELINE_STATE_H_
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/status.h"
+
+namespace cohort::pipeline {
+
+// Writes `path` through a temporary file and rename, creating folders.
+Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+Status MakeFolders(const std::string& path);
+
+class PipelineState {
+ public:
+  explicit PipelineState(std::string folder) : folder_(std::move(folder)) {}
+  ~PipelineState();
+  PipelineState(const PipelineState&) = delete;
+  PipelineState& operator=(const PipelineState&) = delete;
+
+  const std::string& folder() const { return folder_; }
+  // Takes the lock (a second controller of the pipeline is refused, naming
+  // its pid) and reads state.json.
+  Status Open();
+  // Reads state.json without the lock (status, log, provenance).
+  Status Read();
+  Status Save() const;
+
+  nlohmann::json& json() { return json_; }
+  // The pid of the controller holding the lock, 0 when none.
+  int LockHolder() const;
+  // Appends one line to provenance.jsonl.
+  Status AppendProvenance(const nlohmann::json& record) const;
+  Status AppendLog(const std::string& line) const;  // log.txt, with a time stamp
+
+ private:
+  std::string folder_;
+  nlohmann::json json_ = nlohmann::json::object();
+  int lock_fd_ = -1;
+};
+
+}  // namespace cohort::pipeline
+
+#endif  // COHORT_PIPELINE_STATE_H_
