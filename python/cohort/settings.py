@@ -89,6 +89,13 @@ FALLBACK_ROWS = (
     ("COHORT_JOB_ID", "", "queue"),
     ("COHORT_JOB_SLOTS", "", "queue"),
     ("COHORT_JOB_RESTARTS", "", "queue"),
+    ("COHORT_PIPELINE", "", "queue"),
+    ("COHORT_PIPELINE_STEP", "", "queue"),
+    ("COHORT_PIPELINE_RUN", "", "queue"),
+    ("COHORT_PIPELINE_DATUMS", "", "queue"),
+    ("COHORT_PIPELINE_OUTPUT", "", "queue"),
+    ("COHORT_INPUT_", "", "queue"),
+    ("COHORT_PARAM_", "", "queue"),
     ("COHORT_SWEEP_TRIAL", "", "sweep"),
     ("COHORT_SWEEP_PARAMS", "", "sweep"),
     ("COHORT_SWEEP_RESOURCE", "", "sweep"),
@@ -143,6 +150,14 @@ def value(name):
         if variable == name:
             return os.environ.get(name) or default
     raise KeyError("%s is not in the settings table (src/common/settings.cc)" % name)
+
+
+def family(prefix):
+    """{variable: value} of every variable of a family row (a table name
+    ending in "_", such as COHORT_INPUT_ for COHORT_INPUT_<NAME>)."""
+    if not _known(prefix).endswith("_"):
+        raise KeyError("%s is not a family of variables (its name does not end in _)" % prefix)
+    return {k: v for k, v in os.environ.items() if k.startswith(prefix)}
 
 
 _names = None

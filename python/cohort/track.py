@@ -82,15 +82,16 @@ def _provenance():
         "mlflow.source.name": sys.argv[0] if sys.argv and sys.argv[0] else "<interactive>",
         "mlflow.user": os.environ.get("USER", ""),
     }
-    if os.environ.get("COHORT_PIPELINE"):  # a pipeline step's job (docs/pipelines.md)
-        tags["cohort.pipeline"] = os.environ["COHORT_PIPELINE"]
-        for var, tag in (("COHORT_PIPELINE_STEP", "step"), ("COHORT_PIPELINE_RUN", "run"),
-                         ("COHORT_JOB_ID", "job")):
-            tags["cohort.pipeline." + tag] = os.environ.get(var, "")
-        for var, location in os.environ.items():
-            commit = os.environ.get(var + "_COMMIT")
-            if var.startswith("COHORT_INPUT_") and commit:
-                name = var[len("COHORT_INPUT_"):].lower()
+    if settings.text(settings.PIPELINE):  # a pipeline step's job (docs/pipelines.md)
+        tags["cohort.pipeline"] = settings.text(settings.PIPELINE)
+        for var, tag in ((settings.PIPELINE_STEP, "step"), (settings.PIPELINE_RUN, "run"),
+                         (settings.JOB_ID, "job")):
+            tags["cohort.pipeline." + tag] = settings.text(var, "")
+        inputs = settings.family(settings.INPUT_)
+        for var, location in inputs.items():
+            commit = inputs.get(var + "_COMMIT")
+            if commit:
+                name = var[len(settings.INPUT_):].lower()
                 tags["cohort.pipeline.input." + name] = location + "@" + commit
     torch = sys.modules.get("torch")
     if torch is not None:

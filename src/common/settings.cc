@@ -188,6 +188,24 @@ const std::vector<SettingSpec> kSettings = {
    "set by the queue: the slots the job was given", S::kQueue},
   {"COHORT_JOB_RESTARTS", nullptr, T::kCount, "", 0, kNone, false, nullptr,
    "set by the queue: how often the job was preempted or requeued", S::kQueue},
+  // What cohort pipeline gives each step's queue job (docs/pipelines.md).
+  // COHORT_INPUT_ and COHORT_PARAM_ name families: COHORT_INPUT_<NAME> (and
+  // ..._COMMIT) per input, COHORT_PARAM_<NAME> per parameter.
+  {"COHORT_PIPELINE", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: the pipeline's name", S::kQueue},
+  {"COHORT_PIPELINE_STEP", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: the step's name", S::kQueue},
+  {"COHORT_PIPELINE_RUN", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: the pipeline run's id", S::kQueue},
+  {"COHORT_PIPELINE_DATUMS", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: the file of the job's datums (split inputs)", S::kQueue},
+  {"COHORT_PIPELINE_OUTPUT", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: where the job writes its results", S::kQueue},
+  {"COHORT_INPUT_", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: COHORT_INPUT_<NAME> an input's location, ..._COMMIT its commit",
+   S::kQueue},
+  {"COHORT_PARAM_", nullptr, T::kText, "", 0, 0, false, nullptr,
+   "set by cohort pipeline: COHORT_PARAM_<NAME> a step's parameter", S::kQueue},
   // What cohort sweep gives each trial, and the trial's and the sweep's own
   // knobs (docs/sweeps.md).
   {setting::kSweepTrial, nullptr, T::kCount, "", 0, kNone, false, nullptr,
