@@ -1,12 +1,14 @@
 """Compression.powersgd and Compression.topk once per host (host_reduction.py)
-and overlapped with backward: 4 ranks as 2 emulated hosts x 2
-(COHORT_TEST_HOSTS=0,0,1,1, tests/python/CMakeLists.txt). The results
-against a plain torch reference of "sum per host, then PowerSGD/top-k
-across the 2 host sums, / 4", through the reducer and through
+and overlapped with backward, on emulated hosts: 4 ranks as 2 hosts x 2
+(COHORT_TEST_HOSTS=0,0,1,1) and 3 ranks as hosts of 2 and 1 (0,0,1), see
+tests/python/CMakeLists.txt. The results against a plain torch reference of
+"sum per host, then PowerSGD/top-k across the host sums, / ranks" (/ 4
+for 2 x 2), through the reducer and through
 DistributedOptimizer; every rank's parameters identical; overlap
 bit-identical to reducing at synchronize(); the state saved by a leader
 round-trips, other states are named and their errors not used."""
 import copy
+import os
 import pickle
 import warnings
 
@@ -16,13 +18,16 @@ import torch
 from compression_reference import (SHAPES, assert_results_close, gradients, reference_powersgd,
                                    reference_topk)
 
-HOSTS = [[0, 1], [2, 3]]
+# Each host's ranks, from the emulation (hosts numbered by their first rank).
+_HOST_OF = [int(h) for h in os.environ.get("COHORT_TEST_HOSTS", "0").split(",")]
+HOSTS = [[r for r, h in enumerate(_HOST_OF) if h == host] for host in sorted(set(_HOST_OF))]
+RANKS = len(_HOST_OF)
 
 
 @pytest.fixture(scope="module")
 def layout(hvd):
-    if hvd.size() != 4 or hvd.cross_size() != 2:
-        pytest.skip("needs 4 ranks as 2 hosts (COHORT_TEST_HOSTS=0,0,1,1)")
+    if len(HOSTS) < 2 or hvd.size() != RANKS:
+        pytest.skip("needs several emulated hosts (COHORT_TEST_HOSTS=0,0,1,1 with 4 ranks)")
     from cohort.torch.host_reduction import HostLayout
     return HostLayout.of_job().connect()
 
@@ -34,15 +39,18 @@ def host_sums(step):
 
 
 def per_job(reference):
-    """The reference averaged over the 2 hosts' sums: / 4 ranks, not 2."""
-    return [{name: t / 2 for name, t in step.items()} for step in reference]
+    """The reference averaged over the hosts' sums, times hosts / ranks:
+    the average over every rank (/ 4 for 2 hosts of 2, not / 2)."""
+    return [{name: t * len(HOSTS) / RANKS for name, t in step.items()} for step in reference]
 
 
 def test_the_layout_of_emulated_hosts(hvd, layout):
-    assert layout.host_ranks == HOSTS and layout.leaders == [0, 2]
-    assert layout.is_leader == (hvd.rank() in (0, 2))
+    leaders = [ranks[0] for ranks in HOSTS]
+    assert layout.host_ranks == HOSTS and layout.leaders == leaders
+    assert layout.is_leader == (hvd.rank() in leaders)
     assert (layout.leader_comm is not None) == layout.is_leader
-    assert layout.host_comm.size == 2
+    mine = [ranks for ranks in HOSTS if hvd.rank() in ranks][0]
+    assert (layout.host_comm.size if layout.host_comm else 1) == len(mine)
     assert layout.mode("auto") == "host" and layout.mode("host") == "host"
     assert layout.mode("rank") == "rank"
 
@@ -65,7 +73,7 @@ def test_powersgd_once_per_host_matches_the_reference(hvd, layout, rank, start_i
     from cohort.torch import Compression
     reducer = Compression.powersgd(rank=rank, start_iter=start_iter, min_compression_rate=1.5)
     ours = reduce_once_per_host(hvd, layout, reducer, 4)
-    assert_results_close(ours, per_job(reference_powersgd(2, 4, rank, start_iter, 1.5,
+    assert_results_close(ours, per_job(reference_powersgd(len(HOSTS), 4, rank, start_iter, 1.5,
                                                           inputs=host_sums)))
     # Only the leaders compress and keep errors and warm starts.
     assert bool(reducer.error) == layout.is_leader and bool(reducer.q) == layout.is_leader
@@ -76,7 +84,7 @@ def test_topk_once_per_host_matches_the_reference(hvd, layout, ratio):
     from cohort.torch import Compression
     reducer = Compression.topk(ratio)
     ours = reduce_once_per_host(hvd, layout, reducer, 3)
-    assert_results_close(ours, per_job(reference_topk(2, 3, ratio, inputs=host_sums)))
+    assert_results_close(ours, per_job(reference_topk(len(HOSTS), 3, ratio, inputs=host_sums)))
     assert bool(reducer.error) == layout.is_leader
 
 
@@ -148,9 +156,10 @@ def test_the_optimizer_compresses_once_per_host_by_default(hvd, layout, make):
     model, opt = train(hvd, compression, 3)
     assert opt._reducer_mode == "host"
     if make == "powersgd":
-        ref = reference_powersgd(2, 3, 2, 1, 1.5, inputs=host_sums, prefix="allreduce.")
+        ref = reference_powersgd(len(HOSTS), 3, 2, 1, 1.5, inputs=host_sums,
+                                 prefix="allreduce.")
     else:
-        ref = reference_topk(2, 3, 0.05, inputs=host_sums)
+        ref = reference_topk(len(HOSTS), 3, 0.05, inputs=host_sums)
     # PowerSGD's result depends on the sum of the gradients only (P and Q
     # are sums of products with each rank's matrix), so it equals the
     # per-rank result; that only the leaders hold errors shows the way.
@@ -164,7 +173,7 @@ def test_scope_rank_compresses_on_every_rank(hvd, layout):
     model, opt = train(hvd, Compression.powersgd(rank=2, start_iter=1, min_compression_rate=1.5,
                                                  scope="rank"), 3)
     assert opt._reducer_mode == "rank"
-    want = cumulative_minus(reference_powersgd(4, 3, 2, 1, 1.5, prefix="allreduce."))
+    want = cumulative_minus(reference_powersgd(RANKS, 3, 2, 1, 1.5, prefix="allreduce."))
     assert_results_close([parameters(model)], [want])
     assert_identical_on_every_rank(hvd, model)
 
@@ -206,7 +215,7 @@ def test_a_leaders_state_round_trips(hvd, layout):
     model, opt = train(hvd, compression(), 4)
     saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()), 4)
     state = saved[1]["cohort_compression"]
-    assert state["layout"] == {"scope": "host", "ranks": 4, "hosts": 2,
+    assert state["layout"] == {"scope": "host", "ranks": RANKS, "hosts": len(HOSTS),
                                "leader": layout.is_leader}
     assert bool(state["error"]) == layout.is_leader and state["iter"] == 4
     for step in range(4, 7):
@@ -227,7 +236,7 @@ def test_states_whose_errors_do_not_apply_are_named(hvd, layout):
     warm start are kept."""
     from cohort.torch import Compression, broadcast_object
     model, opt = train(hvd, Compression.powersgd(rank=1, start_iter=1), 2)
-    from_rank_1 = broadcast_object(opt.state_dict(), root_rank=1)
+    from_rank_1 = broadcast_object(opt.state_dict(), root_rank=1)  # rank 1: not a leader
     fresh = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
                                      named_parameters=model.named_parameters(),
                                      compression=Compression.powersgd(rank=1, start_iter=1))
@@ -255,7 +264,7 @@ def test_states_whose_errors_do_not_apply_are_named(hvd, layout):
         assert messages == [
             "Compression.powersgd(rank=1, start_iter=1, min_compression_rate=2): the saved "
             "error feedback is not used: they were saved with 2 ranks (scope rank), this job "
-            "has 4 ranks compressed once per host on 2 hosts"]
+            "has %d ranks compressed once per host on %d hosts" % (RANKS, len(HOSTS))]
         assert set(fresh._reducer.q) == set(opt._reducer.q) and fresh._reducer.q
     else:
         assert messages == [] and fresh._reducer.q == {}
