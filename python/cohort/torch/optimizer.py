@@ -428,6 +428,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                         for p in self._parameter_names}
         self._requires_update = set()
         self._grad_accs = []
+        self._in_flight = []  # what the shared hook advances: no compressing reducer here
         _DistributedOptimizer._register_hooks(self)
 
     def _allreduce_grad_async(self, p):
