@@ -230,6 +230,14 @@ def test_a_leaders_state_round_trips(hvd, layout):
         assert torch.equal(t, continued[name]), name
 
 
+def load_warnings(opt, state):
+    """The warnings opt.load_state_dict(state) gives."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        opt.load_state_dict(state)
+    return [str(w.message) for w in seen]
+
+
 def test_states_whose_errors_do_not_apply_are_named(hvd, layout):
     """A non-leader's state (no errors) loaded on a leader, and a state of a
     job of another size, warn and leave the errors out; the step count and
@@ -240,10 +248,7 @@ def test_states_whose_errors_do_not_apply_are_named(hvd, layout):
     fresh = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
                                      named_parameters=model.named_parameters(),
                                      compression=Compression.powersgd(rank=1, start_iter=1))
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        fresh.load_state_dict(from_rank_1)
-    messages = [str(w.message) for w in seen]
+    messages = load_warnings(fresh, from_rank_1)
     if layout.is_leader:
         assert messages == [
             "Compression.powersgd(rank=1, start_iter=1, min_compression_rate=2): the saved "
@@ -256,10 +261,7 @@ def test_states_whose_errors_do_not_apply_are_named(hvd, layout):
     other_job = opt.state_dict()
     other_job["cohort_compression"]["layout"] = {"scope": "rank", "ranks": 2, "hosts": 1,
                                                  "leader": True}
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        fresh.load_state_dict(other_job)
-    messages = [str(w.message) for w in seen]
+    messages = load_warnings(fresh, other_job)
     if layout.is_leader:
         assert messages == [
             "Compression.powersgd(rank=1, start_iter=1, min_compression_rate=2): the saved "
