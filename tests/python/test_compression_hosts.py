@@ -278,3 +278,31 @@ def test_scope_is_checked(hvd):
     with pytest.raises(ValueError, match="Compression.topk: scope must be 'auto', 'host' or "
                                          "'rank', got 'hosts'"):
         Compression.topk(0.1, scope="hosts")
+
+
+def test_no_rank_leaves_a_step_before_every_host_has_its_result(hvd, layout):
+    """A rank may shut down right after its last step (Horovod's shutdown
+    ends every rank's engine): its step must not return while another host
+    still broadcasts its result. The leader of the last host of several
+    ranks (rank 2 of 0,0,1,1) here starts its broadcast late; the other
+    host's ranks shut down as soon as their steps returned; every rank's
+    step still succeeds. Last in this file: it ends the job (and starts a
+    new one for the fixture's shutdown)."""
+    import time
+    from cohort.torch import Compression
+    model = Linear()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                   named_parameters=model.named_parameters(),
+                                   compression=Compression.topk(0.05))
+    if hvd.rank() == [ranks for ranks in HOSTS if len(ranks) > 1][-1][0]:
+        broadcast_into = opt._layout.host_comm.broadcast_into
+
+        def late(*args):
+            time.sleep(1.0)  # not a wait for anything: a window rank 0 must not use
+            return broadcast_into(*args)
+        opt._layout.host_comm.broadcast_into = late
+    opt.zero_grad()
+    model.loss(hvd.rank(), 0).backward()
+    opt.step()  # raises on ranks 2 and 3 if rank 0 ended the job too early
+    hvd.shutdown()
+    hvd.init()

@@ -17,7 +17,7 @@ from ..process_sets import global_process_set, set_id
 from .compression import Compression
 from .host_reduction import HostLayout, averaged, once_per_host, restore_state
 from .reducer_comm import EngineComm, Stages, drive
-from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
+from .mpi_ops import (Adasum, Average, allreduce_async_, barrier, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
 
 
@@ -300,6 +300,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 stages.finish()
             for stages in self._deferred:
                 drive(stages)
+            if self._reducer_mode == "host":
+                # The last collectives ran within each host: without this, a
+                # rank could return and shut the job down (which ends every
+                # rank's engine) while another host still broadcasts.
+                barrier()
             self._reducer.end_step()
         self._in_flight, self._deferred = [], []
         for p in self._requires_update:
