@@ -39,6 +39,13 @@ def parse():
                         "Compression.topk(P/100), e.g. topk1; cohort only); cohort's "
                         "powersgdR and topkP take a scope after @ (auto, host, rank: "
                         "Compression.powersgd(scope=...)) and +sync (overlap=False)")
+    p.add_argument("--ddp-buckets", choices=["auto", "one", "default"], default="auto",
+                   help="DDP's gradient buckets: one (all gradients in one), default (25 MB "
+                        "each), auto (one with powersgdR: torch 1.13's powerSGD_hook on gloo "
+                        "aborts with several buckets; default otherwise)")
+    p.add_argument("--compression-start", type=int, default=2,
+                   help="the step from which PowerSGD compresses (cohort's start_iter, DDP's "
+                        "start_powerSGD_iter, which must be > 1)")
     return p.parse_args()
 
 
@@ -69,7 +76,8 @@ def setup(args, model):
         options = {"scope": scope or "auto", "overlap": not sync}
         compression = {"none": hvd.Compression.none, "fp16": hvd.Compression.fp16}.get(name)
         if name.startswith("powersgd"):
-            compression = hvd.Compression.powersgd(rank=int(name[8:]), start_iter=2, **options)
+            compression = hvd.Compression.powersgd(rank=int(name[8:]),
+                                                   start_iter=args.compression_start, **options)
         elif name.startswith("topk"):
             compression = hvd.Compression.topk(float(name[4:]) / 100, **options)
         elif compression is None or scope or sync:
@@ -80,7 +88,14 @@ def setup(args, model):
         return opt, hvd.rank(), hvd.size(), model, hvd.shutdown
     import torch.distributed as dist
     dist.init_process_group("gloo")
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    # torch 1.13's powerSGD_hook on gloo issues each bucket's collectives from
+    # future callbacks, so with several buckets ranks can issue them in
+    # different orders and gloo aborts ("op.preamble.length <= op.nbytes");
+    # one bucket keeps one chain per step.
+    one = args.ddp_buckets == "one" or (args.ddp_buckets == "auto" and
+                                         args.compression.startswith("powersgd"))
+    bucket_mb = 4096 if one else 25
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
     if args.compression == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
@@ -88,7 +103,8 @@ def setup(args, model):
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
         state = powersgd.PowerSGDState(process_group=None,
                                        matrix_approximation_rank=int(args.compression[8:]),
-                                       start_powerSGD_iter=2, min_compression_rate=2)
+                                       start_powerSGD_iter=args.compression_start,
+                                       min_compression_rate=2)
         ddp.register_comm_hook(state, powersgd.powerSGD_hook)
     elif args.compression != "none":
         raise SystemExit("--compression %s: not for DDP" % args.compression)
