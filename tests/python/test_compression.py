@@ -181,6 +181,35 @@ def test_overlap_is_bit_identical_to_reducing_at_synchronize(hvd, make):
                                                                       at_sync["b"])
 
 
+def test_a_process_set_compresses_per_rank(hvd):
+    """On a process set other than the global one the reducer compresses on
+    every member (scope "auto"); "host" is refused; a rank outside the set
+    still saves its state."""
+    from cohort.torch import Compression
+    ps = hvd.add_process_set([0, 1])
+    try:
+        model = torch.nn.Linear(40, 30)
+        with pytest.raises(ValueError, match="with scope='host' works on the global process "
+                                             "set only"):
+            hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                     named_parameters=model.named_parameters(),
+                                     compression=Compression.topk(0.05, scope="host"),
+                                     process_set=ps)
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(),
+                                       compression=Compression.topk(0.05), process_set=ps)
+        model(torch.ones(2, 40)).sum().backward()
+        opt.step()
+        state = opt.state_dict()["cohort_compression"]
+        if hvd.rank() < 2:
+            assert opt._reducer_mode == "rank" and state["layout"]["scope"] == "rank"
+            assert state["error"]
+        else:
+            assert state["layout"] is None and not state["error"]
+    finally:
+        hvd.remove_process_set(ps)
+
+
 def test_bad_arguments_are_named(hvd):
     from cohort.torch import Compression
     with pytest.raises(ValueError, match=r"ratio must be in \(0, 1\], got 0"):

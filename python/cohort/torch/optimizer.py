@@ -125,9 +125,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._reducer_comm = EngineComm(self.process_set)
         self._layout = None
         if set_id(self.process_set) != 0 or _cohort.size() == 1:
-            if reducer.scope == "host" and set_id(self.process_set) != 0:
-                raise ValueError("DistributedOptimizer: %r with scope='host' works on the "
-                                 "global process set only" % (reducer,))
             self._reducer_mode = "rank"
             self._layout_info = {"scope": "rank", "ranks": self._reducer_comm.size,
                                  "hosts": 1, "leader": True}
@@ -317,7 +314,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         state = super(self.__class__, self).state_dict()
         if self._reducer is not None:
             state["cohort_compression"] = dict(self._reducer.state_dict(),
-                                               layout=self._layout_info)
+                                               layout=getattr(self, "_layout_info", None))
         return state
 
     def load_state_dict(self, state_dict):
@@ -505,6 +502,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         if op != Average or gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: %r averages gradients (op=Average, "
                              "gradient_predivide_factor=1.0) only" % (compression,))
+        if compression.scope == "host" and set_id(process_set) != 0:
+            raise ValueError("DistributedOptimizer: %r with scope='host' works on the global "
+                             "process set only" % (compression,))
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)
