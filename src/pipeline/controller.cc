@@ -18,6 +18,8 @@
 #include "pipeline/dag.h"
 #include "pipeline/provenance.h"
 #include "pipeline/state.h"
+#include "pipeline/status_document.h"
+#include "pipeline/status_poster.h"
 #include "pipeline/step_jobs.h"
 #include "queue/queue_client.h"
 
@@ -74,7 +76,8 @@ class PipelineRun {
         state_(options.state_folder),
         cache_(options.state_folder + "/cache"),
         client_(options.server.empty() ? queue::QueueClient()
-                                       : queue::QueueClient(options.server, "--queue")) {}
+                                       : queue::QueueClient(options.server, "--queue")),
+        poster_(options.server) {}
 
   Result<int> Run() {
     COHORT_RETURN_IF_ERROR(state_.Open());
@@ -82,25 +85,57 @@ class PipelineRun {
     code_ = CodeVersion(spec_.folder);
     COHORT_RETURN_IF_ERROR(state_.AppendLog("run started (pid " + std::to_string(::getpid()) +
                                             (options_.force ? ", --force" : "") + ")"));
+    state_.json()["pipeline_run"] = {{"started", Now()}, {"state", "running"}};
+    COHORT_RETURN_IF_ERROR(SaveState(/*post_now=*/true));
     int failed = 0;
     for (const StepSpec* step : StepOrder(spec_)) {
+      StepState(*step)["visited"] = state_.json()["pipeline_run"]["started"];
+      StepState(*step).erase("error");
+      Publish(/*now=*/true);
       Status status = RunStep(*step);
       if (g_stop_signal) {
         std::printf("cohort pipeline: stopped (signal %d); run the same command to continue\n",
                     static_cast<int>(g_stop_signal));
         (void)state_.AppendLog("stopped");
+        (void)EndRun("stopped", "");
         return 3;
       }
-      if (!status.ok())
-        return Status(status.code(), "step '" + step->name + "': " + status.message());
+      if (!status.ok()) {
+        Status named(status.code(), "step '" + step->name + "': " + status.message());
+        StepState(*step)["error"] = status.message();
+        (void)EndRun("broken", named.message());
+        return named;
+      }
       failed += static_cast<int>(
           StepState(*step).value("done", json::object()).value("failed", json::object()).size());
     }
     (void)state_.AppendLog(failed ? "run ended with failed datums" : "run ended");
+    COHORT_RETURN_IF_ERROR(EndRun(failed ? "failed" : "done", ""));
     return failed ? 1 : 0;
   }
 
  private:
+  // Saves the state, then lets the dashboard know (at once, or throttled).
+  Status SaveState(bool post_now = false) {
+    COHORT_RETURN_IF_ERROR(state_.Save());
+    Publish(post_now);
+    return Status::OK();
+  }
+
+  // An ended run's document names no controller, as `status --json` will once this one exits.
+  void Publish(bool now) {
+    const bool running = state_.json()["pipeline_run"].value("state", "") == "running";
+    poster_.Post(StatusDocument(spec_, state_.json(), running ? ::getpid() : 0), now);
+  }
+
+  Status EndRun(const std::string& how, const std::string& error) {
+    json& run = state_.json()["pipeline_run"];
+    run["state"] = how;
+    run["ended"] = Now();
+    if (!error.empty()) run["error"] = error;
+    return SaveState(/*post_now=*/true);
+  }
+
   json& StepState(const StepSpec& step) {
     json& s = state_.json()["steps"][step.name];
     if (!s.is_object()) s = json::object();
@@ -169,10 +204,11 @@ class PipelineRun {
       }
     }
     StepState(step)["done"] = entry;
+    StepState(step)["outcome"] = "cached";
     std::printf("cohort pipeline: step %s: cached (output %s)\n", step.name.c_str(),
                 commit.substr(0, 12).c_str());
     (void)state_.AppendLog("step " + step.name + ": cache hit " + entry.value("key", ""));
-    return state_.Save().ok();
+    return SaveState(/*post_now=*/true).ok();
   }
 
   // Decides the datums to process and the results to drop; saves the run.
@@ -252,7 +288,7 @@ class PipelineRun {
     s["run"] = std::move(run);
     (void)state_.AppendLog("step " + step.name + ": run " + s["run"]["token"].get<std::string>() +
                            ", " + std::to_string(planned) + " datums");
-    return state_.Save();
+    return SaveState();
   }
 
   Status Execute(const StepSpec& step) {
@@ -275,11 +311,11 @@ class PipelineRun {
         env += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
       context.env[env] = value;
     }
-    context.save = [this] { return state_.Save(); };
+    context.save = [this] { return SaveState(); };
     context.stopping = [] { return g_stop_signal != 0; };
     COHORT_RETURN_IF_ERROR(MakeFolders(context.staging_folder));
     COHORT_RETURN_IF_ERROR(RunBatches(context, client_, run));
-    if (g_stop_signal) return state_.Save();
+    if (g_stop_signal) return SaveState();
     return Commit(step);
   }
 
@@ -330,9 +366,10 @@ class PipelineRun {
                 Now() - run.value("started", Now()), output_commit.substr(0, 12).c_str());
     std::fflush(stdout);
     s["done"] = std::move(done);
+    s["outcome"] = "ran";
     s.erase("run");
     (void)state_.AppendLog("step " + step.name + ": output " + output_commit);
-    return state_.Save();
+    return SaveState(/*post_now=*/true);
   }
 
   // Writes (or, after a controller died between the commit and saving the
@@ -343,7 +380,7 @@ class PipelineRun {
     std::optional<std::string> head = OutputHead(step.output);
     if (!run.contains("merge_base")) {
       run["merge_base"] = head ? *head : "";
-      COHORT_RETURN_IF_ERROR(state_.Save());
+      COHORT_RETURN_IF_ERROR(SaveState());
     }
     const std::string base = run["merge_base"];
     // The output ids to delete: every one for a full run, else the removed datums'.
@@ -448,6 +485,7 @@ class PipelineRun {
   PipelineState state_;
   StepCache cache_;
   queue::QueueClient client_;
+  StatusPoster poster_;
   json code_;
   std::set<std::string> forced_;  // steps --force already re-ran in this run
 };

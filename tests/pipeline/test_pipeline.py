@@ -62,6 +62,12 @@ def pipeline(server, tmp_path, *args, **extra):
     return p.returncode, p.stdout, p.stderr
 
 
+def status_json(server, tmp_path, spec_path="p.yaml"):
+    rc, out, err = pipeline(server, tmp_path, "status", spec_path, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
 def counts(tmp_path):
     """Each (step, datum id) processed -> how many times; then forget them."""
     path = tmp_path / "count"
@@ -132,6 +138,7 @@ def test_cache_hits_and_misses_on_each_component(server, tmp_path):
     rc, out, _ = pipeline(server, tmp_path, "run", spec(tmp_path, add=1, total=False))
     assert (rc, out) == (0, f"cohort pipeline: step sq: cached (output {first[:12]})\n")
     assert counts(tmp_path) == {}
+    assert [(s["name"], s["state"]) for s in status_json(server, tmp_path)["steps"]] == [("sq", "cached")]
     assert Dataset.open(str(tmp_path / "squared")).commit["id"] == first
     # The input's commit: a miss, processed incrementally from the cached run's results.
     w = Writer.open(str(tmp_path / "raw"))
@@ -335,3 +342,9 @@ def test_a_step_that_fails_on_every_datum_stops_early(server, tmp_path):
     assert out.count(": job ") <= 4 + 2 * 10
     assert "step sq: datums 0,1,2,3,4,... (10 datums): job " in out
     assert not (tmp_path / "out").exists()
+    status = status_json(server, tmp_path, "p.yaml")
+    assert status["state"] == "broken" and status["error"] == err[len("cohort pipeline: "):-1]
+    [step] = status["steps"]
+    assert step["state"] == "broken" and step["error"].startswith("3 datums failed alone")
+    assert step["datums"]["failed"] == 3 and len(step["failed_datums"]) == 3
+

@@ -62,7 +62,7 @@ def test_a_newer_schema_is_refused(cluster, tmp_path):
     uri = cluster.new_database()
     TrackingServer(tmp_path, store=uri).stop()  # creates the schema
     database = uri.rsplit("/", 1)[1]
-    assert cluster.sql("SELECT version FROM cohort_schema_version", database) == "8\n"
+    assert cluster.sql("SELECT version FROM cohort_schema_version", database) == "9\n"
     cluster.sql("UPDATE cohort_schema_version SET version = 99", database)
     rc, err = start_fails(uri)
     shown = uri.replace(":" + postgres_cluster.PASSWORD + "@", "@")
