@@ -2,6 +2,7 @@
 #include "pipeline/controller.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,8 @@
 #include <thread>
 
 #include "cohort/data.h"
+#include "common/env_config.h"
+#include "common/settings.h"
 #include "data/repository.h"
 #include "pipeline/cache.h"
 #include "pipeline/dag.h"
@@ -46,6 +49,14 @@ std::string NewToken() {
   return text;
 }
 
+// The exit status of a controller stopped at COHORT_TESTING_PIPELINE_EXIT_AT's point.
+constexpr int kTestingExitStatus = 99;
+
+std::string TestingExitPoint() {
+  Result<SettingValue> value = ReadSetting(ProcessEnv(), "COHORT_TESTING_PIPELINE_EXIT_AT");
+  return value.ok() ? value->text : "";
+}
+
 // (index, id) of every sample of location@commit.
 Result<std::vector<std::pair<uint64_t, uint64_t>>> Datums(const std::string& location,
                                                           const std::string& commit) {
@@ -77,7 +88,8 @@ class PipelineRun {
         cache_(options.state_folder + "/cache"),
         client_(options.server.empty() ? queue::QueueClient()
                                        : queue::QueueClient(options.server, "--queue")),
-        poster_(options.server) {}
+        poster_(options.server),
+        exit_at_(TestingExitPoint()) {}
 
   Result<int> Run() {
     COHORT_RETURN_IF_ERROR(state_.Open());
@@ -344,6 +356,10 @@ class PipelineRun {
       auto made = WriteOutput(step, run, staged, results, record);
       if (!made.ok()) return made.status();
       output_commit = *made;
+      if (exit_at_ == "output-committed") {  // a crash between the commit and the state (testing)
+        std::fflush(stdout);
+        ::_exit(kTestingExitStatus);
+      }
     }
     json done = {{"key", run["key"]},       {"datum_key", run["datum_key"]},
                  {"inputs", run["inputs"]}, {"output_commit", output_commit},
@@ -486,6 +502,7 @@ class PipelineRun {
   StepCache cache_;
   queue::QueueClient client_;
   StatusPoster poster_;
+  const std::string exit_at_;  // COHORT_TESTING_PIPELINE_EXIT_AT
   json code_;
   std::set<std::string> forced_;  // steps --force already re-ran in this run
 };

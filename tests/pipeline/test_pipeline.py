@@ -348,3 +348,29 @@ def test_a_step_that_fails_on_every_datum_stops_early(server, tmp_path):
     assert step["state"] == "broken" and step["error"].startswith("3 datums failed alone")
     assert step["datums"]["failed"] == 3 and len(step["failed_datums"]) == 3
 
+
+def test_a_controller_killed_after_the_output_commit_commits_once(server, tmp_path):
+    """The controller dies (COHORT_TESTING_PIPELINE_EXIT_AT) right after
+    writing a step's output commit, before its state records it: the next run
+    finds that commit by its run id instead of writing a second one, and
+    re-runs no batch."""
+    raw(tmp_path, range(4))
+    p = spec(tmp_path, batch=2, total=False)
+    rc, out, err = pipeline(server, tmp_path, "run", p,
+                            COHORT_TESTING_PIPELINE_EXIT_AT="output-committed")
+    assert rc == 99, out + err
+    made = Dataset.open(str(tmp_path / "squared")).commit
+    sq = state(tmp_path)["steps"]["sq"]
+    assert "done" not in sq and all(b["state"] == "done" for b in sq["run"]["batches"])
+    assert counts(tmp_path) == {f"sq {i}": 1 for i in range(4)}
+    rc, out, err = pipeline(server, tmp_path, "run", p)
+    assert rc == 0, out + err
+    assert out.startswith("cohort pipeline: step sq: resuming its run\n"
+                          "cohort pipeline: step sq: 2 batches done in ") and "to process" not in out
+    assert counts(tmp_path) == {}
+    assert Dataset.open(str(tmp_path / "squared")).commit == made
+    created = Dataset.open(str(tmp_path / "squared"), made["parent"]).commit  # the only other commit
+    assert created["message"] == "create dataset" and not created["parent"]
+    assert labels(tmp_path / "squared") == [v * v + 1 for v in range(4)]
+    assert state(tmp_path)["steps"]["sq"]["done"]["output_commit"] == made["id"]
+
