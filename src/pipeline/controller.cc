@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -99,27 +103,31 @@ class PipelineRun {
                                             (options_.force ? ", --force" : "") + ")"));
     state_.json()["pipeline_run"] = {{"started", Now()}, {"state", "running"}};
     COHORT_RETURN_IF_ERROR(SaveState(/*post_now=*/true));
+    std::unique_lock<std::mutex> lock(mu_);
+    RunReadySteps(lock);
+    if (g_stop_signal) {
+      std::printf("cohort pipeline: stopped (signal %d); run the same command to continue\n",
+                  static_cast<int>(g_stop_signal));
+      (void)state_.AppendLog("stopped");
+      (void)EndRun("stopped", "");
+      return 3;
+    }
+    std::optional<Status> first_error;
     int failed = 0;
     for (const StepSpec* step : StepOrder(spec_)) {
-      StepState(*step)["visited"] = state_.json()["pipeline_run"]["started"];
-      StepState(*step).erase("error");
-      Publish(/*now=*/true);
-      Status status = RunStep(*step);
-      if (g_stop_signal) {
-        std::printf("cohort pipeline: stopped (signal %d); run the same command to continue\n",
-                    static_cast<int>(g_stop_signal));
-        (void)state_.AppendLog("stopped");
-        (void)EndRun("stopped", "");
-        return 3;
-      }
-      if (!status.ok()) {
+      const Status& status = results_[step->name];
+      if (!status.ok() && !skipped_.count(step->name)) {
         Status named(status.code(), "step '" + step->name + "': " + status.message());
-        StepState(*step)["error"] = status.message();
-        (void)EndRun("broken", named.message());
-        return named;
+        // The first is the run's error; the others are reported here.
+        if (first_error) std::fprintf(stderr, "cohort pipeline: %s\n", named.message().c_str());
+        if (!first_error) first_error = named;
       }
       failed += static_cast<int>(
           StepState(*step).value("done", json::object()).value("failed", json::object()).size());
+    }
+    if (first_error) {
+      (void)EndRun("broken", first_error->message());
+      return *first_error;
     }
     (void)state_.AppendLog(failed ? "run ended with failed datums" : "run ended");
     COHORT_RETURN_IF_ERROR(EndRun(failed ? "failed" : "done", ""));
@@ -127,6 +135,63 @@ class PipelineRun {
   }
 
  private:
+  // Runs every step whose input steps have finished, each in a thread of its
+  // own, so that independent steps run at once (their jobs together bounded
+  // by `parallel`); a step whose input step failed does not run. The
+  // threads share the state under mu_ (held by `lock` on entry and exit),
+  // which a step lets go of only while it waits between looks at its jobs.
+  void RunReadySteps(std::unique_lock<std::mutex>& lock) {
+    const double started = state_.json()["pipeline_run"]["started"];
+    std::vector<std::thread> threads;
+    std::set<std::string> begun;
+    int running = 0;
+    for (;;) {
+      for (const StepSpec* step :
+           g_stop_signal ? std::vector<const StepSpec*>() : StepOrder(spec_)) {
+        if (begun.count(step->name)) continue;
+        std::string blocked;
+        bool ready = true;
+        for (const StepInput& in : step->inputs) {
+          if (in.step.empty()) continue;
+          auto result = results_.find(in.step);
+          if (result == results_.end())
+            ready = false;
+          else if (!result->second.ok())
+            blocked = in.step;
+        }
+        if (!blocked.empty()) {  // not run: the input step's error is the one to report
+          begun.insert(step->name);
+          skipped_.insert(step->name);
+          StepState(*step)["visited"] = started;
+          StepState(*step)["error"] =
+              "input step '" + blocked + "' failed, so this step did not run";
+          results_[step->name] =
+              Status::InvalidArgument(StepState(*step)["error"].get<std::string>());
+          continue;
+        }
+        if (!ready) continue;
+        begun.insert(step->name);
+        StepState(*step)["visited"] = started;
+        StepState(*step).erase("error");
+        Publish(/*now=*/true);
+        ++running;
+        threads.emplace_back([this, step, &running] {
+          std::unique_lock<std::mutex> held(mu_);
+          Status status = RunStep(*step);
+          if (!status.ok()) StepState(*step)["error"] = status.message();
+          results_[step->name] = status;
+          --running;
+          step_ended_.notify_all();
+        });
+      }
+      if (running == 0) break;
+      step_ended_.wait(lock);
+    }
+    lock.unlock();
+    for (std::thread& t : threads) t.join();
+    lock.lock();
+  }
+
   // Saves the state, then lets the dashboard know (at once, or throttled).
   Status SaveState(bool post_now = false) {
     COHORT_RETURN_IF_ERROR(state_.Save());
@@ -324,6 +389,19 @@ class PipelineRun {
       context.env[env] = value;
     }
     context.save = [this] { return SaveState(); };
+    context.others_running = [this, &step] {
+      int n = 0;
+      for (const auto& [name, s] : state_.json()["steps"].items()) {
+        if (name == step.name || !s.contains("run")) continue;
+        for (const json& b : s["run"]["batches"]) n += b["state"] == "running";
+      }
+      return n;
+    };
+    context.wait = [this](double seconds) {  // mu_ is held by this step's thread
+      mu_.unlock();
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      mu_.lock();
+    };
     context.stopping = [] { return g_stop_signal != 0; };
     COHORT_RETURN_IF_ERROR(MakeFolders(context.staging_folder));
     COHORT_RETURN_IF_ERROR(RunBatches(context, client_, run));
@@ -505,6 +583,11 @@ class PipelineRun {
   const std::string exit_at_;  // COHORT_TESTING_PIPELINE_EXIT_AT
   json code_;
   std::set<std::string> forced_;  // steps --force already re-ran in this run
+  // The steps' threads share everything above; see RunReadySteps.
+  std::mutex mu_;
+  std::condition_variable step_ended_;
+  std::map<std::string, Status> results_;  // each ended step's outcome
+  std::set<std::string> skipped_;          // steps not run: an input step failed
 };
 
 }  // namespace

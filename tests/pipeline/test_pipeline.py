@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -374,3 +375,53 @@ def test_a_controller_killed_after_the_output_commit_commits_once(server, tmp_pa
     assert labels(tmp_path / "squared") == [v * v + 1 for v in range(4)]
     assert state(tmp_path)["steps"]["sq"]["done"]["output_commit"] == made["id"]
 
+
+def queue_job(server, job):
+    """The queue's record of `job` (its started and finished times)."""
+    folder = os.path.dirname(server.store[len("sqlite:"):])
+    with open(os.path.join(folder, "queue-token")) as f:
+        token = f.read().strip()
+    req = urllib.request.Request(f"{server.url}/api/queue/jobs/{job}",
+                                 headers={"X-Cohort-Queue-Token": token})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def test_independent_steps_run_at_the_same_time(server, tmp_path):
+    raw(tmp_path, range(5))
+    (tmp_path / "meet").mkdir()
+    meet = [sys.executable, STEP, "meet"]
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "demo", "parallel": 2, "steps": [
+        {"name": "a", "inputs": [{"dataset": "raw"}], "command": meet, "output": "a", "retries": 0},
+        {"name": "b", "inputs": [{"dataset": "raw"}], "command": meet, "output": "b", "retries": 0}]}))
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml", PIPELINE_MEET_DIR=str(tmp_path / "meet"),
+                            PIPELINE_MEET="a,b")
+    assert rc == 0, out + err
+    assert labels(tmp_path / "a") == labels(tmp_path / "b") == [10]
+    steps = state(tmp_path)["steps"]
+    [a], [b] = steps["a"]["done"]["jobs"], steps["b"]["done"]["jobs"]
+    a, b = queue_job(server, a), queue_job(server, b)
+    assert a["started"] < b["finished"] and b["started"] < a["finished"], (a, b)
+
+
+def test_a_broken_step_does_not_stop_an_independent_one(server, tmp_path):
+    raw(tmp_path, range(5))
+    ran = tmp_path / "bad-ran"
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "demo", "steps": [
+        {"name": "bad", "inputs": [{"dataset": "raw", "glob": "sample"}], "retries": 0,
+         "resources": {"batch": 5}, "command": ["sh", "-c", f"touch {ran}; exit 7"], "output": "bad"},
+        {"name": "after", "inputs": [{"step": "bad"}], "command": [sys.executable, STEP, "sum"],
+         "output": "after"},
+        {"name": "good", "inputs": [{"dataset": "raw"}], "command": [sys.executable, STEP, "sum"],
+         "output": "good"}]}))
+    # good's job finishes only once bad's first job has run: both are under way at once.
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml", PIPELINE_GATE=str(ran))
+    assert rc == 1
+    assert err.startswith("cohort pipeline: step 'bad': 3 datums failed alone and none succeeded")
+    assert labels(tmp_path / "good") == [10]
+    assert counts(tmp_path) == {"good whole": 1}
+    assert not (tmp_path / "after").exists()
+    steps = {s["name"]: s for s in status_json(server, tmp_path)["steps"]}
+    assert [(n, steps[n]["state"]) for n in ("bad", "after", "good")] == [
+        ("bad", "broken"), ("after", "broken"), ("good", "done")]
+    assert steps["after"]["error"] == "input step 'bad' failed, so this step did not run"
