@@ -67,7 +67,7 @@ def test_a_newer_schema_is_refused(cluster, tmp_path):
     rc, err = start_fails(uri)
     shown = uri.replace(":" + postgres_cluster.PASSWORD + "@", "@")
     assert (rc, err) == (1, f"cohort server: migrating tracking store {shown}: tracking store "
-                            f"{shown} has schema version 99, newer than this cohort's 8: upgrade "
+                            f"{shown} has schema version 99, newer than this cohort's 9: upgrade "
                             "cohort\n")
 
 
