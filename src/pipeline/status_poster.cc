@@ -11,10 +11,14 @@ namespace {
 
 // At most this often between two changes; the end of a step or run posts at once.
 constexpr std::chrono::milliseconds kMinInterval(500);
+// After a post failed, not again before this, even at a step's end: the
+// controller holds its state while it posts, and a server that does not
+// answer must not slow the pipeline down.
+constexpr std::chrono::seconds kRetryInterval(10);
 
 http::RetryPolicy PostPolicy() {
   http::RetryPolicy policy;
-  policy.max_attempts = 2;
+  policy.max_attempts = 1;
   policy.initial_backoff_s = 0.05;
   policy.max_backoff_s = 0.1;
   policy.request_timeout_s = 5;
@@ -32,7 +36,7 @@ StatusPoster::StatusPoster(const std::string& server)
 
 void StatusPoster::Post(const nlohmann::json& document, bool now) {
   const auto at = std::chrono::steady_clock::now();
-  if (!now && at - last_ < kMinInterval) return;
+  if (complained_ ? at - last_ < kRetryInterval : !now && at - last_ < kMinInterval) return;
   last_ = at;
   http::HttpRequest request;
   request.method = "POST";

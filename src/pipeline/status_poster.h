@@ -23,7 +23,8 @@ class StatusPoster {
   explicit StatusPoster(const std::string& server);
 
   // Posts `document` when `now` is set or the last post is older than the
-  // interval (a step's batches may end many times a second).
+  // interval (a step's batches may end many times a second); after a
+  // failed post, only every 10 s.
   void Post(const nlohmann::json& document, bool now);
 
  private:
