@@ -93,6 +93,8 @@ const std::vector<SettingSpec> kSettings = {
    "debug,info,warning,error", "debug, info, warning or error", S::kRuntime},
   {"COHORT_TEST_HOSTS", nullptr, T::kText, "", 0, 0, false, nullptr,
    "testing: emulated host of each rank, e.g. 0,0,1,1", S::kTesting},
+  {"COHORT_TESTING_PIPELINE_EXIT_AT", nullptr, T::kChoice, "", 0, 0, false, "output-committed",
+   "testing: the pipeline controller exits with status 99 at this point", S::kTesting},
   {"COHORT_ALLOW_INSECURE", nullptr, T::kChoice, "0", 0, 0, false, "0,1",
    "1: a job under srun/mpirun/torchrun without a secret may listen beyond loopback", S::kRuntime},
   {"COHORT_DATA_CACHE_DIR", "--data-cache-dir", T::kText, "", 0, 0, false, nullptr,
