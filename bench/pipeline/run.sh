@@ -6,7 +6,8 @@
 #   incremental  after a commit adding 1% more images: resize only those
 #   no-op        the pipeline run again with nothing new (every step up to date)
 # and the controller's overhead per datum batch: a step of BATCHES jobs that
-# run `true`, its wall time and the controller's CPU time per batch.
+# run `true`, its wall time and the controller's CPU time per batch, against
+# the same jobs submitted to the queue directly (the queue's own cost).
 # Each figure is the median of RUNS runs.
 #   bench/pipeline/run.sh [--build-dir build] [--images 10000] [--runs 3] [--batches 200]
 set -euo pipefail
@@ -78,6 +79,27 @@ for run in $(seq "$runs"); do
   wall+=("$(echo "($t1 - $t0) * 1000 / $batches" | bc -l)")
   cpu+=("$(awk -v n="$batches" '{print ($1 + $2) * 1000 / n}' "$work/cpu")")
 done
+# The same jobs without the pipeline: BATCHES `true` jobs submitted to the
+# queue at once and run on its 2 slots, until the last one has ended: what
+# the queue itself costs per job, so the pipeline's own cost per batch is the
+# difference.
+queue_wall=()
+for run in $(seq "$runs"); do
+  t0=$(now)
+  for _ in $(seq "$batches"); do cohort submit -- true >/dev/null; done
+  python3 - <<'PY'
+import json, subprocess, sys, time
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    jobs = json.loads(subprocess.check_output(["cohort", "queue", "--json"]))
+    if all(j["state"] in ("succeeded", "failed", "cancelled") for j in jobs):
+        sys.exit(0)
+    time.sleep(0.05)
+sys.exit("queue-only baseline: jobs still running after 600 s")
+PY
+  t1=$(now)
+  queue_wall+=("$(echo "($t1 - $t0) * 1000 / $batches" | bc -l)")
+done
 printf 'images %d, runs %d (medians)\n' "$images" "$runs"
 printf 'full run            %8.2f s\n' "$(printf '%s\n' "${full[@]}" | median)"
 printf '1%% incremental run  %8.2f s\n' "$(printf '%s\n' "${incr[@]}" | median)"
@@ -86,3 +108,5 @@ printf '  resize step, 1%%   %8.2f s\n' "$(printf '%s\n' "${resize_incr[@]}" | m
 printf 'no-op run           %8.2f s\n' "$(printf '%s\n' "${noop[@]}" | median)"
 printf 'per batch (%d jobs of true, 2 slots): wall %.1f ms, controller CPU %.2f ms\n' "$batches" \
   "$(printf '%s\n' "${wall[@]}" | median)" "$(printf '%s\n' "${cpu[@]}" | median)"
+printf 'the same %d jobs submitted to the queue at once, no pipeline: wall %.1f ms per job\n' \
+  "$batches" "$(printf '%s\n' "${queue_wall[@]}" | median)"
