@@ -38,8 +38,8 @@ std::string ArtifactPathProblem(const std::string& path) {
   return "";
 }
 
-HttpResponse InvalidArtifactPath(const std::string& what, const std::string& path,
-                                 const std::string& problem) {
+http::ServerResponse InvalidArtifactPath(const std::string& what, const std::string& path,
+                                         const std::string& problem) {
   return ErrorResponse(Status::InvalidArgument("Invalid " + what + " '" + path + "'" +
                                                (problem == "-" ? "" : ": " + problem)));
 }
@@ -49,7 +49,7 @@ HttpResponse InvalidArtifactPath(const std::string& what, const std::string& pat
 void ArtifactApi::Register(Router& router) {
   Mount mount;
   mount.prefixes = {kArtifactPrefixes[0], kArtifactPrefixes[1]};
-  mount.body = BodyKind::kBytes;
+  mount.body = http::BodyKind::kBytes;
   mount.size = BodySize::kUpload;
   if (artifacts_ != nullptr) mount.upload_spool_dir = artifacts_->spool_dir();
   mount.no_route = [](const Call& call) {
@@ -68,7 +68,8 @@ void ArtifactApi::Register(Router& router) {
                                         }));
 }
 
-HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& path) {
+http::ServerResponse ArtifactApi::Handle(const http::ServerRequest& request,
+                                         const std::string& path) {
   if (artifacts_ == nullptr) {
     return ErrorResponse("NOT_IMPLEMENTED",
                          "This server serves no artifacts: start it with --artifacts LOCATION");
@@ -83,7 +84,7 @@ HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& 
     if (!content->has_value()) {
       return ErrorResponse(Status::NotFound("Artifact '" + path + "' does not exist"));
     }
-    HttpResponse r;
+    http::ServerResponse r;
     r.content_type = "application/octet-stream";
     r.file = std::move((*content)->file);
     r.body = std::move((*content)->bytes);
@@ -101,7 +102,7 @@ HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& 
   return JsonResponse(200, json::object());
 }
 
-HttpResponse ArtifactApi::List(const HttpRequest& request) {
+http::ServerResponse ArtifactApi::List(const http::ServerRequest& request) {
   auto fields = RequestFields::FromRequest(request);
   if (!fields.ok()) return ErrorResponse(fields.status());
   auto dir = fields->OptionalString("path");

@@ -25,8 +25,8 @@ class ArtifactApi : public Service {
   void Register(Router& router) override;
 
  private:
-  HttpResponse Handle(const HttpRequest& request, const std::string& path);
-  HttpResponse List(const HttpRequest& request);
+  http::ServerResponse Handle(const http::ServerRequest& request, const std::string& path);
+  http::ServerResponse List(const http::ServerRequest& request);
 
   ArtifactStore* artifacts_;
   AccessControl* access_;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
 namespace cohort::server {
 
@@ -27,7 +27,7 @@ struct ArtifactEntry {
 
 // An artifact's bytes: an open file (local), or bytes in memory.
 struct ArtifactContent {
-  std::shared_ptr<FileBody> file;
+  std::shared_ptr<http::FileBody> file;
   std::string bytes;
 };
 
@@ -43,7 +43,8 @@ class ArtifactStore {
   virtual Result<std::optional<ArtifactContent>> Read(const std::string& path) = 0;
   // Stores `upload` (a spooled body, moved into place where it can be) or,
   // when it is null, `bytes`, as the file at `path`.
-  virtual Status Write(const std::string& path, SpooledFile* upload, std::string_view bytes) = 0;
+  virtual Status Write(const std::string& path, http::SpooledFile* upload,
+                       std::string_view bytes) = 0;
   // Removes the file or the folder (all of it) at `path`; absent is no error.
   virtual Status Delete(const std::string& path) = 0;
   // The folder where the HTTP server spools uploads for Write.

@@ -80,16 +80,17 @@ class LocalArtifactStore : public ArtifactStore {
     struct stat st;
     if (::fstat(file.get(), &st) != 0) return Errno("cannot stat", Full(path));
     if (!S_ISREG(st.st_mode)) return std::optional<ArtifactContent>();
-    auto body = std::make_shared<FileBody>();
+    auto body = std::make_shared<http::FileBody>();
     body->fd = std::move(file);
     body->size = static_cast<uint64_t>(st.st_size);
     return std::optional<ArtifactContent>(ArtifactContent{std::move(body), ""});
   }
 
-  Status Write(const std::string& path, SpooledFile* upload, std::string_view bytes) override {
-    std::unique_ptr<SpooledFile> own;
+  Status Write(const std::string& path, http::SpooledFile* upload,
+               std::string_view bytes) override {
+    std::unique_ptr<http::SpooledFile> own;
     if (upload == nullptr) {
-      auto spooled = SpooledFile::Create(root_);
+      auto spooled = http::SpooledFile::Create(root_);
       if (!spooled.ok()) return spooled.status();
       own = std::move(*spooled);
       COHORT_RETURN_IF_ERROR(own->Append(bytes));

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "server/json_body.h"
+#include "http/server/json_body.h"
 
 namespace cohort::server {
 namespace {
@@ -19,15 +19,15 @@ std::string Shown(const nlohmann::json& value) {
 
 }  // namespace
 
-Result<RequestFields> RequestFields::FromRequest(const HttpRequest& request) {
+Result<RequestFields> RequestFields::FromRequest(const http::ServerRequest& request) {
   if (request.method == "GET" || request.method == "HEAD") {
     nlohmann::json fields = nlohmann::json::object();
-    for (const auto& [key, value] : ParseQuery(request.query)) {
+    for (const auto& [key, value] : http::ParseQuery(request.query)) {
       // The store keeps text as UTF-8 (PostgreSQL refuses anything else).
-      if (!IsUtf8(key)) {
+      if (!http::IsUtf8(key)) {
         return Status::InvalidArgument("Invalid query string: a parameter name is not UTF-8");
       }
-      if (!IsUtf8(value)) {
+      if (!http::IsUtf8(value)) {
         return Status::InvalidArgument("Invalid value for parameter '" + key +
                                        "' supplied: it is not UTF-8");
       }
@@ -41,7 +41,7 @@ Result<RequestFields> RequestFields::FromRequest(const HttpRequest& request) {
     return RequestFields(std::move(fields));
   }
   if (request.body.empty()) return RequestFields(nlohmann::json::object());
-  Result<nlohmann::json> parsed = ParseJsonBody(request.body);
+  Result<nlohmann::json> parsed = http::ParseJsonBody(request.body);
   if (!parsed.ok()) return parsed.status();
   nlohmann::json body = std::move(*parsed);
   if (!body.is_object()) {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/status.h"
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
 namespace cohort::server {
 
@@ -22,7 +22,7 @@ class RequestFields {
  public:
   // A GET's fields come from its query, any other's from its JSON body
   // (which must be an object).
-  static Result<RequestFields> FromRequest(const HttpRequest& request);
+  static Result<RequestFields> FromRequest(const http::ServerRequest& request);
   explicit RequestFields(nlohmann::json fields)
       : root_(std::make_shared<const nlohmann::json>(std::move(fields))), fields_(root_.get()) {}
 

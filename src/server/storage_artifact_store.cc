@@ -53,7 +53,8 @@ class StorageArtifactStore : public ArtifactStore {
 
   // The spooled file is mapped, not read into memory: its pages come from
   // the page cache as the upload sends them.
-  Status Write(const std::string& path, SpooledFile* upload, std::string_view bytes) override {
+  Status Write(const std::string& path, http::SpooledFile* upload,
+               std::string_view bytes) override {
     if (upload == nullptr || upload->size() == 0) return storage_->Put(path, bytes);
     size_t size = static_cast<size_t>(upload->size());
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, upload->fd(), 0);

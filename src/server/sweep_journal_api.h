@@ -33,9 +33,9 @@ class SweepJournalApi : public Service {
     std::string experiment;
     std::string sweep;
   };
-  std::optional<HttpResponse> Open(const Call& call, bool edit, JournalCall* out);
-  HttpResponse Append(const Call& call);
-  HttpResponse Records(const Call& call);
+  std::optional<http::ServerResponse> Open(const Call& call, bool edit, JournalCall* out);
+  http::ServerResponse Append(const Call& call);
+  http::ServerResponse Records(const Call& call);
 
   track::TrackingStore* store_;
   AccessControl* access_;

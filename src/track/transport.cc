@@ -123,7 +123,7 @@ class EmbeddedTransport : public Transport {
 
   Result<json> Call(const std::string& method, const std::string& endpoint,
                     const json& body) override {
-    server::HttpRequest request;
+    http::ServerRequest request;
     request.method = method;
     request.path = ApiPath(endpoint);
     if (method == "GET") {
@@ -131,23 +131,23 @@ class EmbeddedTransport : public Transport {
     } else {
       request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     }
-    server::HttpResponse response = Handle(request);
+    http::ServerResponse response = Handle(request);
     return Interpret(response.status, response.body, method + " " + endpoint);
   }
 
   Status PutArtifact(const std::string& path, const std::string& bytes) override {
-    server::HttpRequest request;
+    http::ServerRequest request;
     request.method = "PUT";
     request.path = "/api/2.0/mlflow-artifacts/artifacts/" + path;
     request.body = bytes;
-    server::HttpResponse response = Handle(request);
+    http::ServerResponse response = Handle(request);
     return Interpret(response.status, response.body, "PUT " + path).status();
   }
 
   bool remote() const override { return false; }
 
  private:
-  server::HttpResponse Handle(const server::HttpRequest& request) const {
+  http::ServerResponse Handle(const http::ServerRequest& request) const {
     const server::Mount* mount = router_.MountOf(request.path);
     if (mount == nullptr) {
       return server::ErrorResponse("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);

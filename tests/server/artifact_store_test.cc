@@ -26,7 +26,7 @@ std::string Content(const ArtifactContent& c) {
 }
 
 void CheckContract(ArtifactStore& store) {
-  auto upload = SpooledFile::Create(store.spool_dir());
+  auto upload = http::SpooledFile::Create(store.spool_dir());
   ASSERT_TRUE(upload.ok()) << upload.status().ToString();
   ASSERT_TRUE((*upload)->Append("weights").ok());
   ASSERT_TRUE(store.Write("1/run/artifacts/model/w.bin", upload->get(), "").ok());

@@ -1,9 +1,9 @@
 // Strict parsing of a request's head.
-#include "server/request_head.h"
+#include "http/server/request_head.h"
 
 #include <cctype>
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 constexpr size_t kMaxMethodBytes = 20;
@@ -36,7 +36,7 @@ bool MustBeSingle(const std::string& name) {
   return name == "host" || name == "content-length" || name == "transfer-encoding";
 }
 
-std::optional<HttpResponse> ParseRequestLine(std::string_view line, HttpRequest* req) {
+std::optional<ServerResponse> ParseRequestLine(std::string_view line, ServerRequest* req) {
   size_t sp1 = line.find(' ');
   size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
@@ -67,7 +67,7 @@ std::optional<HttpResponse> ParseRequestLine(std::string_view line, HttpRequest*
 
 }  // namespace
 
-std::optional<HttpResponse> ParseRequestHead(std::string_view head, HttpRequest* req) {
+std::optional<ServerResponse> ParseRequestHead(std::string_view head, ServerRequest* req) {
   size_t line_end = head.find("\r\n");
   std::string_view line = head.substr(0, line_end);
   if (line.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
@@ -102,4 +102,4 @@ std::optional<HttpResponse> ParseRequestHead(std::string_view head, HttpRequest*
   return std::nullopt;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -1,14 +1,14 @@
 // BodySink: where a request body goes as it arrives: a string reserved once
 // (JSON API requests) or a spooled file (uploads).
-#ifndef COHORT_SERVER_BODY_SINK_H_
-#define COHORT_SERVER_BODY_SINK_H_
+#ifndef COHORT_HTTP_SERVER_BODY_SINK_H_
+#define COHORT_HTTP_SERVER_BODY_SINK_H_
 
 #include <string>
 #include <string_view>
 
 #include "cohort/status.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 class BodySink {
  public:
@@ -30,6 +30,6 @@ class StringSink : public BodySink {
   std::string* out_;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_BODY_SINK_H_
+#endif  // COHORT_HTTP_SERVER_BODY_SINK_H_

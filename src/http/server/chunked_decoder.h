@@ -2,16 +2,16 @@
 // arrives. It keeps its place between reads, so every byte is looked at once
 // however the body is split (a body sent in 1-byte chunks costs linear work,
 // not a rescan from the start on every read).
-#ifndef COHORT_SERVER_CHUNKED_DECODER_H_
-#define COHORT_SERVER_CHUNKED_DECODER_H_
+#ifndef COHORT_HTTP_SERVER_CHUNKED_DECODER_H_
+#define COHORT_HTTP_SERVER_CHUNKED_DECODER_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "server/body_sink.h"
+#include "http/server/body_sink.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 class ChunkedDecoder {
  public:
@@ -70,6 +70,6 @@ class ChunkedDecoder {
   Status sink_status_;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_CHUNKED_DECODER_H_
+#endif  // COHORT_HTTP_SERVER_CHUNKED_DECODER_H_

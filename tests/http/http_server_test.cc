@@ -3,7 +3,7 @@
 // handler, the head and body deadlines against slow clients, the idle cap
 // (oldest first), Expect: 100-continue, refusals before the body, limits,
 // and bodies spooled to a file (issue 25 items 6-8).
-#include "server/http_server.h"
+#include "http/server/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,7 +21,7 @@
 #include "common/deadline.h"
 #include "data/data_test_util.h"
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 using cohort::data::testing::TempDir;
@@ -104,8 +104,8 @@ std::string Body(const std::string& response) {
   return at == std::string::npos ? "" : response.substr(at + 4);
 }
 
-HttpResponse Echo(const HttpRequest& request) {
-  HttpResponse r;
+ServerResponse Echo(const ServerRequest& request) {
+  ServerResponse r;
   r.content_type = "text/plain";
   r.body = request.method + " " + request.path + " " + std::to_string(request.body.size());
   if (request.body_file) r.body += " file " + std::to_string(request.body_file->size());
@@ -142,7 +142,7 @@ TEST(HttpServer, ThousandsOfPipelinedRefusalsAreAnsweredWithoutRecursion) {
   // Refusals are answered on the event loop itself; a client that pipelines
   // many must not grow the loop's stack (once it did, one frame set each).
   HttpServerOptions options;
-  options.admit = [](const HttpRequest&) {
+  options.admit = [](const ServerRequest&) {
     Admission a;
     a.refuse = PlainError(403, "no");
     return a;
@@ -160,7 +160,7 @@ TEST(HttpServer, ThousandsOfPipelinedRefusalsAreAnsweredWithoutRecursion) {
 }
 
 TEST(HttpServer, AThrowingHandlerAnswers500AndTheServerGoesOn) {
-  auto server = StartServer([](const HttpRequest& r) -> HttpResponse {
+  auto server = StartServer([](const ServerRequest& r) -> ServerResponse {
     if (r.path == "/throw") throw std::runtime_error("a bug");
     return Echo(r);
   });
@@ -250,11 +250,11 @@ TEST(HttpServer, WhenFullTheSlowestHeadMakesRoom) {
 
 TEST(HttpServer, ExpectContinueAndRefusalsBeforeTheBody) {
   HttpServerOptions options;
-  options.admit = [](const HttpRequest& head) {
+  options.admit = [](const ServerRequest& head) {
     Admission a;
     a.body_limit = 100;
     if (head.path == "/refused") {
-      a.refuse = HttpResponse();
+      a.refuse = ServerResponse();
       a.refuse->status = 403;
       a.refuse->body = "no";
     }
@@ -317,15 +317,15 @@ TEST(HttpServer, SpooledBodiesGoToAFileThatGoesAfterTheHandler) {
   TempDir dir;
   std::string seen_path;
   HttpServerOptions options;
-  options.admit = [&](const HttpRequest&) {
+  options.admit = [&](const ServerRequest&) {
     Admission a;
     a.body_limit = 1 << 20;
     a.spool_dir = dir.path();
     return a;
   };
   auto server = StartServer(
-      [&](const HttpRequest& r) {
-        HttpResponse response = Echo(r);
+      [&](const ServerRequest& r) {
+        ServerResponse response = Echo(r);
         if (r.body_file) {
           seen_path = r.body_file->path();
           std::ifstream in(seen_path);
@@ -345,7 +345,7 @@ TEST(HttpServer, SpooledBodiesGoToAFileThatGoesAfterTheHandler) {
 
 TEST(HttpServer, StopClosesConnectionsAndWaitsForHandlers) {
   std::atomic<bool> release{false};
-  auto server = StartServer([&](const HttpRequest& r) {
+  auto server = StartServer([&](const ServerRequest& r) {
     Deadline deadline = Deadline::AfterSeconds(10);
     while (r.path == "/block" && !release && !deadline.Expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -365,4 +365,4 @@ TEST(HttpServer, StopClosesConnectionsAndWaitsForHandlers) {
 }
 
 }  // namespace
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -1,5 +1,5 @@
 // A request body spooled to a scratch file.
-#include "server/spooled_file.h"
+#include "http/server/spooled_file.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-namespace cohort::server {
+namespace cohort::http {
 
 Result<std::unique_ptr<SpooledFile>> SpooledFile::Create(const std::string& dir) {
   std::string path = dir + "/.upload.tmp.XXXXXX";
@@ -39,4 +39,4 @@ Status SpooledFile::Append(std::string_view bytes) {
   return Status::OK();
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

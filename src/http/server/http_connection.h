@@ -3,8 +3,8 @@
 // bytes arrive (never blocking), hands the complete request out, writes the
 // answer, and keeps the connection for the next request or closes it. Each
 // phase has a deadline the loop enforces through OnDeadline.
-#ifndef COHORT_SERVER_HTTP_CONNECTION_H_
-#define COHORT_SERVER_HTTP_CONNECTION_H_
+#ifndef COHORT_HTTP_SERVER_HTTP_CONNECTION_H_
+#define COHORT_HTTP_SERVER_HTTP_CONNECTION_H_
 
 #include <cstdint>
 #include <memory>
@@ -13,10 +13,10 @@
 #include <string_view>
 
 #include "common/deadline.h"
-#include "server/chunked_decoder.h"
-#include "server/http_server.h"
+#include "http/server/chunked_decoder.h"
+#include "http/server/http_server.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 class HttpConnection {
  public:
@@ -41,7 +41,7 @@ class HttpConnection {
   // The socket is writable: sends more of the answer.
   Next OnWritable(Clock::time_point now);
   // The handler's answer to the request TakeRequest gave out.
-  Next Respond(HttpResponse response, Clock::time_point now);
+  Next Respond(ServerResponse response, Clock::time_point now);
   // deadline() has passed.
   Next OnDeadline(Clock::time_point now);
   // True when a next request has arrived (pipelined) but is not parsed yet:
@@ -50,7 +50,7 @@ class HttpConnection {
   Next Resume(Clock::time_point now);
 
   // The complete request, after kDispatch.
-  HttpRequest TakeRequest() { return std::move(request_); }
+  ServerRequest TakeRequest() { return std::move(request_); }
   // Answers the next response with "Connection: close" (the server stops).
   void CloseAfterAnswer() { keep_alive_ = false; }
 
@@ -70,7 +70,7 @@ class HttpConnection {
   Next FeedBody(std::string_view data, size_t* used, Clock::time_point now);
   Next BodyComplete(Clock::time_point now);
   // Answers `response` (an error of ours, or the handler's) and sends what fits.
-  Next StartAnswer(const HttpResponse& response, bool keep_alive, Clock::time_point now);
+  Next StartAnswer(const ServerResponse& response, bool keep_alive, Clock::time_point now);
   Next Flush(Clock::time_point now);
   Next FinishAnswer(Clock::time_point now);
   Next Refuse(int status, const std::string& message, Clock::time_point now);
@@ -83,7 +83,7 @@ class HttpConnection {
   size_t head_scanned_ = 0;  // in_ holds no blank line before this offset
 
   // The request being read.
-  HttpRequest request_;
+  ServerRequest request_;
   bool keep_alive_ = true;
   bool head_method_ = false;  // a HEAD request: its answer has no body
   bool chunked_ = false;
@@ -102,6 +102,6 @@ class HttpConnection {
   uint64_t drained_ = 0;  // bytes read and dropped while lingering
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_HTTP_CONNECTION_H_
+#endif  // COHORT_HTTP_SERVER_HTTP_CONNECTION_H_

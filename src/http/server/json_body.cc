@@ -1,5 +1,5 @@
 // Exception-free JSON parsing of request bodies (json_body.h).
-#include "server/json_body.h"
+#include "http/server/json_body.h"
 
 #include <cstddef>
 #include <iterator>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 using nlohmann::json;
@@ -160,4 +160,4 @@ Result<json> ParseJsonBody(std::string_view text, int max_depth) {
   return builder.TakeDocument();
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

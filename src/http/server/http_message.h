@@ -1,8 +1,8 @@
-// HttpRequest and HttpResponse: what `cohort server`'s handlers take and
+// ServerRequest and ServerResponse: what `cohort server`'s handlers take and
 // give, and the small helpers that read a request's target (percent-decoding,
 // query strings).
-#ifndef COHORT_SERVER_HTTP_MESSAGE_H_
-#define COHORT_SERVER_HTTP_MESSAGE_H_
+#ifndef COHORT_HTTP_SERVER_HTTP_MESSAGE_H_
+#define COHORT_HTTP_SERVER_HTTP_MESSAGE_H_
 
 #include <cstdint>
 #include <functional>
@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "server/spooled_file.h"
+#include "http/server/spooled_file.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
-struct HttpRequest {
+struct ServerRequest {
   std::string method;                          // "GET", "POST", ...
   std::string path;                            // percent-decoded, without the query
   std::string query;                           // raw, after '?'
@@ -38,7 +38,7 @@ struct FileBody {
   uint64_t size = 0;
 };
 
-struct HttpResponse {
+struct ServerResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
@@ -46,10 +46,10 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
 };
 
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+using HttpHandler = std::function<ServerResponse(const ServerRequest&)>;
 
 // A text/plain answer: `message` and a newline.
-HttpResponse PlainError(int status, const std::string& message);
+ServerResponse PlainError(int status, const std::string& message);
 // `text` in ASCII lower case (header names, media types, host names).
 std::string AsciiLower(std::string_view text);
 // `text` without leading and trailing spaces and tabs.
@@ -65,6 +65,6 @@ const char* ReasonPhrase(int status);
 // points past U+10FFFF).
 bool IsUtf8(const std::string& text);
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_HTTP_MESSAGE_H_
+#endif  // COHORT_HTTP_SERVER_HTTP_MESSAGE_H_

@@ -1,11 +1,11 @@
 // Host, Origin and Content-Type checks against cross-site requests.
-#include "server/request_guard.h"
+#include "http/server/request_guard.h"
 
 #include <arpa/inet.h>
 
 #include <cctype>
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 struct HostPort {
@@ -78,13 +78,13 @@ bool RequestGuard::AllowedHostName(const std::string& name) const {
   return false;
 }
 
-std::optional<Refusal> RequestGuard::Check(const HttpRequest& request, BodyKind body) const {
+std::optional<Refusal> RequestGuard::Check(const ServerRequest& request, BodyKind body) const {
   if (auto refused = CheckHost(request)) return refused;
   if (auto refused = CheckOrigin(request)) return refused;
   return CheckContentType(request, body);
 }
 
-std::optional<Refusal> RequestGuard::CheckHost(const HttpRequest& request) const {
+std::optional<Refusal> RequestGuard::CheckHost(const ServerRequest& request) const {
   std::string host = request.Header("host");
   if (host.empty()) return std::nullopt;  // HTTP/1.0 (HTTP/1.1 needs one: the server checks)
   std::optional<HostPort> split = SplitHostPort(host);
@@ -94,7 +94,7 @@ std::optional<Refusal> RequestGuard::CheckHost(const HttpRequest& request) const
                           "--allowed-hosts " + split->host + " to accept that name"};
 }
 
-std::optional<Refusal> RequestGuard::CheckOrigin(const HttpRequest& request) const {
+std::optional<Refusal> RequestGuard::CheckOrigin(const ServerRequest& request) const {
   auto it = request.headers.find("origin");
   if (it == request.headers.end()) return std::nullopt;  // not a browser, or a same-origin read
   const std::string& origin = it->second;
@@ -118,7 +118,7 @@ std::optional<Refusal> RequestGuard::CheckOrigin(const HttpRequest& request) con
   return std::nullopt;
 }
 
-std::optional<Refusal> RequestGuard::CheckContentType(const HttpRequest& request, BodyKind body) {
+std::optional<Refusal> RequestGuard::CheckContentType(const ServerRequest& request, BodyKind body) {
   if (!Changes(request.method)) return std::nullopt;
   std::string type = request.Header("content-type");
   std::string media = AsciiLower(TrimSpaces(type.substr(0, type.find(';'))));
@@ -156,4 +156,4 @@ Result<std::vector<std::string>> ParseAllowedHosts(const std::string& text) {
   return names;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

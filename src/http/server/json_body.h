@@ -3,8 +3,8 @@
 // UTF-8, a syntax error or nesting past the limit is an error value naming
 // the field and byte, not a throw (or, for deep nesting, a stack overflow
 // later, when the document is printed or destroyed).
-#ifndef COHORT_SERVER_JSON_BODY_H_
-#define COHORT_SERVER_JSON_BODY_H_
+#ifndef COHORT_HTTP_SERVER_JSON_BODY_H_
+#define COHORT_HTTP_SERVER_JSON_BODY_H_
 
 #include <string_view>
 
@@ -12,7 +12,7 @@
 
 #include "cohort/status.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 // Containers (objects and arrays) nested deeper than this are refused;
 // MLflow's requests nest four deep.
@@ -22,6 +22,6 @@ inline constexpr int kMaxJsonDepth = 64;
 // end "(field 'metrics[2].value', byte 57)" where a field is known.
 Result<nlohmann::json> ParseJsonBody(std::string_view text, int max_depth = kMaxJsonDepth);
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_JSON_BODY_H_
+#endif  // COHORT_HTTP_SERVER_JSON_BODY_H_

@@ -1,5 +1,5 @@
 // One connection's requests and answers, read and written without blocking.
-#include "server/http_connection.h"
+#include "http/server/http_connection.h"
 
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -8,9 +8,9 @@
 #include <cctype>
 #include <cerrno>
 
-#include "server/request_head.h"
+#include "http/server/request_head.h"
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 constexpr uint64_t kDefaultBodyLimit = 16 << 20;
@@ -62,7 +62,7 @@ std::string Duration(int ms) {
   return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
 }
 
-std::string SerializeHead(const HttpResponse& r, uint64_t body_size, bool keep_alive) {
+std::string SerializeHead(const ServerResponse& r, uint64_t body_size, bool keep_alive) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + ReasonPhrase(r.status) +
                     "\r\nContent-Type: " + r.content_type +
                     "\r\nContent-Length: " + std::to_string(body_size) +
@@ -172,11 +172,11 @@ HttpConnection::Next HttpConnection::Advance(Clock::time_point now) {
 }
 
 HttpConnection::Next HttpConnection::BeginRequest(size_t head_end, Clock::time_point now) {
-  request_ = HttpRequest();
+  request_ = ServerRequest();
   chunked_ = false;
   body_left_ = 0;
   body_received_ = 0;
-  std::optional<HttpResponse> malformed =
+  std::optional<ServerResponse> malformed =
       ParseRequestHead(std::string_view(in_).substr(0, head_end), &request_);
   in_.erase(0, head_end + 4);
   head_method_ = request_.method == "HEAD";
@@ -288,7 +288,7 @@ HttpConnection::Next HttpConnection::BodyComplete(Clock::time_point now) {
   return Next::kDispatch;
 }
 
-HttpConnection::Next HttpConnection::Respond(HttpResponse response, Clock::time_point now) {
+HttpConnection::Next HttpConnection::Respond(ServerResponse response, Clock::time_point now) {
   return StartAnswer(response, keep_alive_, now);
 }
 
@@ -297,13 +297,13 @@ HttpConnection::Next HttpConnection::Refuse(int status, const std::string& messa
   return StartAnswer(PlainError(status, message), /*keep_alive=*/false, now);
 }
 
-HttpConnection::Next HttpConnection::StartAnswer(const HttpResponse& response, bool keep_alive,
+HttpConnection::Next HttpConnection::StartAnswer(const ServerResponse& response, bool keep_alive,
                                                  Clock::time_point now) {
   const bool head_only = head_method_;
   // What is left of a refused request goes now (its spool file with it).
   spool_.reset();
   chunked_decoder_.reset();
-  request_ = HttpRequest();
+  request_ = ServerRequest();
   answer_keep_alive_ = keep_alive;
   uint64_t size = response.file ? response.file->size : response.body.size();
   out_ = SerializeHead(response, size, keep_alive);
@@ -351,7 +351,7 @@ HttpConnection::Next HttpConnection::FinishAnswer(Clock::time_point now) {
   out_.clear();
   if (out_.capacity() > kKeptBufferBytes) out_.shrink_to_fit();
   out_file_ = nullptr;
-  request_ = HttpRequest();
+  request_ = ServerRequest();
   head_method_ = false;
   phase_start_ = now;
   if (!answer_keep_alive_) {
@@ -396,4 +396,4 @@ HttpConnection::Next HttpConnection::OnDeadline(Clock::time_point now) {
   return Next::kClose;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -1,11 +1,11 @@
 // Incremental decoding of chunked request bodies.
-#include "server/chunked_decoder.h"
+#include "http/server/chunked_decoder.h"
 
 #include <algorithm>
 
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 constexpr size_t kMaxSizeDigits = 15;  // 2^60 bytes: past any limit, and no overflow
@@ -104,4 +104,4 @@ ChunkedDecoder::State ChunkedDecoder::Feed(std::string_view in, size_t* used, Bo
   return State::kNeedMore;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

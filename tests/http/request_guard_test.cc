@@ -2,16 +2,16 @@
 // (issue 25 item 1: a web page could make a default `cohort server` run
 // commands with a no-cors text/plain POST, and DNS rebinding reaches it
 // under another name).
-#include "server/request_guard.h"
+#include "http/server/request_guard.h"
 
 #include <gtest/gtest.h>
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
-HttpRequest Request(const std::string& method, const std::string& host,
-                    const std::string& origin = "", const std::string& type = "") {
-  HttpRequest r;
+ServerRequest Request(const std::string& method, const std::string& host,
+                      const std::string& origin = "", const std::string& type = "") {
+  ServerRequest r;
   r.method = method;
   r.path = "/api/2.0/mlflow/experiments/create";
   if (!host.empty()) r.headers["host"] = host;
@@ -20,7 +20,7 @@ HttpRequest Request(const std::string& method, const std::string& host,
   return r;
 }
 
-int StatusOf(const RequestGuard& guard, const HttpRequest& r, BodyKind kind = BodyKind::kJson) {
+int StatusOf(const RequestGuard& guard, const ServerRequest& r, BodyKind kind = BodyKind::kJson) {
   auto refused = guard.Check(r, kind);
   return refused ? refused->status : 0;
 }
@@ -119,4 +119,4 @@ TEST(RequestGuard, AllowedHostsFlag) {
 }
 
 }  // namespace
-}  // namespace cohort::server
+}  // namespace cohort::http

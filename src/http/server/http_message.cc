@@ -1,9 +1,9 @@
 // Requests, responses and the helpers that read a request's target.
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
 #include <cctype>
 
-namespace cohort::server {
+namespace cohort::http {
 std::string AsciiLower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -23,13 +23,13 @@ int HexDigitValue(char c) {
   return -1;
 }
 
-std::string HttpRequest::Header(const std::string& name) const {
+std::string ServerRequest::Header(const std::string& name) const {
   auto it = headers.find(name);
   return it == headers.end() ? "" : it->second;
 }
 
-HttpResponse PlainError(int status, const std::string& message) {
-  HttpResponse r;
+ServerResponse PlainError(int status, const std::string& message) {
+  ServerResponse r;
   r.status = status;
   r.content_type = "text/plain; charset=utf-8";
   r.body = message + "\n";
@@ -156,4 +156,4 @@ bool IsUtf8(const std::string& text) {
   return true;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -9,17 +9,17 @@
 //    form or no-cors fetch cannot send (those get text/plain, a form type,
 //    or none), so a browser would first ask with a CORS preflight, which
 //    this server never grants.
-#ifndef COHORT_SERVER_REQUEST_GUARD_H_
-#define COHORT_SERVER_REQUEST_GUARD_H_
+#ifndef COHORT_HTTP_SERVER_REQUEST_GUARD_H_
+#define COHORT_HTTP_SERVER_REQUEST_GUARD_H_
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cohort/status.h"
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 // A refused request: the HTTP status and why.
 struct Refusal {
@@ -42,15 +42,15 @@ class RequestGuard {
   RequestGuard(std::string listen_host, std::vector<std::string> allowed_hosts);
 
   // nullopt when the request may go on.
-  std::optional<Refusal> Check(const HttpRequest& request, BodyKind body) const;
+  std::optional<Refusal> Check(const ServerRequest& request, BodyKind body) const;
 
   // Whether `name` (lower case, no port, IPv6 in brackets) names this server.
   bool AllowedHostName(const std::string& name) const;
 
  private:
-  std::optional<Refusal> CheckHost(const HttpRequest& request) const;
-  std::optional<Refusal> CheckOrigin(const HttpRequest& request) const;
-  static std::optional<Refusal> CheckContentType(const HttpRequest& request, BodyKind body);
+  std::optional<Refusal> CheckHost(const ServerRequest& request) const;
+  std::optional<Refusal> CheckOrigin(const ServerRequest& request) const;
+  static std::optional<Refusal> CheckContentType(const ServerRequest& request, BodyKind body);
 
   std::string listen_host_;
   std::vector<std::string> allowed_hosts_;
@@ -59,6 +59,6 @@ class RequestGuard {
 // "--allowed-hosts a,b,.c": the names, lower case; an error for an empty one.
 Result<std::vector<std::string>> ParseAllowedHosts(const std::string& text);
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_REQUEST_GUARD_H_
+#endif  // COHORT_HTTP_SERVER_REQUEST_GUARD_H_

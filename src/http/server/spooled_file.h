@@ -1,8 +1,8 @@
 // SpooledFile: a request body the server wrote to a scratch file as it
 // arrived (artifact uploads), so a large upload never sits in memory. The
 // file is removed when the object goes, unless its new owner moved it away.
-#ifndef COHORT_SERVER_SPOOLED_FILE_H_
-#define COHORT_SERVER_SPOOLED_FILE_H_
+#ifndef COHORT_HTTP_SERVER_SPOOLED_FILE_H_
+#define COHORT_HTTP_SERVER_SPOOLED_FILE_H_
 
 #include <cstdint>
 #include <memory>
@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "cohort/status.h"
-#include "launch/process_util.h"
-#include "server/body_sink.h"
+#include "common/fd.h"
+#include "http/server/body_sink.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 class SpooledFile : public BodySink {
  public:
@@ -40,6 +40,6 @@ class SpooledFile : public BodySink {
   bool moved_ = false;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_SPOOLED_FILE_H_
+#endif  // COHORT_HTTP_SERVER_SPOOLED_FILE_H_

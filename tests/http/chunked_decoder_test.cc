@@ -2,13 +2,13 @@
 // work linear in the input (issue 25: 4 MB in 1-byte chunks took 29 s when
 // every read rescanned the body from its start), and every malformation and
 // limit refused.
-#include "server/chunked_decoder.h"
+#include "http/server/chunked_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 using State = ChunkedDecoder::State;
@@ -114,4 +114,4 @@ TEST(ChunkedDecoder, ASinkErrorStopsTheBody) {
 }
 
 }  // namespace
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -2,8 +2,8 @@
 // HTTP server's event loop. Threads start as work needs them, up to a bound;
 // a request waits in the queue when all are busy (a handler may block: a
 // store write, an agent's long-poll heartbeat).
-#ifndef COHORT_SERVER_HANDLER_POOL_H_
-#define COHORT_SERVER_HANDLER_POOL_H_
+#ifndef COHORT_HTTP_SERVER_HANDLER_POOL_H_
+#define COHORT_HTTP_SERVER_HANDLER_POOL_H_
 
 #include <condition_variable>
 #include <deque>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace cohort::server {
+namespace cohort::http {
 
 class HandlerPool {
  public:
@@ -37,6 +37,6 @@ class HandlerPool {
   bool stopping_ = false;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_HANDLER_POOL_H_
+#endif  // COHORT_HTTP_SERVER_HANDLER_POOL_H_

@@ -6,8 +6,8 @@
 // its body, its idle time between requests, a stalled answer), the idle ones
 // are capped (the oldest are closed for new ones), and a malformed request
 // gets a 4xx, never a crash.
-#ifndef COHORT_SERVER_HTTP_SERVER_H_
-#define COHORT_SERVER_HTTP_SERVER_H_
+#ifndef COHORT_HTTP_SERVER_HTTP_SERVER_H_
+#define COHORT_HTTP_SERVER_HTTP_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -18,16 +18,16 @@
 #include <thread>
 
 #include "cohort/status.h"
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 // What to do with a request whose head has arrived, decided before its body
 // is read (HttpServerOptions::admit).
 struct Admission {
-  std::optional<HttpResponse> refuse;  // answered at once; the body is never read
-  uint64_t body_limit = 0;             // the most body bytes the request may send
-  std::string spool_dir;               // non-empty: stream the body to a file there
+  std::optional<ServerResponse> refuse;  // answered at once; the body is never read
+  uint64_t body_limit = 0;               // the most body bytes the request may send
+  std::string spool_dir;                 // non-empty: stream the body to a file there
 };
 
 struct HttpServerOptions {
@@ -44,7 +44,7 @@ struct HttpServerOptions {
   int send_timeout_ms = 60000;  // an answer the client stops reading is dropped
   // Called on the event loop (so it must not block) for each request's head
   // (method, path, query, headers). Absent: bodies up to 16 MiB, in memory.
-  std::function<Admission(const HttpRequest& head)> admit;
+  std::function<Admission(const ServerRequest& head)> admit;
 };
 
 class HttpServer {
@@ -72,6 +72,6 @@ class HttpServer {
   std::thread thread_;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::http
 
-#endif  // COHORT_SERVER_HTTP_SERVER_H_
+#endif  // COHORT_HTTP_SERVER_HTTP_SERVER_H_

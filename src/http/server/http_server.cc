@@ -1,7 +1,7 @@
 // The HTTP server's event loop: epoll over the listener and every
 // connection, handler threads for complete requests, deadlines, and the
 // caps on connections (the oldest idle ones close for new ones).
-#include "server/http_server.h"
+#include "http/server/http_server.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "http/server/handler_pool.h"
+#include "http/server/http_connection.h"
 #include "net/socket.h"
-#include "server/handler_pool.h"
-#include "server/http_connection.h"
 
-namespace cohort::server {
+namespace cohort::http {
 namespace {
 
 constexpr uint64_t kListenerId = 0;
@@ -93,8 +93,8 @@ class HttpServer::Loop {
   // Carries out what a connection asked for, and files it by its new phase.
   void Apply(uint64_t id, HttpConnection::Next next, Clock::time_point now);
   void Dispatch(uint64_t id, HttpConnection& conn);
-  HttpResponse RunHandler(const HttpRequest& request);
-  void Post(uint64_t id, HttpResponse response);
+  ServerResponse RunHandler(const ServerRequest& request);
+  void Post(uint64_t id, ServerResponse response);
   void TakeAnswers(Clock::time_point now);
   void ExpireDeadlines(Clock::time_point now);
   void SetInterest(uint64_t id, Slot& slot);
@@ -119,7 +119,7 @@ class HttpServer::Loop {
   Clock::time_point accept_resume_;
 
   std::mutex answers_mu_;
-  std::vector<std::pair<uint64_t, HttpResponse>> answers_;  // from handler threads
+  std::vector<std::pair<uint64_t, ServerResponse>> answers_;  // from handler threads
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& host, int port,
@@ -302,15 +302,15 @@ void HttpServer::Loop::Apply(uint64_t id, HttpConnection::Next next, Clock::time
 
 void HttpServer::Loop::Dispatch(uint64_t id, HttpConnection& conn) {
   pool_.Submit([this, id, request = conn.TakeRequest()]() mutable {
-    HttpResponse response = RunHandler(request);
-    request = HttpRequest();  // a spooled body's file goes before the answer does
+    ServerResponse response = RunHandler(request);
+    request = ServerRequest();  // a spooled body's file goes before the answer does
     Post(id, std::move(response));
   });
 }
 
 // The last resort: a handler that throws answers 500 (and is logged) instead
 // of ending the process. Handlers report errors as values; this is for bugs.
-HttpResponse HttpServer::Loop::RunHandler(const HttpRequest& request) {
+ServerResponse HttpServer::Loop::RunHandler(const ServerRequest& request) {
   try {
     return handler_(request);
   } catch (const std::exception& e) {
@@ -323,7 +323,7 @@ HttpResponse HttpServer::Loop::RunHandler(const HttpRequest& request) {
   return PlainError(500, "internal error: the request failed (the server's log says why)");
 }
 
-void HttpServer::Loop::Post(uint64_t id, HttpResponse response) {
+void HttpServer::Loop::Post(uint64_t id, ServerResponse response) {
   {
     std::lock_guard<std::mutex> lock(answers_mu_);
     answers_.emplace_back(id, std::move(response));
@@ -332,7 +332,7 @@ void HttpServer::Loop::Post(uint64_t id, HttpResponse response) {
 }
 
 void HttpServer::Loop::TakeAnswers(Clock::time_point now) {
-  std::vector<std::pair<uint64_t, HttpResponse>> answers;
+  std::vector<std::pair<uint64_t, ServerResponse>> answers;
   {
     std::lock_guard<std::mutex> lock(answers_mu_);
     answers.swap(answers_);
@@ -405,4 +405,4 @@ void HttpServer::Loop::Close(uint64_t id) {
   slots_.erase(it);  // closes the socket
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http

@@ -1,7 +1,7 @@
 // The HTTP server's handler threads.
-#include "server/handler_pool.h"
+#include "http/server/handler_pool.h"
 
-namespace cohort::server {
+namespace cohort::http {
 
 void HandlerPool::Submit(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -42,4 +42,4 @@ void HandlerPool::Work() {
   }
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::http
