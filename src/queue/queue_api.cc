@@ -6,7 +6,7 @@
 #include <map>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::queue {
 namespace {
@@ -37,7 +37,7 @@ std::optional<uint64_t> ParseNumber(const std::string& text) {
   return std::stoull(text);
 }
 
-Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
+Result<JobRecord> ParseSubmission(const track::RequestFields& fields) {
   JobRecord job;
   auto command = fields.StringList("command");
   if (!command.ok()) return command.status();
@@ -134,7 +134,7 @@ ServerResponse QueueApi::Heartbeat(const server::Call& call, const QueueCaller& 
   if (auto refused = AsAgent(call, caller)) return *refused;
   const ServerRequest& request = call.request;
   const std::string& name = call.Param("name");
-  auto fields = server::RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   if (!fields.ok()) return server::UnreadableFields(request, fields.status());
   auto pool = fields->OptionalString("pool");
   auto address = fields->OptionalString("address");
@@ -206,7 +206,7 @@ ServerResponse QueueApi::AppendLog(const server::Call& call, const QueueCaller& 
 ServerResponse QueueApi::ReportExit(const server::Call& call, const QueueCaller& caller) {
   uint64_t id = 0;
   if (auto refused = AgentsJob(call, caller, &id)) return *refused;
-  auto fields = server::RequestFields::FromRequest(call.request);
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return server::UnreadableFields(call.request, fields.status());
   auto code = fields->RequiredInt("exit_code");
   if (!code.ok()) return Invalid(code.status());
@@ -312,7 +312,7 @@ json QueueApi::JobJson(const JobRecord& job) const {
 
 ServerResponse QueueApi::SubmitJob(const server::Call& call, const QueueCaller& caller) {
   const ServerRequest& request = call.request;
-  auto fields = server::RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   if (!fields.ok()) return server::UnreadableFields(request, fields.status());
   auto job = ParseSubmission(*fields);
   if (!job.ok()) return Invalid(job.status());

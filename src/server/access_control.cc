@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 namespace {
@@ -71,7 +71,7 @@ std::optional<http::ServerResponse> AccessControl::Check(const http::ServerReque
     return Need(*experiment, user, request.method != "GET");
   }
   std::string endpoint = Endpoint(request.path);
-  auto fields = RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   // Unparseable requests and the two endpoints without an experiment yet
   // (create; search, which After() filters) go on to the API.
   if (!fields.ok() || endpoint == "experiments/create" || endpoint == "experiments/search") {

@@ -11,8 +11,8 @@
 
 #include <string>
 
+#include "artifacts/artifact_store.h"
 #include "server/access_control.h"
-#include "server/artifact_store.h"
 #include "server/router.h"
 
 namespace cohort::server {
@@ -20,7 +20,7 @@ namespace cohort::server {
 class ArtifactApi : public Service {
  public:
   // `artifacts` may be null; `access` is null without --auth.
-  ArtifactApi(ArtifactStore* artifacts, AccessControl* access)
+  ArtifactApi(artifacts::ArtifactStore* artifacts, AccessControl* access)
       : artifacts_(artifacts), access_(access) {}
   void Register(Router& router) override;
 
@@ -28,7 +28,7 @@ class ArtifactApi : public Service {
   http::ServerResponse Handle(const http::ServerRequest& request, const std::string& path);
   http::ServerResponse List(const http::ServerRequest& request);
 
-  ArtifactStore* artifacts_;
+  artifacts::ArtifactStore* artifacts_;
   AccessControl* access_;
 };
 

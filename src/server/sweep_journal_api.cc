@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 
@@ -26,7 +26,7 @@ void SweepJournalApi::Register(Router& router) {
 // caller may read it (or, with `edit`, append to it); else the answer.
 std::optional<http::ServerResponse> SweepJournalApi::Open(const Call& call, bool edit,
                                                           JournalCall* out) {
-  auto fields = RequestFields::FromRequest(call.request);
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return UnreadableFields(call.request, fields.status());
   auto experiment = fields->RequiredString("experiment_id");
   if (!experiment.ok()) return ErrorResponse(experiment.status());

@@ -14,8 +14,8 @@
 #include <string>
 #include "server/access_control.h"
 
-#include "server/request_fields.h"
 #include "server/router.h"
+#include "track/request_fields.h"
 #include "track/store.h"
 
 namespace cohort::server {
@@ -29,7 +29,7 @@ class SweepJournalApi : public Service {
 
  private:
   struct JournalCall {
-    std::optional<RequestFields> fields;
+    std::optional<track::RequestFields> fields;
     std::string experiment;
     std::string sweep;
   };

@@ -54,7 +54,7 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
             .string();
   }
   if (!artifacts_location.empty()) {
-    auto artifacts = OpenArtifactStore(artifacts_location);
+    auto artifacts = artifacts::OpenArtifactStore(artifacts_location);
     if (!artifacts.ok()) {
       return artifacts.status().WithContext(
           options.artifacts.empty() ? "artifacts beside the store, " + artifacts_location

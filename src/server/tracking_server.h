@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "artifacts/artifact_store.h"
 #include "cohort/status.h"
 #include "http/server/http_server.h"
 #include "http/server/request_guard.h"
 #include "server/access_control.h"
-#include "server/artifact_store.h"
 #include "server/router.h"
 #include "track/store.h"
 
@@ -76,7 +76,7 @@ class TrackingServer {
   TrackingServerOptions options_;
   std::optional<http::RequestGuard> guard_;
   std::unique_ptr<track::TrackingStore> store_;
-  std::unique_ptr<ArtifactStore> artifacts_;
+  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<AccessControl> access_;
   std::vector<std::unique_ptr<Service>> services_;
   Router router_;  // complete before the HTTP server starts; read-only after

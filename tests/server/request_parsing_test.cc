@@ -8,7 +8,7 @@
 
 #include "http/server/json_body.h"
 #include "http/server/request_head.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 namespace {
@@ -61,13 +61,13 @@ TEST(JsonBody, NestingIsBounded) {
             "Malformed JSON request body: nested deeper than 3 levels (field 'a.b[0]', byte 14)");
 }
 
-RequestFields Fields(const std::string& body) {
+track::RequestFields Fields(const std::string& body) {
   http::ServerRequest request;
   request.method = "POST";
   request.body = body;
-  auto fields = RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   EXPECT_TRUE(fields.ok()) << fields.status().ToString();
-  return fields.ok() ? *fields : RequestFields(nlohmann::json::object());
+  return fields.ok() ? *fields : track::RequestFields(nlohmann::json::object());
 }
 
 TEST(RequestFields, IntegersOutOfRangeAreRefusedNamingTheField) {
@@ -113,12 +113,12 @@ TEST(RequestFields, QueryStringsMustBeUtf8) {
   http::ServerRequest request;
   request.method = "GET";
   request.query = "name=%C3%A9t%C3%A9&other=x";
-  ASSERT_TRUE(RequestFields::FromRequest(request).ok());
+  ASSERT_TRUE(track::RequestFields::FromRequest(request).ok());
   request.query = "name=%ff";
-  EXPECT_EQ(RequestFields::FromRequest(request).status().message(),
+  EXPECT_EQ(track::RequestFields::FromRequest(request).status().message(),
             "Invalid value for parameter 'name' supplied: it is not UTF-8");
   request.query = "%c0%af=1";  // an overlong '/'
-  EXPECT_EQ(RequestFields::FromRequest(request).status().message(),
+  EXPECT_EQ(track::RequestFields::FromRequest(request).status().message(),
             "Invalid query string: a parameter name is not UTF-8");
 }
 

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <set>
 
+#include "artifacts/artifact_store.h"
 #include "data/storage.h"
 #include "http/url.h"
-#include "server/artifact_store.h"
 
-namespace cohort::server {
+namespace cohort::artifacts {
 namespace {
 
 class StorageArtifactStore : public ArtifactStore {
@@ -103,4 +103,4 @@ Result<std::unique_ptr<ArtifactStore>> OpenArtifactStore(const std::string& loca
                                                              : location);
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::artifacts

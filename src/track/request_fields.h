@@ -2,8 +2,8 @@
 // JSON body (POST, PATCH, DELETE) or as query parameters (GET), read with
 // proto3 JSON's leniency (an int64 may be a string) and errors that name the
 // field in MLflow's words.
-#ifndef COHORT_SERVER_REQUEST_FIELDS_H_
-#define COHORT_SERVER_REQUEST_FIELDS_H_
+#ifndef COHORT_TRACK_REQUEST_FIELDS_H_
+#define COHORT_TRACK_REQUEST_FIELDS_H_
 
 #include <cstdint>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "cohort/status.h"
 #include "http/server/http_message.h"
 
-namespace cohort::server {
+namespace cohort::track {
 
 class RequestFields {
  public:
@@ -25,6 +25,11 @@ class RequestFields {
   static Result<RequestFields> FromRequest(const http::ServerRequest& request);
   explicit RequestFields(nlohmann::json fields)
       : root_(std::make_shared<const nlohmann::json>(std::move(fields))), fields_(root_.get()) {}
+  // Reads `fields` where it is, without a copy (a caller's batch of
+  // thousands of metrics): it must outlive the RequestFields and its items.
+  static RequestFields View(const nlohmann::json& fields) {
+    return RequestFields(std::shared_ptr<const nlohmann::json>(), &fields);
+  }
 
   bool Has(const std::string& name) const;
   Result<std::string> RequiredString(const std::string& name) const;
@@ -59,6 +64,6 @@ class RequestFields {
   std::string prefix_;
 };
 
-}  // namespace cohort::server
+}  // namespace cohort::track
 
-#endif  // COHORT_SERVER_REQUEST_FIELDS_H_
+#endif  // COHORT_TRACK_REQUEST_FIELDS_H_

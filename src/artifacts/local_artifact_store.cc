@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "server/artifact_store.h"
+#include "artifacts/artifact_store.h"
 
-namespace cohort::server {
+namespace cohort::artifacts {
 namespace {
 
 constexpr int kMaxTreeDepth = 256;  // folders below a deleted one
@@ -254,4 +254,4 @@ Result<std::unique_ptr<ArtifactStore>> OpenLocalArtifactStore(const std::string&
   return std::unique_ptr<ArtifactStore>(new LocalArtifactStore(root, std::move(fd)));
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::artifacts

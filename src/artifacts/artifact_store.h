@@ -4,8 +4,8 @@
 // written through or deleted through); other locations (s3://) go through
 // the dataset storage layer. Uploads arrive as files the HTTP server spooled,
 // so a large one is never held in memory.
-#ifndef COHORT_SERVER_ARTIFACT_STORE_H_
-#define COHORT_SERVER_ARTIFACT_STORE_H_
+#ifndef COHORT_ARTIFACTS_ARTIFACT_STORE_H_
+#define COHORT_ARTIFACTS_ARTIFACT_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +17,7 @@
 #include "cohort/status.h"
 #include "http/server/http_message.h"
 
-namespace cohort::server {
+namespace cohort::artifacts {
 
 struct ArtifactEntry {
   std::string name;
@@ -35,7 +35,7 @@ class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
 
-  // Paths are relative, '/'-separated, already checked (SafeArtifactPath).
+  // Paths are relative, '/'-separated, already checked (CheckArtifactPath).
   // What is directly in folder `dir` ("" = the root), sorted by name; none
   // when there is no such folder.
   virtual Result<std::vector<ArtifactEntry>> List(const std::string& dir) = 0;
@@ -57,11 +57,17 @@ Result<std::unique_ptr<ArtifactStore>> OpenArtifactStore(const std::string& loca
 Result<std::unique_ptr<ArtifactStore>> OpenLocalArtifactStore(const std::string& dir);
 Result<std::unique_ptr<ArtifactStore>> OpenStorageArtifactStore(const std::string& location);
 
+// OK when `path` can name an artifact: relative, without "." or ".." or
+// empty components, no component longer than NAME_MAX or named like the
+// stores' scratch and lock files (it would never be listed). Else
+// InvalidArgument "Invalid <what> '<path>'" and, where it helps, why.
+Status CheckArtifactPath(const std::string& what, const std::string& path);
+
 // Whether `name` (one path component) is how the stores name their scratch
 // and lock files ("x.tmp.ABC123", "ref.lock"; data/local_storage.cc):
 // such names are neither listed nor accepted for an artifact.
 bool IsScratchName(std::string_view name);
 
-}  // namespace cohort::server
+}  // namespace cohort::artifacts
 
-#endif  // COHORT_SERVER_ARTIFACT_STORE_H_
+#endif  // COHORT_ARTIFACTS_ARTIFACT_STORE_H_

@@ -2,7 +2,7 @@
 // and the dataset Storage behind s3://, here over a local folder): the same
 // contract for spooled uploads, listings, reads and folder deletes; and the
 // local one's refusal to go through a symlink (issue 25 item 13).
-#include "server/artifact_store.h"
+#include "artifacts/artifact_store.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include "data/data_test_util.h"
 
-namespace cohort::server {
+namespace cohort::artifacts {
 namespace {
 
 using cohort::data::testing::TempDir;
@@ -98,4 +98,4 @@ TEST(ArtifactStore, LocalFolderNeverGoesThroughALink) {
 }
 
 }  // namespace
-}  // namespace cohort::server
+}  // namespace cohort::artifacts

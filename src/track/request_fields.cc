@@ -1,5 +1,5 @@
 // Typed, validated access to an MLflow request's fields.
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 #include <charconv>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "http/server/json_body.h"
 
-namespace cohort::server {
+namespace cohort::track {
 namespace {
 
 std::string Shown(const nlohmann::json& value) {
@@ -178,4 +178,4 @@ Result<RequestFields> RequestFields::RequiredObject(const std::string& name) con
   return f;
 }
 
-}  // namespace cohort::server
+}  // namespace cohort::track
