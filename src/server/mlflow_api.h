@@ -17,6 +17,9 @@ class MlflowApi : public Service {
  public:
   // `access` is null without --auth.
   MlflowApi(track::TrackingStore* store, AccessControl* access);
+  // The routes Register adds point into service_: no copies.
+  MlflowApi(const MlflowApi&) = delete;
+  MlflowApi& operator=(const MlflowApi&) = delete;
   void Register(Router& router) override;
 
  private:
