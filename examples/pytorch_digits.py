@@ -82,15 +82,18 @@ def start_tracking(args):
         return cohort.track.Run(None), uri
 
 
-def compression(name):
-    """hvd.Compression for --compression."""
+def compression(text):
+    """hvd.Compression for --compression (NAME or NAME@SCOPE)."""
+    name, _, scope = text.partition("@")
     if name.startswith("powersgd"):
-        return hvd.Compression.powersgd(rank=int(name[len("powersgd"):]), start_iter=10)
+        return hvd.Compression.powersgd(rank=int(name[len("powersgd"):]), start_iter=10,
+                                        scope=scope or "auto")
     if name.startswith("topk"):
-        return hvd.Compression.topk(float(name[len("topk"):]) / 100)
-    if name in ("none", "fp16"):
+        return hvd.Compression.topk(float(name[len("topk"):]) / 100, scope=scope or "auto")
+    if name in ("none", "fp16") and not scope:
         return getattr(hvd.Compression, name)
-    raise SystemExit("unknown --compression %r (none, fp16, powersgdR, topkP)" % name)
+    raise SystemExit("unknown --compression %r (none, fp16, powersgdR, topkP; the last two "
+                     "with @auto, @host or @rank)" % text)
 
 
 def main():
@@ -104,7 +107,9 @@ def main():
     parser.add_argument("--checkpoint-dir", help="save every epoch there; resume from it")
     parser.add_argument("--compression", default="none",
                         help="gradients on the wire: none, fp16, powersgdR (PowerSGD at rank R "
-                             "after 10 steps) or topkP (top-k keeping P%% of each gradient)")
+                             "after 10 steps) or topkP (top-k keeping P%% of each gradient); "
+                             "@rank after the last two compresses on every rank (on one host "
+                             "the default, @auto, averages uncompressed), @host once per host")
     parser.add_argument("--no-track", action="store_true",
                         help="do not record the run (default: COHORT_TRACKING_URI, else "
                              "sqlite:~/.cohort/tracking.db)")

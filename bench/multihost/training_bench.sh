@@ -11,12 +11,17 @@
 # (total images/s / (hosts x images/s of one worker alone)) and cohort/DDP.
 #
 # Usage (as root, from anywhere):
-#   bench/multihost/training_bench.sh [--rate 1gbit] [--hosts 2] [--reps 3] [--mtu 1500]
-#       [--build-dir build] [--timeout 300] [--kinds "LIST"] [-- synthetic_training.py flags]
+#   bench/multihost/training_bench.sh [--rate 1gbit] [--hosts 2] [--workers 1] [--reps 3]
+#       [--mtu 1500] [--build-dir build] [--timeout 300] [--kinds "LIST"]
+#       [--name ctrain] [--subnet 10.77.251] [-- synthetic_training.py flags]
+# --name/--subnet: the cluster's namespaces (NAME-h*) and addresses, so that
+#   two benchmarks can run side by side.
+# --workers: cohort workers per host (more than 1: cohort kinds only, with --kinds).
 # --kinds: the runs of each repetition instead of "cohort ddp single apart", each
 #   BACKEND[:COMPRESSION] (e.g. "cohort:powersgd2 ddp:powersgd2 cohort:topk1"); the
 #   table then gives each one's images/s, its ratio to ddp:none and to DDP with the
-#   same compression, and the final training loss.
+#   same compression, the final training loss, rank 0's step time and the bytes
+#   rank 0's host sent per step.
 # Default worker flags: --model resnet18 --image-size 64 --batch-size 32
 #   --warmup-steps 3 --steps-per-iter 2 --iters 5 --threads 1
 # Needs: a build with the `cohort` binary and the Python extension
@@ -27,6 +32,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 RATE=1gbit
 HOSTS=2
+WORKERS=1
 REPS=3
 MTU=1500
 BUILD_DIR=build
@@ -42,17 +48,27 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rate) RATE="$2"; shift 2 ;;
     --hosts) HOSTS="$2"; shift 2 ;;
+    --workers) WORKERS="$2"; shift 2 ;;
     --reps) REPS="$2"; shift 2 ;;
     --mtu) MTU="$2"; shift 2 ;;
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --kinds) KINDS="$2"; shift 2 ;;
+    --name) NAME="$2"; shift 2 ;;
+    --subnet) SUBNET="$2"; shift 2 ;;
     --) shift; WORKER_FLAGS+=("$@"); break ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "training_bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+if [ "$WORKERS" -gt 1 ]; then
+  for kind in $KINDS; do
+    [[ "$kind" == cohort* ]] ||
+      { echo "training_bench: --workers $WORKERS runs cohort kinds only, not '$kind'" >&2; exit 2; }
+  done
+  [ -n "$KINDS" ] || { echo "training_bench: --workers $WORKERS needs --kinds" >&2; exit 2; }
+fi
 COHORT="$BUILD_DIR/cohort"
 [ -x "$COHORT" ] || { echo "training_bench: no $COHORT (build the cohort target)" >&2; exit 1; }
 ls "$BUILD_DIR"/python/cohort/_cohort*.so >/dev/null 2>&1 ||
@@ -71,8 +87,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Prints "img_sec_per_worker forward backward wait update final_loss" (the
-# phases in ms) of the `result: {...}` line in file $1.
+# Prints "img_sec_per_worker forward backward wait update final_loss
+# host_tx_bytes_per_step" (the phases in ms) of the `result: {...}` line in file $1.
 rate_of() {
   $PY -c "
 import json, sys
@@ -82,15 +98,15 @@ if len(lines) != 1:
 r = json.loads(lines[0])
 p = r['phases_ms']
 print(r['img_sec_per_worker'], p['forward'], p['backward'], p['wait'], p['update'],
-      r.get('final_loss', 0))" "$1" "$2"
+      r.get('final_loss', 0), r.get('host_tx_bytes_per_step', 0))" "$1" "$2"
 }
 
 # Runs one benchmark; on failure prints its output and exits (the trap takes
 # the cluster down).
 run_cohort() {
   local list="" i
-  for ((i = 1; i <= HOSTS; i++)); do list+="${list:+,}$SUBNET.$i:1"; done
-  timeout "$TIMEOUT" "$COHORT" run -np "$HOSTS" -H "$list" --ssh-command "ssh -F $STATE/ssh_config" \
+  for ((i = 1; i <= HOSTS; i++)); do list+="${list:+,}$SUBNET.$i:$WORKERS"; done
+  timeout "$TIMEOUT" "$COHORT" run -np $((HOSTS * WORKERS)) -H "$list" --ssh-command "ssh -F $STATE/ssh_config" \
     --timeout 120 -x PYTHONPATH="$ROOT/python" -x COHORT_BUILD_DIR="$BUILD_DIR" -- \
     $PY "$WORKER" --backend cohort "${WORKER_FLAGS[@]}" "${COMP_FLAGS[@]}" >"$RAW/out" 2>&1
 }
@@ -172,37 +188,43 @@ for ((rep = 1; rep <= REPS; rep++)); do
   done
 done
 
-echo "# data-parallel training across emulated hosts (tools/cluster), $HOSTS hosts x 1 worker at $RATE, MTU $MTU"
+echo "# data-parallel training across emulated hosts (tools/cluster), $HOSTS hosts x $WORKERS worker(s) at $RATE, MTU $MTU"
 echo "# worker: bench/torch/synthetic_training.py ${WORKER_FLAGS[*]}"
 echo "# median of $REPS interleaved runs (cohort, ddp, single, apart, ...); machine: $(nproc) cores, shared with other work;"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "$KINDS" ]; then
   $PY - "$RAW/rows" <<'EOF'
 import statistics, sys
-runs, losses = {}, {}
+runs, losses, sent, step_ms = {}, {}, {}, {}
 for line in open(sys.argv[1]):
     kind, rate, *ms = line.split()
     runs.setdefault(kind, []).append(float(rate))
     losses.setdefault(kind, []).append(float(ms[4]))
+    sent.setdefault(kind, []).append(float(ms[5]))
+    step_ms.setdefault(kind, []).append(sum(float(x) for x in ms[:4]))
 print("# per run (images/s per worker): " +
       "; ".join("%s %s" % (k, " ".join("%.1f" % r for r in v)) for k, v in runs.items()))
 med = {k: statistics.median(v) for k, v in runs.items()}
 base = med.get("ddp:none", med.get("ddp"))
-print("%-16s %13s %11s %14s %11s" % ("run", "img/s/worker", "vs-ddp:none", "vs-ddp-same",
-                                      "final-loss"))
+print("%-22s %13s %11s %14s %11s %8s %13s" % (
+    "run", "img/s/worker", "vs-ddp:none", "vs-ddp-same", "final-loss", "step-ms",
+    "host-MB/step"))
 for kind, r in med.items():
     comp = kind.split(":", 1)[1] if ":" in kind else "none"
     same = med.get("ddp:" + comp)
-    print("%-16s %13.1f %11s %14s %11.4f" % (
+    print("%-22s %13.1f %11s %14s %11.4f %8.1f %13.3f" % (
         kind, r, "%.3f" % (r / base) if base else "-",
         "%.3f" % (r / same) if same and not kind.startswith("ddp") else "-",
-        statistics.median(losses[kind])))
+        statistics.median(losses[kind]), statistics.median(step_ms[kind]),
+        statistics.median(sent[kind]) / 1e6))
 import os
 failed = os.path.join(os.path.dirname(sys.argv[1]), "failed")
 if os.path.exists(failed):
     print("# failed runs (left out): " + " ".join(open(failed).read().split()))
 print("# final-loss: the training loss of rank 0's last step (the same random batch every step),")
-print("# median over the runs: equal steps, so a compression that learns less shows a higher one")
+print("# median over the runs: equal steps, so a compression that learns less shows a higher one;")
+print("# step-ms: rank 0's forward+backward+wait+update; host-MB/step: what rank 0's emulated")
+print("# host (its network namespace, all its workers) sent per timed step, 1e6 bytes")
 EOF
   exit 0
 fi

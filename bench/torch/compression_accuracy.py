@@ -2,6 +2,8 @@
 """compression_accuracy.py: test accuracy of examples/pytorch_digits.py (a
 small CNN on scikit-learn's digits, 2 workers under `cohort run`) trained
 with each gradient compression for the same epochs and seeds, side by side.
+PowerSGD and top-k run with @rank (compressed on every rank: on one host
+the default scope would average uncompressed).
 Prints per compression the accuracy of every seed, their mean, and the
 difference to uncompressed training in points.
 
@@ -23,7 +25,8 @@ def run(args, compression, seed):
     cmd = [os.path.join(args.build_dir, "cohort"), "run", "-np", str(args.np), "--timeout", "120",
            "--", "/usr/bin/python3", os.path.join(ROOT, "examples", "pytorch_digits.py"),
            "--no-track", "--min-accuracy", "0", "--epochs", str(args.epochs), "--seed",
-           str(seed), "--compression", compression]
+           str(seed), "--compression",
+           compression + ("@rank" if compression.startswith(("powersgd", "topk")) else "")]
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), COHORT_BUILD_DIR=args.build_dir)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     for line in out.stdout.splitlines():

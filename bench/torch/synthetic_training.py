@@ -8,7 +8,8 @@ compare_ddp.py with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), or not at all
 data, optimizer and timing in both; rank 0 prints `result: {...}` with the
 median images/s per worker over the timed iterations, and the median time of
 each phase of a step: forward, backward (DDP's allreduces finish inside it),
-wait (cohort's synchronize() after backward) and update (optimizer step)."""
+wait (cohort's synchronize() after backward) and update (optimizer step), and
+the bytes rank 0's network namespace sent per timed step (host_tx_bytes)."""
 import argparse
 import json
 import os
@@ -35,8 +36,30 @@ def parse():
                         "fp16_compress_hook: both halve the bytes sent); powersgdR (cohort's "
                         "Compression.powersgd(rank=R), DDP's powerSGD_hook at rank R, both from "
                         "step 2 of the warm-up on, min_compression_rate 2); topkP (cohort's "
-                        "Compression.topk(P/100), e.g. topk1; cohort only)")
+                        "Compression.topk(P/100), e.g. topk1; cohort only); cohort's "
+                        "powersgdR and topkP take a scope after @ (auto, host, rank: "
+                        "Compression.powersgd(scope=...)) and +sync (overlap=False)")
+    p.add_argument("--ddp-buckets", choices=["auto", "one", "default"], default="auto",
+                   help="DDP's gradient buckets: one (all gradients in one), default (25 MB "
+                        "each), auto (one with powersgdR: torch 1.13's powerSGD_hook on gloo "
+                        "aborts with several buckets; default otherwise)")
+    p.add_argument("--compression-start", type=int, default=2,
+                   help="the step from which PowerSGD compresses (cohort's start_iter, DDP's "
+                        "start_powerSGD_iter, which must be > 1)")
     return p.parse_args()
+
+
+def host_tx_bytes():
+    """Bytes sent so far through this network namespace's interfaces other
+    than loopback (/proc/net/dev is per namespace): under tools/cluster, what
+    this emulated host, all its workers together, put on its link."""
+    total = 0
+    with open("/proc/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, data = line.split(":", 1)
+            if name.strip() != "lo":
+                total += int(data.split()[8])
+    return total
 
 
 def setup(args, model):
@@ -47,13 +70,17 @@ def setup(args, model):
         import cohort.torch as hvd
         hvd.init()
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        compression = {"none": hvd.Compression.none, "fp16": hvd.Compression.fp16}.get(
-            args.compression)
-        if args.compression.startswith("powersgd"):
-            compression = hvd.Compression.powersgd(rank=int(args.compression[8:]), start_iter=2)
-        elif args.compression.startswith("topk"):
-            compression = hvd.Compression.topk(float(args.compression[4:]) / 100)
-        elif compression is None:
+        name, sync = (args.compression[:-5], True) if args.compression.endswith("+sync") else (
+            args.compression, False)
+        name, _, scope = name.partition("@")
+        options = {"scope": scope or "auto", "overlap": not sync}
+        compression = {"none": hvd.Compression.none, "fp16": hvd.Compression.fp16}.get(name)
+        if name.startswith("powersgd"):
+            compression = hvd.Compression.powersgd(rank=int(name[8:]),
+                                                   start_iter=args.compression_start, **options)
+        elif name.startswith("topk"):
+            compression = hvd.Compression.topk(float(name[4:]) / 100, **options)
+        elif compression is None or scope or sync:
             raise SystemExit("unknown --compression %r" % args.compression)
         opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
                                        named_parameters=model.named_parameters(),
@@ -61,7 +88,14 @@ def setup(args, model):
         return opt, hvd.rank(), hvd.size(), model, hvd.shutdown
     import torch.distributed as dist
     dist.init_process_group("gloo")
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    # torch 1.13's powerSGD_hook on gloo issues each bucket's collectives from
+    # future callbacks, so with several buckets ranks can issue them in
+    # different orders and gloo aborts ("op.preamble.length <= op.nbytes");
+    # one bucket keeps one chain per step.
+    one = args.ddp_buckets == "one" or (args.ddp_buckets == "auto" and
+                                         args.compression.startswith("powersgd"))
+    bucket_mb = 4096 if one else 25
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
     if args.compression == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
@@ -69,7 +103,8 @@ def setup(args, model):
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
         state = powersgd.PowerSGDState(process_group=None,
                                        matrix_approximation_rank=int(args.compression[8:]),
-                                       start_powerSGD_iter=2, min_compression_rate=2)
+                                       start_powerSGD_iter=args.compression_start,
+                                       min_compression_rate=2)
         ddp.register_comm_hook(state, powersgd.powerSGD_hook)
     elif args.compression != "none":
         raise SystemExit("--compression %s: not for DDP" % args.compression)
@@ -111,6 +146,7 @@ def main():
 
     for _ in range(args.warmup_steps):
         step()
+    sent_before = host_tx_bytes()
     rates = []
     for _ in range(args.iters):
         start = time.perf_counter()
@@ -118,12 +154,14 @@ def main():
             for name, seconds in zip(phases, step()):
                 phases[name].append(seconds)
         rates.append(args.batch_size * args.steps_per_iter / (time.perf_counter() - start))
+    sent = host_tx_bytes() - sent_before
     if rank == 0:
         print("result: " + json.dumps({
             "backend": args.backend, "workers": size, "model": args.model,
             "compression": args.compression, "final_loss": round(loss_value[0], 4),
             "img_sec_per_worker": round(statistics.median(rates), 2),
             "phases_ms": {k: round(1e3 * statistics.median(v), 1) for k, v in phases.items()},
+            "host_tx_bytes_per_step": round(sent / (args.iters * args.steps_per_iter)),
             "pid": os.getpid()}), flush=True)
     finish()
 

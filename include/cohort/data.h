@@ -14,7 +14,7 @@
 //
 // Errors are Status values. A corrupted, truncated or missing chunk is
 // reported with the dataset location, the commit and the chunk id. A commit
-// that lost a race with another writer fails with kMismatch and a message
+// that lost a race with another writer fails with kAborted and a message
 // starting "conflict:" (see IsConflict).
 #ifndef COHORT_DATA_H_
 #define COHORT_DATA_H_
@@ -187,7 +187,8 @@ struct VerifyReport {
 // checking each checksum and each object's SHA-256 against its name.
 Result<VerifyReport> Verify(const std::string& location);
 
-// True for the Status a Commit returns when another writer moved the branch.
+// True for the Status a Commit returns when another writer moved the branch:
+// its code, kAborted (a lost compare-and-swap), whatever the message says.
 bool IsConflict(const Status& status);
 
 // --- Copying a dataset between storages (`cohort data cp`) ---

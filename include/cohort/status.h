@@ -29,6 +29,7 @@ class Status {
     kAlreadyExists,    // what the caller would create exists already
     kPermissionDenied, // the caller is known but may not do this
     kUnavailable,      // the service cannot answer now; the same request may work later
+    kAborted,          // lost a race (a compare-and-swap): read again and redo the change
   };
 
   Status() = default;
@@ -48,6 +49,7 @@ class Status {
   static Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
   static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -57,6 +59,7 @@ class Status {
   bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
   bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
+  bool IsAborted() const { return code_ == Code::kAborted; }
 
   // "<code name>: <message>", or "OK".
   std::string ToString() const;

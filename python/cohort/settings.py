@@ -47,6 +47,7 @@ FALLBACK_ROWS = (
     ("COHORT_SHUFFLE_WINDOW", "8", "loader"),
     ("COHORT_LOG_LEVEL", "warning", "runtime"),
     ("COHORT_TEST_HOSTS", "", "testing"),
+    ("COHORT_TESTING_PIPELINE_EXIT_AT", "", "testing"),
     ("COHORT_ALLOW_INSECURE", "0", "runtime"),
     ("COHORT_DATA_CACHE_DIR", "", "loader"),
     ("COHORT_DATA_CACHE_SIZE", "10G", "loader"),

@@ -12,7 +12,6 @@
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
 #include "common/settings.h"
-#include "http/server_address.h"
 #include "queue/queue_agent.h"
 
 namespace cohort::cli {
@@ -29,7 +28,8 @@ const char kHelp[] =
     "credential (cohort agent-credential add NAME on the server's store; required\n"
     "under --auth), else with the queue's token (COHORT_QUEUE_TOKEN, or found on the\n"
     "server's host).\n"
-    "  --server URL     the server (default COHORT_SERVER, else http://127.0.0.1:5000)\n"
+    "  --server URL     the server (default COHORT_SERVER, else COHORT_TRACKING_URI's\n"
+    "                   server, else http://127.0.0.1:5000)\n"
     "  --slots N        slots this host offers (default: its core count)\n"
     "  --pool P         the pool it joins (default 'default')\n"
     "  --name NAME      its name (default: the host name)\n"
@@ -64,7 +64,7 @@ int AgentCommand(int argc, char** argv) {
   queue::AgentOptions options;
   options.slots = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   std::string credential_file;
-  std::string server = http::ServerAddress();
+  std::string server;  // --server; "" for COHORT_SERVER (or its alias)
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -117,7 +117,8 @@ int AgentCommand(int argc, char** argv) {
     std::fprintf(stderr, "cohort agent: %s\n", credential.status().message().c_str());
     return 1;
   }
-  queue::QueueClient client(server);
+  queue::QueueClient client =
+      server.empty() ? queue::QueueClient() : queue::QueueClient(server, "--server");
   if (!credential->empty()) client.UseCredential(*credential);
   queue::QueueAgent agent(options, &client);
   std::printf("cohort agent %s: %d slots in pool '%s' of %s\n", options.name.c_str(), options.slots,

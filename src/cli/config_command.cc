@@ -9,6 +9,9 @@
 #include "cli/usage_error.h"
 #include "common/env_config.h"
 #include "common/settings.h"
+#ifndef COHORT_MINIMAL
+#include "http/server_address.h"
+#endif
 
 namespace cohort::cli {
 namespace {
@@ -21,7 +24,9 @@ constexpr char kHelp[] =
     "`flag` for a `cohort run` flag given here (e.g. --tcp-streams 4), which\n"
     "shows what `cohort run` with that flag would give its workers. A value\n"
     "the setting does not accept is printed with the reason. Credentials\n"
-    "(COHORT_SECRET, tokens) show only whether they are set.\n"
+    "(COHORT_SECRET, tokens) show only whether they are set. COHORT_SERVER's row\n"
+    "names the alias it came from (source `alias`: COHORT_TRACKING_URI or\n"
+    "MLFLOW_TRACKING_URI) and warns when they name different servers.\n"
     "\n"
     "options:\n"
     "  --scope SCOPE        only the settings of SCOPE: runtime, launcher, loader,\n"
@@ -37,6 +42,31 @@ bool IsScope(const std::string& name) {
   }
   return false;
 }
+
+#ifndef COHORT_MINIMAL
+// Where the one server address came from (http/server_address.h): the
+// COHORT_SERVER row names the alias that supplied it and warns when the
+// tracking variable names another server; the COHORT_TRACKING_URI row, when
+// unset, says where runs go instead.
+void NoteAddress(const SettingReport& r, const EnvLookup& env, std::string* source,
+                 std::string* value) {
+  const std::string variable = r.spec->variable;
+  if (variable == "COHORT_SERVER") {
+    const http::AddressChoice server = http::ResolveServerAddress(env);
+    if (!server.variable.empty() && server.variable != variable) {
+      *source = "alias";
+      *value = server.value + "  <- from " + server.variable;
+    }
+    if (std::string line = http::Disagreement(env); !line.empty())
+      *value += "  <- warning: " + line;
+  } else if (variable == "COHORT_TRACKING_URI" && r.text.empty()) {
+    const http::AddressChoice tracking = http::ResolveTrackingUri(env);
+    if (!tracking.variable.empty()) {
+      *value += "  <- runs go to " + tracking.value + " (" + tracking.variable + ")";
+    }
+  }
+}
+#endif
 
 }  // namespace
 
@@ -79,15 +109,20 @@ int ConfigCommand(int argc, char** argv) {
   }
   int status = 0;
   std::printf("%-34s %-9s %-12s %s\n", "VARIABLE", "SCOPE", "SOURCE", "VALUE");
-  for (const SettingReport& r : ReportSettings(ProcessEnv(), flags)) {
+  const EnvLookup env = ProcessEnv();
+  for (const SettingReport& r : ReportSettings(env, flags)) {
     const char* row_scope = SettingScopeName(r.spec->scope);
     if (!scope.empty() && scope != row_scope) continue;
     std::string value = r.text.empty() ? "(unset)" : r.spec->secret ? "(set, not shown)" : r.text;
+    std::string source = SettingSourceName(r.source);
+#ifndef COHORT_MINIMAL
+    NoteAddress(r, env, &source, &value);
+#endif
     if (!r.valid.ok() && !r.spec->secret) {
       value += "  <- not accepted: " + r.valid.message();
       status = 1;
     }
-    std::printf("%-34s %-9s %-12s %s\n", r.spec->variable, row_scope, SettingSourceName(r.source),
+    std::printf("%-34s %-9s %-12s %s\n", r.spec->variable, row_scope, source.c_str(),
                 value.c_str());
   }
   return status;

@@ -13,6 +13,7 @@
 #include "cli/usage_error.h"
 #include "cohort/data.h"
 #include "common/env_config.h"
+#include "data/storage_backends.h"
 
 namespace cohort::cli {
 
@@ -45,8 +46,9 @@ void PrintUsage() {
                "                         image + label samples (label: index of CLASS among\n"
                "                         the sorted folders), read in parallel, and commit\n"
                "\n"
-               "DATASET, SRC and DST are directories or s3://BUCKET/PREFIX (credentials and\n"
-               "endpoint from AWS_*); DATASET may also be http(s)://... (read-only).\n"
+               "DATASET, SRC and DST are dataset locations (docs/dataset-format.md):\n"
+               "  %s\n"
+               "(s3: credentials and endpoint from AWS_*).\n"
                "REF is a branch, a tag, a commit id or a unique prefix of one, or HEAD;\n"
                "REF~N is the commit N parents back (REF~ = REF~1).\n"
                "\n"
@@ -69,7 +71,7 @@ void PrintUsage() {
                "                         removed (86400)\n"
                "\n"
                "exit status: 0 on success, 1 when the command fails, 2 for a usage error.\n",
-               kSynopsis);
+               kSynopsis, data::StorageLocationForms().c_str());
 }
 
 int UsageError(const std::string& problem) { return cli::UsageError("data", problem, kSynopsis); }

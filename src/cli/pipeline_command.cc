@@ -20,6 +20,7 @@
 #include "pipeline/provenance.h"
 #include "pipeline/spec.h"
 #include "pipeline/state.h"
+#include "pipeline/status_document.h"
 
 namespace cohort::cli {
 namespace {
@@ -45,7 +46,7 @@ constexpr char kHelp[] =
     "  --queue URL   the queue's server (default COHORT_SERVER)\n"
     "  --force       run: re-run every step from nothing, ignoring the cache\n"
     "  --every S     watch: seconds between looks at the inputs (default 2)\n"
-    "  --json        status: the state as JSON\n";
+    "  --json        status: the status document (steps, states, datums, jobs) as JSON\n";
 
 constexpr int kExitFailure = 1;
 
@@ -64,11 +65,12 @@ struct Args {
 };
 
 int PrintStatus(const pipeline::PipelineSpec& spec, pipeline::PipelineState& state, bool as_json) {
+  const int holder = state.LockHolder();
   if (as_json) {
-    std::printf("%s\n", TerminalJson(state.json().dump(2)).c_str());
+    const json document = pipeline::StatusDocument(spec, state.json(), holder);
+    std::printf("%s\n", TerminalJson(document.dump(2)).c_str());
     return 0;
   }
-  const int holder = state.LockHolder();
   std::printf("pipeline %s: %s\n", spec.name.c_str(),
               holder ? ("controller running (pid " + std::to_string(holder) + ")").c_str()
                      : "no controller running");

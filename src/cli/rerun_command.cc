@@ -22,6 +22,7 @@
 #include "launch/process_util.h"
 #include "launch/shell_words.h"
 #include "track/store.h"
+#include "track/tracking_uri.h"
 #include "track/transport.h"
 
 namespace cohort::cli {
@@ -37,7 +38,8 @@ void PrintUsage() {
                "  directory, at its git commit, with its command line (under\n"
                "  `cohort run -np N` when it had N > 1 ranks).\n"
                "  --uri URI  the tracking store or server (default $COHORT_TRACKING_URI,\n"
-               "             else %s)\n"
+               "             else $MLFLOW_TRACKING_URI, else $COHORT_SERVER, else\n"
+               "             %s)\n"
                "  --exec     run that command instead of printing it\n",
                kSynopsis, track::DefaultStoreUri().c_str());
 }
@@ -202,8 +204,13 @@ int RerunCommand(int argc, char** argv) {
   }
   if (run_id.empty()) return UsageError("rerun", "missing RUN_ID", kSynopsis);
   if (uri.empty()) {
-    const char* env = ProcessEnv()("COHORT_TRACKING_URI");
-    uri = env && *env ? env : track::DefaultStoreUri();
+    Result<http::AddressChoice> chosen = track::TrackingUriFromEnv(ProcessEnv());
+    if (!chosen.ok()) {
+      std::fprintf(stderr, "cohort rerun: %s\n", chosen.status().message().c_str());
+      return 1;
+    }
+    http::WarnOfDisagreement(ProcessEnv());
+    uri = chosen->value.empty() ? track::DefaultStoreUri() : chosen->value;
   }
   auto transport = track::OpenTransport(uri);
   if (!transport.ok()) {

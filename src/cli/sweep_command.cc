@@ -18,6 +18,7 @@
 #include "sweep/queue/queued_trials.h"
 #include "sweep/tracking/store_journal.h"
 #include "sweep/tracking/tracked_sweep.h"
+#include "track/tracking_uri.h"
 
 namespace cohort::cli {
 
@@ -48,7 +49,8 @@ void PrintUsage() {
       "  --project X           the trials' project in the queue (default: the sweep's name)\n"
       "  --tracking URI        record the sweep and each trial as runs in this tracking\n"
       "                        store (http://HOST:PORT or sqlite:PATH; default:\n"
-      "                        $COHORT_TRACKING_URI, else not recorded); with a server,\n"
+      "                        $COHORT_TRACKING_URI, $MLFLOW_TRACKING_URI or\n"
+      "                        $COHORT_SERVER, else not recorded); with a server,\n"
       "                        the sweep's journal is kept there, not in DIR/journal\n"
       "  -h, --help            print this help\n",
       kSynopsis);
@@ -161,9 +163,16 @@ int SweepCommand(int argc, char** argv) {
     return kExitUsage;
   }
   if (tracking.empty()) {
-    tracking = EnvString(ProcessEnv(), "COHORT_TRACKING_URI").value_or("");
+    Result<http::AddressChoice> chosen = track::TrackingUriFromEnv(ProcessEnv());
+    if (!chosen.ok()) {
+      std::fprintf(stderr, "cohort sweep: %s\n", chosen.status().message().c_str());
+      return kExitUsage;
+    }
+    http::WarnOfDisagreement(ProcessEnv());
+    tracking = chosen->value;
     if (tracking.rfind("sqlite:", 0) == 0) {  // meant for the trials' own runs: not recorded
-      std::fprintf(stderr, "cohort sweep: not recording the trials in COHORT_TRACKING_URI=%s: ",
+      std::fprintf(stderr,
+                   "cohort sweep: not recording the trials in %s=%s: ", chosen->variable.c_str(),
                    tracking.c_str());
       std::fprintf(stderr, kSqliteAdvice, tracking.c_str());
       std::fprintf(stderr, "\n");
@@ -179,15 +188,14 @@ int SweepCommand(int argc, char** argv) {
     journal.experiment = options.spec.name;
     journal.sweep = options.spec.name;
     journal.file_journal = options.dir + "/journal";
-    Result<double> deadline =
-        EnvDouble(ProcessEnv(), setting::kSweepJournalDeadlineSeconds, journal.append_deadline_s);
-    if (!deadline.ok() || *deadline < 0) {
-      std::fprintf(
-          stderr, "cohort sweep: COHORT_SWEEP_JOURNAL_DEADLINE_S: %s\n",
-          deadline.ok() ? "must be 0 or more seconds" : deadline.status().message().c_str());
+    // Parsed and bounded (0 or more seconds) by its row in the settings table.
+    Result<SettingValue> deadline =
+        ReadSetting(ProcessEnv(), setting::kSweepJournalDeadlineSeconds);
+    if (!deadline.ok()) {
+      std::fprintf(stderr, "cohort sweep: %s\n", deadline.status().message().c_str());
       return kExitUsage;
     }
-    journal.append_deadline_s = *deadline;
+    journal.append_deadline_s = deadline->number;
     options.journal_name = "the journal of sweep '" + journal.sweep + "' in " + tracking;
     options.journal = [journal] { return sweep::OpenStoreJournal(journal); };
   }

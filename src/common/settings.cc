@@ -93,6 +93,8 @@ const std::vector<SettingSpec> kSettings = {
    "debug,info,warning,error", "debug, info, warning or error", S::kRuntime},
   {"COHORT_TEST_HOSTS", nullptr, T::kText, "", 0, 0, false, nullptr,
    "testing: emulated host of each rank, e.g. 0,0,1,1", S::kTesting},
+  {"COHORT_TESTING_PIPELINE_EXIT_AT", nullptr, T::kChoice, "", 0, 0, false, "output-committed",
+   "testing: the pipeline controller exits with status 99 at this point", S::kTesting},
   {"COHORT_ALLOW_INSECURE", nullptr, T::kChoice, "0", 0, 0, false, "0,1",
    "1: a job under srun/mpirun/torchrun without a secret may listen beyond loopback", S::kRuntime},
   {"COHORT_DATA_CACHE_DIR", "--data-cache-dir", T::kText, "", 0, 0, false, nullptr,
@@ -108,7 +110,8 @@ const std::vector<SettingSpec> kSettings = {
   // Tracking clients (docs/tracking.md). The MLflow variables mean what they
   // mean to MLflow's client; cohort's own win where both are set.
   {"COHORT_TRACKING_URI", nullptr, T::kText, "", 0, 0, false, nullptr,
-   "where runs go: http(s)://host:port or sqlite:PATH", S::kTracking},
+   "where runs go: http(s)://host:port or sqlite:PATH; COHORT_SERVER's alias, first for tracking",
+   S::kTracking},
   {"COHORT_TRACKING_SPOOL", nullptr, T::kText, "", 0, 0, false, nullptr,
    "where batches wait while the server is unreachable (default ~/.cohort/spool)", S::kTracking},
   {"COHORT_TRACKING_SPOOL_BYTES", nullptr, T::kBytes, "4G", 0, kNone, false, nullptr,
@@ -116,7 +119,8 @@ const std::vector<SettingSpec> kSettings = {
   {"COHORT_TRACKING_HEARTBEAT", nullptr, T::kSeconds, "10", 0, kNone, false, nullptr,
    "s between a run's heartbeats; 3 missed end it as KILLED (0: none)", S::kTracking},
   {"MLFLOW_TRACKING_URI", nullptr, T::kText, "", 0, 0, false, nullptr,
-   "MLflow's: where runs go, when COHORT_TRACKING_URI is unset", S::kTracking},
+   "MLflow's: where runs go, when COHORT_TRACKING_URI is unset; COHORT_SERVER's alias",
+   S::kTracking},
   {"MLFLOW_EXPERIMENT_NAME", nullptr, T::kText, "", 0, 0, false, nullptr,
    "MLflow's: the experiment of a run started without a project", S::kTracking},
   {"MLFLOW_RUN_ID", nullptr, T::kText, "", 0, 0, false, nullptr,
@@ -126,9 +130,12 @@ const std::vector<SettingSpec> kSettings = {
    "the token of a job queue without --auth (found on the server's host)", S::kQueue, true},
   {"COHORT_AGENT_CREDENTIAL", nullptr, T::kText, "", 0, 0, false, nullptr,
    "cohort agent: its credential under --auth (cohort agent-credential add)", S::kQueue, true},
-  // The server's clients (http/server_address.h): one address, one token.
+  // The server's clients (http/server_address.h): one address (with the two
+  // tracking URIs above as its aliases), one token.
   {"COHORT_SERVER", nullptr, T::kText, "http://127.0.0.1:5000", 0, 0, false, nullptr,
-   "the cohort server that queue clients and agents talk to", S::kQueue},
+   "the cohort server of the queue, agents, pipelines, sweeps and (unless a tracking URI "
+   "is set) tracking",
+   S::kQueue},
   {"COHORT_TRACKING_TOKEN", nullptr, T::kText, "", 0, 0, false, nullptr,
    "a user's token for a cohort server under --auth (cohort token create)",
    S::kTracking, true},
@@ -379,6 +386,17 @@ Result<SettingValue> ReadSetting(const EnvLookup& env, const char* variable) {
   // text, whatever the type.
   if (!text && spec->default_text[0] == '\0') return SettingValue{};
   return ParseSetting(*spec, text ? *text : spec->default_text, variable);
+}
+
+Result<std::optional<SettingValue>> ReadSettingIfSet(const EnvLookup& env, const char* variable) {
+  const SettingSpec* spec = FindSetting(variable);
+  if (spec == nullptr)
+    return Status::Internal(std::string(variable) + " is not in the settings table");
+  const std::optional<std::string> text = EnvString(env, variable);
+  if (!text) return std::optional<SettingValue>();
+  Result<SettingValue> value = ParseSetting(*spec, *text, variable);
+  if (!value.ok()) return value.status();
+  return std::optional<SettingValue>(std::move(*value));
 }
 
 std::vector<SettingReport> ReportSettings(const EnvLookup& env,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,10 @@ Result<SettingValue> ParseSetting(const SettingSpec& spec, const std::string& te
 // The variable's value from `env`, or its default when unset or empty (an
 // empty text when the row has no default).
 Result<SettingValue> ReadSetting(const EnvLookup& env, const char* variable);
+// The variable's parsed value when it is set (and not empty); nullopt when
+// it is not, for readers whose fallback is not the table's default (an
+// argument the caller gave, or another variable).
+Result<std::optional<SettingValue>> ReadSettingIfSet(const EnvLookup& env, const char* variable);
 
 // Where a setting's value came from, as `cohort config` prints it.
 enum class SettingSource { kDefault, kEnvironment, kFlag };

@@ -19,6 +19,7 @@ const char* StatusCodeName(Status::Code code) {
     case Status::Code::kAlreadyExists: return "already exists";
     case Status::Code::kPermissionDenied: return "permission denied";
     case Status::Code::kUnavailable: return "unavailable";
+    case Status::Code::kAborted: return "aborted";
   }
   return "unknown";
 }

@@ -13,6 +13,7 @@
 
 #include "cohort/loader.h"
 #include "common/env_config.h"
+#include "common/settings.h"
 #include "data/loader_batch.h"
 #include "data/loader_fetch.h"
 #include "data/loader_plan.h"
@@ -28,14 +29,26 @@ const Tensor& Batch::column(const std::string& name) const {
   std::abort();
 }
 
+namespace {
+
+// The count `variable` holds, parsed through the settings table, or
+// `fallback` (the caller's option) when it is unset.
+Result<int64_t> CountOr(const EnvLookup& env, const char* variable, int64_t fallback) {
+  Result<std::optional<SettingValue>> value = ReadSettingIfSet(env, variable);
+  if (!value.ok()) return value.status();
+  return value->has_value() ? static_cast<int64_t>((*value)->number) : fallback;
+}
+
+}  // namespace
+
 Status ApplyLoaderEnv(LoaderOptions* options) {
   const EnvLookup env = ProcessEnv();
-  Result<int64_t> threads = EnvInt(env, "COHORT_LOADER_THREADS", options->threads);
+  Result<int64_t> threads = CountOr(env, "COHORT_LOADER_THREADS", options->threads);
   if (!threads.ok()) return threads.status();
-  Result<int64_t> prefetch = EnvInt(env, "COHORT_LOADER_PREFETCH", options->prefetch_batches);
+  Result<int64_t> prefetch = CountOr(env, "COHORT_LOADER_PREFETCH", options->prefetch_batches);
   if (!prefetch.ok()) return prefetch.status();
   Result<int64_t> window =
-      EnvInt(env, "COHORT_SHUFFLE_WINDOW", static_cast<int64_t>(options->window_chunks));
+      CountOr(env, "COHORT_SHUFFLE_WINDOW", static_cast<int64_t>(options->window_chunks));
   if (!window.ok()) return window.status();
   // Out-of-range values are kept (saturated) for CheckOptions to name.
   auto to_int = [](int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, INT_MIN, INT_MAX)); };

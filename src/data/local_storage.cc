@@ -375,9 +375,7 @@ Status Storage::Delete(const std::string& path) {
   return Status::InvalidArgument("dataset " + location() + ": this storage cannot remove " + path);
 }
 
-Status ConflictError(const std::string& message) {
-  return Status::Mismatch("conflict: " + message);
-}
+Status ConflictError(const std::string& message) { return Status::Aborted("conflict: " + message); }
 
 std::string QuoteContent(const std::optional<std::string>& content) {
   if (!content) return "none";

@@ -123,9 +123,11 @@ Result<std::unique_ptr<Storage>> OpenHttpStorage(const std::string& url,
 Result<std::unique_ptr<Storage>> OpenS3Storage(const std::string& url,
                                                const StorageOptions& options);
 
-// Picks the backend from the location's form: "http://", "https://", "s3://"
-// or a local path ("file://" optional); remote ones get the cache when
-// options.cache_dir is set. The first form takes its options from the environment.
+// Picks the backend from the location's scheme (data/storage_backends.h:
+// "http://", "https://", "s3://", or a local path, "file://" optional; an
+// unknown scheme is refused, listing the known ones); remote ones get the
+// cache when options.cache_dir is set. The first form takes its options
+// from the environment.
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create);
 Result<std::unique_ptr<Storage>> OpenStorage(const std::string& location, bool create,
                                              const StorageOptions& options);

@@ -71,9 +71,6 @@ int64_t Value::label() const {
   return label;
 }
 
-bool IsConflict(const Status& status) {
-  return status.code() == Status::Code::kMismatch &&
-         status.message().find("conflict: ") != std::string::npos;
-}
+bool IsConflict(const Status& status) { return status.IsAborted(); }
 
 }  // namespace cohort::data

@@ -2,22 +2,31 @@
 #include "pipeline/controller.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "cohort/data.h"
+#include "common/env_config.h"
+#include "common/settings.h"
 #include "data/repository.h"
 #include "pipeline/cache.h"
 #include "pipeline/dag.h"
 #include "pipeline/provenance.h"
 #include "pipeline/state.h"
+#include "pipeline/status_document.h"
+#include "pipeline/status_poster.h"
 #include "pipeline/step_jobs.h"
 #include "queue/queue_client.h"
 
@@ -42,6 +51,14 @@ std::string NewToken() {
   char text[17];
   std::snprintf(text, sizeof(text), "%08x%08x", device(), device());
   return text;
+}
+
+// The exit status of a controller stopped at COHORT_TESTING_PIPELINE_EXIT_AT's point.
+constexpr int kTestingExitStatus = 99;
+
+std::string TestingExitPoint() {
+  Result<SettingValue> value = ReadSetting(ProcessEnv(), "COHORT_TESTING_PIPELINE_EXIT_AT");
+  return value.ok() ? value->text : "";
 }
 
 // (index, id) of every sample of location@commit.
@@ -74,7 +91,9 @@ class PipelineRun {
         state_(options.state_folder),
         cache_(options.state_folder + "/cache"),
         client_(options.server.empty() ? queue::QueueClient()
-                                       : queue::QueueClient(options.server, "--queue")) {}
+                                       : queue::QueueClient(options.server, "--queue")),
+        poster_(options.server),
+        exit_at_(TestingExitPoint()) {}
 
   Result<int> Run() {
     COHORT_RETURN_IF_ERROR(state_.Open());
@@ -82,25 +101,118 @@ class PipelineRun {
     code_ = CodeVersion(spec_.folder);
     COHORT_RETURN_IF_ERROR(state_.AppendLog("run started (pid " + std::to_string(::getpid()) +
                                             (options_.force ? ", --force" : "") + ")"));
+    state_.json()["pipeline_run"] = {{"started", Now()}, {"state", "running"}};
+    COHORT_RETURN_IF_ERROR(SaveState(/*post_now=*/true));
+    std::unique_lock<std::mutex> lock(mu_);
+    RunReadySteps(lock);
+    if (g_stop_signal) {
+      std::printf("cohort pipeline: stopped (signal %d); run the same command to continue\n",
+                  static_cast<int>(g_stop_signal));
+      (void)state_.AppendLog("stopped");
+      (void)EndRun("stopped", "");
+      return 3;
+    }
+    std::optional<Status> first_error;
     int failed = 0;
     for (const StepSpec* step : StepOrder(spec_)) {
-      Status status = RunStep(*step);
-      if (g_stop_signal) {
-        std::printf("cohort pipeline: stopped (signal %d); run the same command to continue\n",
-                    static_cast<int>(g_stop_signal));
-        (void)state_.AppendLog("stopped");
-        return 3;
+      const Status& status = results_[step->name];
+      if (!status.ok() && !skipped_.count(step->name)) {
+        Status named(status.code(), "step '" + step->name + "': " + status.message());
+        // The first is the run's error; the others are reported here.
+        if (first_error) std::fprintf(stderr, "cohort pipeline: %s\n", named.message().c_str());
+        if (!first_error) first_error = named;
       }
-      if (!status.ok())
-        return Status(status.code(), "step '" + step->name + "': " + status.message());
       failed += static_cast<int>(
           StepState(*step).value("done", json::object()).value("failed", json::object()).size());
     }
+    if (first_error) {
+      (void)EndRun("broken", first_error->message());
+      return *first_error;
+    }
     (void)state_.AppendLog(failed ? "run ended with failed datums" : "run ended");
+    COHORT_RETURN_IF_ERROR(EndRun(failed ? "failed" : "done", ""));
     return failed ? 1 : 0;
   }
 
  private:
+  // Runs every step whose input steps have finished, each in a thread of its
+  // own, so that independent steps run at once (their jobs together bounded
+  // by `parallel`); a step whose input step failed does not run. The
+  // threads share the state under mu_ (held by `lock` on entry and exit),
+  // which a step lets go of only while it waits between looks at its jobs.
+  void RunReadySteps(std::unique_lock<std::mutex>& lock) {
+    const double started = state_.json()["pipeline_run"]["started"];
+    std::vector<std::thread> threads;
+    std::set<std::string> begun;
+    int running = 0;
+    for (;;) {
+      for (const StepSpec* step :
+           g_stop_signal ? std::vector<const StepSpec*>() : StepOrder(spec_)) {
+        if (begun.count(step->name)) continue;
+        std::string blocked;
+        bool ready = true;
+        for (const StepInput& in : step->inputs) {
+          if (in.step.empty()) continue;
+          auto result = results_.find(in.step);
+          if (result == results_.end())
+            ready = false;
+          else if (!result->second.ok())
+            blocked = in.step;
+        }
+        if (!blocked.empty()) {  // not run: the input step's error is the one to report
+          begun.insert(step->name);
+          skipped_.insert(step->name);
+          StepState(*step)["visited"] = started;
+          StepState(*step)["error"] =
+              "input step '" + blocked + "' failed, so this step did not run";
+          results_[step->name] =
+              Status::InvalidArgument(StepState(*step)["error"].get<std::string>());
+          continue;
+        }
+        if (!ready) continue;
+        begun.insert(step->name);
+        StepState(*step)["visited"] = started;
+        StepState(*step).erase("error");
+        Publish(/*now=*/true);
+        ++running;
+        threads.emplace_back([this, step, &running] {
+          std::unique_lock<std::mutex> held(mu_);
+          Status status = RunStep(*step);
+          if (!status.ok()) StepState(*step)["error"] = status.message();
+          results_[step->name] = status;
+          --running;
+          step_ended_.notify_all();
+        });
+      }
+      if (running == 0) break;
+      step_ended_.wait(lock);
+    }
+    lock.unlock();
+    for (std::thread& t : threads) t.join();
+    lock.lock();
+  }
+
+  // Saves the state, then lets the dashboard know (at once, or throttled).
+  Status SaveState(bool post_now = false) {
+    COHORT_RETURN_IF_ERROR(state_.Save());
+    Publish(post_now);
+    return Status::OK();
+  }
+
+  // An ended run's document names no controller, as `status --json` will once this one exits.
+  void Publish(bool now) {
+    const bool running = state_.json()["pipeline_run"].value("state", "") == "running";
+    poster_.Post(StatusDocument(spec_, state_.json(), running ? ::getpid() : 0), now);
+  }
+
+  Status EndRun(const std::string& how, const std::string& error) {
+    json& run = state_.json()["pipeline_run"];
+    run["state"] = how;
+    run["ended"] = Now();
+    if (!error.empty()) run["error"] = error;
+    return SaveState(/*post_now=*/true);
+  }
+
   json& StepState(const StepSpec& step) {
     json& s = state_.json()["steps"][step.name];
     if (!s.is_object()) s = json::object();
@@ -169,10 +281,11 @@ class PipelineRun {
       }
     }
     StepState(step)["done"] = entry;
+    StepState(step)["outcome"] = "cached";
     std::printf("cohort pipeline: step %s: cached (output %s)\n", step.name.c_str(),
                 commit.substr(0, 12).c_str());
     (void)state_.AppendLog("step " + step.name + ": cache hit " + entry.value("key", ""));
-    return state_.Save().ok();
+    return SaveState(/*post_now=*/true).ok();
   }
 
   // Decides the datums to process and the results to drop; saves the run.
@@ -252,7 +365,7 @@ class PipelineRun {
     s["run"] = std::move(run);
     (void)state_.AppendLog("step " + step.name + ": run " + s["run"]["token"].get<std::string>() +
                            ", " + std::to_string(planned) + " datums");
-    return state_.Save();
+    return SaveState();
   }
 
   Status Execute(const StepSpec& step) {
@@ -275,11 +388,24 @@ class PipelineRun {
         env += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
       context.env[env] = value;
     }
-    context.save = [this] { return state_.Save(); };
+    context.save = [this] { return SaveState(); };
+    context.others_running = [this, &step] {
+      int n = 0;
+      for (const auto& [name, s] : state_.json()["steps"].items()) {
+        if (name == step.name || !s.contains("run")) continue;
+        for (const json& b : s["run"]["batches"]) n += b["state"] == "running";
+      }
+      return n;
+    };
+    context.wait = [this](double seconds) {  // mu_ is held by this step's thread
+      mu_.unlock();
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      mu_.lock();
+    };
     context.stopping = [] { return g_stop_signal != 0; };
     COHORT_RETURN_IF_ERROR(MakeFolders(context.staging_folder));
     COHORT_RETURN_IF_ERROR(RunBatches(context, client_, run));
-    if (g_stop_signal) return state_.Save();
+    if (g_stop_signal) return SaveState();
     return Commit(step);
   }
 
@@ -308,6 +434,10 @@ class PipelineRun {
       auto made = WriteOutput(step, run, staged, results, record);
       if (!made.ok()) return made.status();
       output_commit = *made;
+      if (exit_at_ == "output-committed") {  // a crash between the commit and the state (testing)
+        std::fflush(stdout);
+        ::_exit(kTestingExitStatus);
+      }
     }
     json done = {{"key", run["key"]},       {"datum_key", run["datum_key"]},
                  {"inputs", run["inputs"]}, {"output_commit", output_commit},
@@ -330,9 +460,10 @@ class PipelineRun {
                 Now() - run.value("started", Now()), output_commit.substr(0, 12).c_str());
     std::fflush(stdout);
     s["done"] = std::move(done);
+    s["outcome"] = "ran";
     s.erase("run");
     (void)state_.AppendLog("step " + step.name + ": output " + output_commit);
-    return state_.Save();
+    return SaveState(/*post_now=*/true);
   }
 
   // Writes (or, after a controller died between the commit and saving the
@@ -343,7 +474,7 @@ class PipelineRun {
     std::optional<std::string> head = OutputHead(step.output);
     if (!run.contains("merge_base")) {
       run["merge_base"] = head ? *head : "";
-      COHORT_RETURN_IF_ERROR(state_.Save());
+      COHORT_RETURN_IF_ERROR(SaveState());
     }
     const std::string base = run["merge_base"];
     // The output ids to delete: every one for a full run, else the removed datums'.
@@ -448,8 +579,15 @@ class PipelineRun {
   PipelineState state_;
   StepCache cache_;
   queue::QueueClient client_;
+  StatusPoster poster_;
+  const std::string exit_at_;  // COHORT_TESTING_PIPELINE_EXIT_AT
   json code_;
   std::set<std::string> forced_;  // steps --force already re-ran in this run
+  // The steps' threads share everything above; see RunReadySteps.
+  std::mutex mu_;
+  std::condition_variable step_ended_;
+  std::map<std::string, Status> results_;  // each ended step's outcome
+  std::set<std::string> skipped_;          // steps not run: an input step failed
 };
 
 }  // namespace

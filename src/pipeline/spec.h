@@ -43,7 +43,7 @@ struct PipelineSpec {
   std::string name;
   std::string origin;  // the spec's file, for messages
   std::string folder;  // relative locations and the steps' working directory
-  int parallel = 4;    // queue jobs of one step in flight at once
+  int parallel = 4;    // queue jobs in flight at once, all steps together
   std::vector<StepSpec> steps;
 
   const StepSpec* Find(const std::string& step) const;

@@ -52,12 +52,17 @@ class BatchRunner {
         open = open || b["state"] == "running" || b["state"] == "waiting";
       }
       if (!open) return Status::OK();
-      for (size_t i = 0; i < batches.size() && running < c_.spec->parallel; ++i) {
+      const int others = c_.others_running();
+      for (size_t i = 0; i < batches.size() && running + others < c_.spec->parallel; ++i) {
         if (batches[i]["state"] != "waiting") continue;
         COHORT_RETURN_IF_ERROR(Submit(batches[i], i));
         ++running;
       }
-      std::this_thread::sleep_for(std::chrono::duration<double>(c_.poll_s));
+      if (c_.wait) {
+        c_.wait(c_.poll_s);
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(c_.poll_s));
+      }
       // Look at each running job; a failed batch may be split, so index by position.
       for (size_t i = 0; i < batches.size(); ++i) {
         if (batches[i]["state"] != "running") continue;

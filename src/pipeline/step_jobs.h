@@ -1,9 +1,8 @@
 // One step's batches of datums as queue jobs: submitted up to the
-// pipeline's `parallel` limit, followed by polling, retried, split into
-// single datums when a batch keeps failing, so the datum that fails is
-// reported by id. Batches live in the step's run record (state.json) and
-// every change is saved before the next, so a restarted controller adopts
-// the jobs it had submitted.
+// pipeline's `parallel` limit (shared by the steps running at once), followed by polling, retried,
+// split into single datums when a batch keeps failing, so the datum that fails is reported by id.
+// Batches live in the step's run record (state.json) and every change is saved before the next, so
+// a restarted controller adopts the jobs it had submitted.
 #ifndef COHORT_PIPELINE_STEP_JOBS_H_
 #define COHORT_PIPELINE_STEP_JOBS_H_
 
@@ -27,6 +26,11 @@ struct StepJobsContext {
   double poll_s = 0.1;
   std::function<Status()> save;    // persists the run record
   std::function<bool()> stopping;  // a stop was asked for
+  // Jobs the pipeline's other steps have in flight (`parallel` bounds them all).
+  std::function<int()> others_running = [] { return 0; };
+  // Waits `seconds` between two looks at the jobs (the controller lets other
+  // steps run meanwhile).
+  std::function<void(double seconds)> wait;
 };
 
 // Runs the batches of `run` (its "batches" array) until each is done or

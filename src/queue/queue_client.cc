@@ -4,9 +4,10 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 
-#include "http/client.h"
+#include "http/api_error.h"
 #include "http/server_address.h"
 #include "queue/queue_token.h"
 
@@ -20,58 +21,56 @@ std::string CurrentUser() {
   return entry != nullptr ? entry->pw_name : "anonymous";
 }
 
-http::RetryPolicy ClientPolicy() {
-  http::RetryPolicy policy;
-  policy.max_attempts = 1;  // a submit must not be sent twice
-  policy.initial_backoff_s = 0.05;
-  policy.max_backoff_s = 0.2;
-  policy.request_timeout_s = 30;
-  policy.connect_timeout_s = 5;
-  return policy;
+// What named the server of QueueClient(): COHORT_SERVER (its default too)
+// or the alias it came from.
+std::string DefaultSource() {
+  const EnvLookup env = ProcessEnv();
+  http::WarnOfDisagreement(env);
+  const std::string variable = http::ResolveServerAddress(env).variable;
+  return variable.empty() ? "COHORT_SERVER" : variable;
 }
 
 }  // namespace
 
 std::string QueueAnswer::ErrorMessage() const {
-  auto parsed = nlohmann::json::parse(body, nullptr, false);
-  if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
-    return parsed["message"].get<std::string>();
-  }
+  http::ErrorBody error = http::ParseErrorBody(body);
+  if (error.parsed) return error.message;
   return body.empty() ? "HTTP " + std::to_string(status) : body;
 }
 
 Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer) {
   if (!answer.ok()) return answer.status();
-  if (answer->status != 200) return Status::InvalidArgument(answer->ErrorMessage());
+  if (answer->status != 200) {
+    return Status(http::CodeOfErrorCode(http::ParseErrorBody(answer->body).error_code),
+                  answer->ErrorMessage());
+  }
   auto parsed = nlohmann::json::parse(answer->body, nullptr, false);
   if (parsed.is_discarded()) return Status::InvalidArgument("the server's answer is not JSON");
   return parsed;
 }
 
-QueueClient::QueueClient() : QueueClient(http::ServerAddress()) {}
+QueueClient::QueueClient() : QueueClient(http::ServerAddress(), DefaultSource()) {}
 
-QueueClient::QueueClient(std::string server)
-    : server_(http::WithoutTrailingSlash(std::move(server))),
-      token_(http::ServerToken()),
-      user_(CurrentUser()),
-      http_(ClientPolicy(), /*max_in_flight=*/1) {
-  queue_token_ = FindQueueToken(server_);
-}
+QueueClient::QueueClient(std::string server) : QueueClient(std::move(server), "COHORT_SERVER") {}
 
-QueueClient::QueueClient(std::string server, std::string source) : QueueClient(std::move(server)) {
-  source_ = std::move(source);
+QueueClient::QueueClient(std::string server, std::string source)
+    : client_({std::move(server), std::move(source), "the queue", http::QueueRetryPolicy()}) {
+  client_.SetBearer(http::ServerToken());
+  const std::string queue_token = FindQueueToken(client_.address());
+  if (!queue_token.empty()) client_.AddHeader(std::string(kQueueTokenHeader) + ": " + queue_token);
+  client_.AddHeader("X-Cohort-User: " + CurrentUser());
 }
 
 Result<QueueAnswer> QueueClient::Get(const std::string& path) {
   http::HttpRequest request;
-  request.url = server_ + "/api/queue/" + path;
+  request.url = "/api/queue/" + path;
   return Call(std::move(request));
 }
 
 Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::json& body) {
   http::HttpRequest request;
   request.method = "POST";
-  request.url = server_ + "/api/queue/" + path;
+  request.url = "/api/queue/" + path;
   request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   request.headers.push_back("Content-Type: application/json");
   return Call(std::move(request));
@@ -80,30 +79,25 @@ Result<QueueAnswer> QueueClient::Post(const std::string& path, const nlohmann::j
 Result<QueueAnswer> QueueClient::PostBytes(const std::string& path, std::string bytes) {
   http::HttpRequest request;
   request.method = "POST";
-  request.url = server_ + "/api/queue/" + path;
+  request.url = "/api/queue/" + path;
   request.body = std::move(bytes);
   request.headers.push_back("Content-Type: application/octet-stream");
   return Call(std::move(request));
 }
 
 Result<QueueAnswer> QueueClient::Call(http::HttpRequest request) {
-  if (!token_.empty()) request.headers.push_back("Authorization: Bearer " + token_);
-  if (!queue_token_.empty()) {
-    request.headers.push_back(std::string(kQueueTokenHeader) + ": " + queue_token_);
-  }
-  request.headers.push_back("X-Cohort-User: " + user_);
-  auto response = http_.Perform(request);
-  if (!response.ok()) {
-    return Status::PeerFailure("cannot reach the queue at " + server_ + " (" + source_ +
-                               "): " + response.status().message());
-  }
+  auto response = client_.Send(std::move(request));
+  if (!response.ok()) return response.status();
   QueueAnswer answer;
   answer.status = response->status;
   answer.body = std::move(response->body);
   answer.job_state = response->Header("x-cohort-job-state");
-  std::string offset = response->Header("x-cohort-log-offset");
-  if (!offset.empty() && offset.find_first_not_of("0123456789") == std::string::npos) {
-    answer.next_offset = std::stoull(offset);
+  // A number that does not fit (or no number) leaves 0: no offset to go on from.
+  const std::string offset = response->Header("x-cohort-log-offset");
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(offset.data(), offset.data() + offset.size(), value);
+  if (!offset.empty() && error == std::errc() && end == offset.data() + offset.size()) {
+    answer.next_offset = value;
   }
   return answer;
 }

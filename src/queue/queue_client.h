@@ -1,8 +1,10 @@
-// QueueClient: the queue's HTTP endpoints (queue/queue_api.h) as the CLI
-// calls them. The server comes from COHORT_SERVER (default
-// http://127.0.0.1:5000); a user's token (--auth) from COHORT_TRACKING_TOKEN
-// or MLFLOW_TRACKING_TOKEN; the queue's token (without --auth) from
-// COHORT_QUEUE_TOKEN or the server's record on this host
+// QueueClient: the queue's HTTP endpoints (queue/queue_api.h) as the CLI,
+// agents, sweeps and pipelines call them; a layer of queue paths and headers
+// over the one client of a cohort server (http/server_client.h). The server
+// comes from http::ResolveServerAddress (COHORT_SERVER or its aliases,
+// default http://127.0.0.1:5000); a user's token (--auth) from
+// COHORT_TRACKING_TOKEN or MLFLOW_TRACKING_TOKEN; the queue's token (without
+// --auth) from COHORT_QUEUE_TOKEN or the server's record on this host
 // (queue/queue_token.h); the user it claims without --auth from $USER.
 #ifndef COHORT_QUEUE_QUEUE_CLIENT_H_
 #define COHORT_QUEUE_QUEUE_CLIENT_H_
@@ -13,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/status.h"
-#include "http/client.h"
+#include "http/server_client.h"
 
 namespace cohort::queue {
 
@@ -29,7 +31,8 @@ struct QueueAnswer {
 };
 
 // The answer's JSON when it is a 200, else the failure to report: the
-// call's, or the server's error message.
+// call's, or the server's error message with the Status code its error_code
+// stands for (http/api_error.h: kNotFound, kPermissionDenied, ...).
 Result<nlohmann::json> AnswerJson(const Result<QueueAnswer>& answer);
 
 class QueueClient {
@@ -38,9 +41,9 @@ class QueueClient {
   explicit QueueClient(std::string server);  // `server` instead of COHORT_SERVER
   // `server` as `source` named it (a flag, "--queue"), which errors quote.
   QueueClient(std::string server, std::string source);
-  const std::string& server() const { return server_; }
+  const std::string& server() const { return client_.address(); }
   // Sends `credential` (an agent's) as the bearer instead of a user's token.
-  void UseCredential(std::string credential) { token_ = std::move(credential); }
+  void UseCredential(std::string credential) { client_.SetBearer(std::move(credential)); }
 
   // `path` is below /api/queue/ ("jobs/3/cancel").
   Result<QueueAnswer> Get(const std::string& path);
@@ -51,12 +54,7 @@ class QueueClient {
  private:
   Result<QueueAnswer> Call(http::HttpRequest request);
 
-  std::string server_;
-  std::string source_ = "COHORT_SERVER";
-  std::string token_;        // the bearer: a user's token or an agent's credential
-  std::string queue_token_;  // the queue's token, "" when none was found
-  std::string user_;
-  http::HttpClient http_;
+  http::ServerClient client_;
 };
 
 }  // namespace cohort::queue

@@ -11,6 +11,7 @@
 #include "server/artifact_api.h"
 #include "server/dashboard_files.h"
 #include "server/mlflow_api.h"
+#include "server/pipeline_status_api.h"
 #include "server/sweep_journal_api.h"
 #include "track/sqlite_store.h"
 
@@ -121,6 +122,7 @@ void TrackingServer::ComposeServices() {
   services_.push_back(std::make_unique<MlflowApi>(store_.get(), access));
   services_.push_back(std::make_unique<ArtifactApi>(artifacts_.get(), access));
   services_.push_back(std::make_unique<SweepJournalApi>(store_.get(), access));
+  services_.push_back(std::make_unique<PipelineStatusApi>(store_.get()));
   services_.push_back(std::make_unique<DashboardFiles>(options_.web_dir));
   for (const auto& service : services_) service->Register(router_);
   for (Service* service : options_.services) service->Register(router_);

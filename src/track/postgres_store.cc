@@ -105,6 +105,9 @@ const std::vector<const char*> kMigrations = {
     "  NOT NULL REFERENCES users, level " COHORT_PG_TEXT " NOT NULL, PRIMARY KEY (project, \"user\"));"
     "CREATE TABLE agent_credentials (name " COHORT_PG_TEXT " PRIMARY KEY, secret_sha256 " COHORT_PG_TEXT
     "  NOT NULL UNIQUE, creation_time BIGINT NOT NULL);",
+    // 9: pipelines' status documents (the dashboard's DAG view).
+    "CREATE TABLE pipeline_status (name " COHORT_PG_TEXT " PRIMARY KEY, owner " COHORT_PG_TEXT
+    "  NOT NULL, status " COHORT_PG_TEXT " NOT NULL, update_time BIGINT NOT NULL);",
 };
 
 #undef COHORT_PG_TEXT

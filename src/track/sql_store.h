@@ -6,7 +6,7 @@
 // sql_store.cc; batches and metric histories in sql_store_metrics.cc;
 // dataset inputs in sql_store_inputs.cc; sweep journals in
 // sql_store_sweeps.cc; the job queue's grants and agent credentials in
-// sql_store_queue.cc.
+// sql_store_queue.cc; pipelines' status documents in sql_store_pipelines.cc.
 #ifndef COHORT_TRACK_SQL_STORE_H_
 #define COHORT_TRACK_SQL_STORE_H_
 
@@ -93,6 +93,10 @@ class SqlStore : public TrackingStore {
                            const std::string& record) override;
   Result<std::vector<std::string>> SweepJournal(const std::string& experiment_id,
                                                 const std::string& sweep) override;
+  Status PutPipelineStatus(const std::string& name, const std::string& user,
+                           const std::string& status) override;
+  Result<PipelineStatusRecord> GetPipelineStatus(const std::string& name) override;
+  Result<std::vector<PipelineStatusRecord>> PipelineStatuses() override;
 
  private:
   struct BucketUpdate;  // sql_store_metrics.cc

@@ -96,6 +96,10 @@ const std::vector<const char*> kMigrations = {
     "  level TEXT NOT NULL, PRIMARY KEY (project, user)) WITHOUT ROWID;"
     "CREATE TABLE agent_credentials (name TEXT PRIMARY KEY, secret_sha256 TEXT NOT NULL UNIQUE,"
     "  creation_time INTEGER NOT NULL) WITHOUT ROWID;",
+    // 9: pipelines' status documents (the dashboard's DAG view), one per
+    // pipeline, owned by the user who first put it.
+    "CREATE TABLE pipeline_status (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+    "  status TEXT NOT NULL, update_time INTEGER NOT NULL) WITHOUT ROWID;",
 };
 }  // namespace
 

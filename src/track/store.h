@@ -155,6 +155,18 @@ class TrackingStore {
   // The sweep's records, seq 0 first; none for a sweep never appended to.
   virtual Result<std::vector<std::string>> SweepJournal(const std::string& experiment_id,
                                                         const std::string& sweep) = 0;
+
+  // Pipelines' status documents (`cohort pipeline status --json`, which a
+  // pipeline's controller PUTs to the server after its state changes; the
+  // dashboard's DAG view reads them): one per pipeline name, replaced
+  // whole. The first writer owns the name: a put by another user is
+  // PermissionDenied naming the owner (without --auth every user is "").
+  virtual Status PutPipelineStatus(const std::string& name, const std::string& user,
+                                   const std::string& status) = 0;
+  // NotFound for a name never put.
+  virtual Result<PipelineStatusRecord> GetPipelineStatus(const std::string& name) = 0;
+  // Every pipeline's, the latest update first.
+  virtual Result<std::vector<PipelineStatusRecord>> PipelineStatuses() = 0;
 };
 
 // Opens the store a URI names: "sqlite:PATH" (PATH may start with ~/) or

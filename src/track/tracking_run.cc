@@ -22,6 +22,7 @@
 #include "net/auth.h"
 #include "track/spool.h"
 #include "track/store.h"
+#include "track/tracking_uri.h"
 #include "track/transport.h"
 #include "track/validation.h"
 
@@ -50,23 +51,6 @@ bool Retryable(const Status& s) { return s.code() == Status::Code::kPeerFailure;
 std::string SettingText(const char* variable) {
   Result<SettingValue> value = ReadSetting(ProcessEnv(), variable);
   return value.ok() ? value->text : "";
-}
-
-// MLFLOW_TRACKING_URI as cohort's client takes it: a server's URL as it is;
-// MLflow's SQLite store (SQLAlchemy's sqlite:///relative.db or
-// sqlite:////absolute.db) as sqlite:PATH; any other store MLflow's client
-// opens itself is refused.
-Result<std::string> FromMlflowUri(const std::string& uri) {
-  if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) return uri;
-  const std::string sqlalchemy = "sqlite:///";
-  if (uri.rfind(sqlalchemy, 0) == 0 && uri.size() > sqlalchemy.size()) {
-    return "sqlite:" + uri.substr(sqlalchemy.size());
-  }
-  return Status::InvalidArgument(
-      "MLFLOW_TRACKING_URI='" + track::RedactStoreUri(uri) +
-      "': cohort's client records to a tracking server (http://HOST:PORT: `cohort server` or "
-      "`mlflow server`) or a SQLite file (sqlite:///FILE.db); serve this store with a server and "
-      "give its URL");
 }
 
 }  // namespace
@@ -551,13 +535,11 @@ class TrackingRun::Impl {
 
 Result<std::unique_ptr<TrackingRun>> TrackingRun::Start(const TrackingOptions& options) {
   std::string uri = options.uri;
-  if (uri.empty()) uri = SettingText("COHORT_TRACKING_URI");
   if (uri.empty()) {
-    if (std::string mlflow = SettingText("MLFLOW_TRACKING_URI"); !mlflow.empty()) {
-      Result<std::string> converted = FromMlflowUri(mlflow);
-      if (!converted.ok()) return converted.status();
-      uri = *converted;
-    }
+    Result<http::AddressChoice> chosen = track::TrackingUriFromEnv(ProcessEnv());
+    if (!chosen.ok()) return chosen.status();
+    http::WarnOfDisagreement(ProcessEnv());
+    uri = chosen->value;
   }
   if (uri.empty()) uri = track::DefaultStoreUri();
   auto transport = track::OpenTransport(uri);

@@ -32,6 +32,11 @@ class Transport {
   virtual bool remote() const = 0;
 };
 
+// The path of `endpoint` as Call takes it: an MLflow endpoint's
+// ("runs/get" -> "/api/2.0/mlflow/runs/get"), or `endpoint` itself when it is
+// a path ("/api/cohort/...").
+std::string ApiPath(const std::string& endpoint);
+
 // "http(s)://..." or "sqlite:PATH" (artifacts then go beside PATH, in
 // PATH's directory under artifacts/).
 Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri);

@@ -123,6 +123,14 @@ struct HistoryPoint {
   Metric metric;
 };
 
+// A pipeline's status document as its controller last put it (store.h).
+struct PipelineStatusRecord {
+  std::string name;
+  std::string owner;        // the user who first put it ("" without --auth)
+  std::string status;       // the JSON document
+  int64_t update_time = 0;  // milliseconds since the epoch
+};
+
 }  // namespace cohort::track
 
 #endif  // COHORT_TRACK_TYPES_H_

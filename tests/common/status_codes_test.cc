@@ -17,6 +17,8 @@ TEST(StatusCodes, KindsAreCodesNotText) {
   EXPECT_TRUE(Status::AlreadyExists("x").IsAlreadyExists());
   EXPECT_TRUE(Status::PermissionDenied("x").IsPermissionDenied());
   EXPECT_TRUE(Status::Unavailable("x").IsUnavailable());
+  EXPECT_TRUE(Status::Aborted("x").IsAborted());
+  EXPECT_EQ(Status::Aborted("x").ToString(), "aborted: x");
   // A message that reads like a kind is not that kind.
   EXPECT_FALSE(Status::InvalidArgument("not found: x").IsNotFound());
 }

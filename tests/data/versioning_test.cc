@@ -149,6 +149,15 @@ TEST(DataVersioning, DiffAndCheckoutAcrossThreeCommits) {
   EXPECT_EQ(verify->commits, 5u);
 }
 
+// A conflict is told by its code, never by its text.
+TEST(DataVersioning, ConflictIsACodeNotAMessage) {
+  EXPECT_TRUE(IsConflict(Status::Aborted("anything")));
+  EXPECT_TRUE(IsConflict(Status::Aborted("x").WithContext("commit")));
+  EXPECT_FALSE(IsConflict(Status::Mismatch("conflict: ref changed")));
+  EXPECT_FALSE(IsConflict(Status::IoError("conflict: ref changed")));
+  EXPECT_FALSE(IsConflict(Status::OK()));
+}
+
 TEST(DataVersioning, SecondWriterOnTheSameBranchConflicts) {
   TempDir dir;
   std::string loc = MakeDataset(dir, 8);
@@ -163,6 +172,7 @@ TEST(DataVersioning, SecondWriterOnTheSameBranchConflicts) {
   auto cb = (*b)->Commit({"b"});
   ASSERT_FALSE(cb.ok());
   EXPECT_TRUE(IsConflict(cb.status())) << cb.status().ToString();
+  EXPECT_EQ(cb.status().code(), Status::Code::kAborted) << cb.status().ToString();
   EXPECT_NE(cb.status().message().find("refs/heads/main"), std::string::npos)
       << cb.status().message();
   EXPECT_EQ((*b)->base(), base) << "a failed commit leaves the writer as it was";

@@ -2,13 +2,14 @@
 
   step.py square   per-datum: each input label v -> label v*v + $COHORT_PARAM_ADD
   step.py sum      whole input: one sample, the sum of its labels
+  step.py meet     whole input: the sum, once every step of $PIPELINE_MEET runs too
   step.py track    whole input: a tracked run in $PIPELINE_TRACK_URI, no output
 
 Every datum processed appends "STEP ID" to $PIPELINE_COUNT, so tests count
 re-runs. Failures on demand: a datum whose label is $PIPELINE_FAIL_LABEL always
 fails; one whose label is $PIPELINE_KILL_LABEL SIGKILLs its job the first time
-(marker file $PIPELINE_COUNT.killed); with $PIPELINE_GATE set, a datum waits
-for that file before finishing (the test kills the controller meanwhile).
+(marker file $PIPELINE_COUNT.killed); with $PIPELINE_GATE set, a datum (or a sum)
+waits for that file before finishing (the test kills the controller meanwhile).
 """
 import os
 import signal
@@ -59,11 +60,27 @@ def square():
 
 
 def whole_sum():
+    gate()
     ds = Dataset.open(LOCATION, COMMIT)
     out = Writer.create(os.environ["COHORT_PIPELINE_OUTPUT"], [("label", "label")])
     out.append({"label": sum(int(s["label"]) for s in ds)})
     out.commit("sum")
     count("whole")
+
+
+def meet():
+    """Marks this step's job as started in $PIPELINE_MEET_DIR and waits (20 s
+    at most) until the job of every step of $PIPELINE_MEET has too: it
+    succeeds only when those steps' jobs run at the same time."""
+    folder = os.environ["PIPELINE_MEET_DIR"]
+    open(os.path.join(folder, STEP), "w").close()
+    others = [s for s in os.environ["PIPELINE_MEET"].split(",") if s != STEP]
+    deadline = time.monotonic() + 20
+    while not all(os.path.exists(os.path.join(folder, s)) for s in others):
+        if time.monotonic() > deadline:
+            sys.exit(f"step {STEP}: steps {others} never started while it ran")
+        time.sleep(0.02)
+    whole_sum()
 
 
 def track():
@@ -74,4 +91,4 @@ def track():
     count("whole")
 
 
-{"square": square, "sum": whole_sum, "track": track}[sys.argv[1]]()
+{"square": square, "sum": whole_sum, "meet": meet, "track": track}[sys.argv[1]]()

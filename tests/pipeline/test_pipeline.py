@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -60,6 +61,12 @@ def pipeline(server, tmp_path, *args, **extra):
     p = subprocess.run([COHORT, "pipeline", *args], capture_output=True, text=True,
                        timeout=DEADLINE_S, env=env(server, tmp_path, **extra), cwd=tmp_path)
     return p.returncode, p.stdout, p.stderr
+
+
+def status_json(server, tmp_path, spec_path="p.yaml"):
+    rc, out, err = pipeline(server, tmp_path, "status", spec_path, "--json")
+    assert rc == 0, err
+    return json.loads(out)
 
 
 def counts(tmp_path):
@@ -132,6 +139,7 @@ def test_cache_hits_and_misses_on_each_component(server, tmp_path):
     rc, out, _ = pipeline(server, tmp_path, "run", spec(tmp_path, add=1, total=False))
     assert (rc, out) == (0, f"cohort pipeline: step sq: cached (output {first[:12]})\n")
     assert counts(tmp_path) == {}
+    assert [(s["name"], s["state"]) for s in status_json(server, tmp_path)["steps"]] == [("sq", "cached")]
     assert Dataset.open(str(tmp_path / "squared")).commit["id"] == first
     # The input's commit: a miss, processed incrementally from the cached run's results.
     w = Writer.open(str(tmp_path / "raw"))
@@ -335,3 +343,85 @@ def test_a_step_that_fails_on_every_datum_stops_early(server, tmp_path):
     assert out.count(": job ") <= 4 + 2 * 10
     assert "step sq: datums 0,1,2,3,4,... (10 datums): job " in out
     assert not (tmp_path / "out").exists()
+    status = status_json(server, tmp_path, "p.yaml")
+    assert status["state"] == "broken" and status["error"] == err[len("cohort pipeline: "):-1]
+    [step] = status["steps"]
+    assert step["state"] == "broken" and step["error"].startswith("3 datums failed alone")
+    assert step["datums"]["failed"] == 3 and len(step["failed_datums"]) == 3
+
+
+def test_a_controller_killed_after_the_output_commit_commits_once(server, tmp_path):
+    """The controller dies (COHORT_TESTING_PIPELINE_EXIT_AT) right after
+    writing a step's output commit, before its state records it: the next run
+    finds that commit by its run id instead of writing a second one, and
+    re-runs no batch."""
+    raw(tmp_path, range(4))
+    p = spec(tmp_path, batch=2, total=False)
+    rc, out, err = pipeline(server, tmp_path, "run", p,
+                            COHORT_TESTING_PIPELINE_EXIT_AT="output-committed")
+    assert rc == 99, out + err
+    made = Dataset.open(str(tmp_path / "squared")).commit
+    sq = state(tmp_path)["steps"]["sq"]
+    assert "done" not in sq and all(b["state"] == "done" for b in sq["run"]["batches"])
+    assert counts(tmp_path) == {f"sq {i}": 1 for i in range(4)}
+    rc, out, err = pipeline(server, tmp_path, "run", p)
+    assert rc == 0, out + err
+    assert out.startswith("cohort pipeline: step sq: resuming its run\n"
+                          "cohort pipeline: step sq: 2 batches done in ") and "to process" not in out
+    assert counts(tmp_path) == {}
+    assert Dataset.open(str(tmp_path / "squared")).commit == made
+    created = Dataset.open(str(tmp_path / "squared"), made["parent"]).commit  # the only other commit
+    assert created["message"] == "create dataset" and not created["parent"]
+    assert labels(tmp_path / "squared") == [v * v + 1 for v in range(4)]
+    assert state(tmp_path)["steps"]["sq"]["done"]["output_commit"] == made["id"]
+
+
+def queue_job(server, job):
+    """The queue's record of `job` (its started and finished times)."""
+    folder = os.path.dirname(server.store[len("sqlite:"):])
+    with open(os.path.join(folder, "queue-token")) as f:
+        token = f.read().strip()
+    req = urllib.request.Request(f"{server.url}/api/queue/jobs/{job}",
+                                 headers={"X-Cohort-Queue-Token": token})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def test_independent_steps_run_at_the_same_time(server, tmp_path):
+    raw(tmp_path, range(5))
+    (tmp_path / "meet").mkdir()
+    meet = [sys.executable, STEP, "meet"]
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "demo", "parallel": 2, "steps": [
+        {"name": "a", "inputs": [{"dataset": "raw"}], "command": meet, "output": "a", "retries": 0},
+        {"name": "b", "inputs": [{"dataset": "raw"}], "command": meet, "output": "b", "retries": 0}]}))
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml", PIPELINE_MEET_DIR=str(tmp_path / "meet"),
+                            PIPELINE_MEET="a,b")
+    assert rc == 0, out + err
+    assert labels(tmp_path / "a") == labels(tmp_path / "b") == [10]
+    steps = state(tmp_path)["steps"]
+    [a], [b] = steps["a"]["done"]["jobs"], steps["b"]["done"]["jobs"]
+    a, b = queue_job(server, a), queue_job(server, b)
+    assert a["started"] < b["finished"] and b["started"] < a["finished"], (a, b)
+
+
+def test_a_broken_step_does_not_stop_an_independent_one(server, tmp_path):
+    raw(tmp_path, range(5))
+    ran = tmp_path / "bad-ran"
+    (tmp_path / "p.yaml").write_text(json.dumps({"name": "demo", "steps": [
+        {"name": "bad", "inputs": [{"dataset": "raw", "glob": "sample"}], "retries": 0,
+         "resources": {"batch": 5}, "command": ["sh", "-c", f"touch {ran}; exit 7"], "output": "bad"},
+        {"name": "after", "inputs": [{"step": "bad"}], "command": [sys.executable, STEP, "sum"],
+         "output": "after"},
+        {"name": "good", "inputs": [{"dataset": "raw"}], "command": [sys.executable, STEP, "sum"],
+         "output": "good"}]}))
+    # good's job finishes only once bad's first job has run: both are under way at once.
+    rc, out, err = pipeline(server, tmp_path, "run", "p.yaml", PIPELINE_GATE=str(ran))
+    assert rc == 1
+    assert err.startswith("cohort pipeline: step 'bad': 3 datums failed alone and none succeeded")
+    assert labels(tmp_path / "good") == [10]
+    assert counts(tmp_path) == {"good whole": 1}
+    assert not (tmp_path / "after").exists()
+    steps = {s["name"]: s for s in status_json(server, tmp_path)["steps"]}
+    assert [(n, steps[n]["state"]) for n in ("bad", "after", "good")] == [
+        ("bad", "broken"), ("after", "broken"), ("good", "done")]
+    assert steps["after"]["error"] == "input step 'bad' failed, so this step did not run"

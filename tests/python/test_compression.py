@@ -9,102 +9,13 @@ import copy
 import pytest
 import torch
 
-# e.weight is large enough for top-k's sampled candidates (topk.py, TopK.indices).
-SHAPES = {"a.weight": (16, 12), "b.weight": (8, 3, 3, 2), "b.bias": (20,), "c.weight": (3, 2),
-          "e.weight": (600, 200)}
-
+from compression_reference import (assert_results_close, reference_powersgd, reference_topk,
+                                   run_reducer)
 
 @pytest.fixture(scope="module")
 def comm(hvd):
     from cohort.torch.reducer_comm import EngineComm
     return EngineComm(None)
-
-
-def gradients(rank, step):
-    gen = torch.Generator().manual_seed(1000 * step + rank)
-    return {name: torch.randn(*shape, generator=gen, dtype=torch.float64)
-            for name, shape in sorted(SHAPES.items())}
-
-
-def run_reducer(reducer, comm, steps, rank):
-    out = []
-    for step in range(steps):
-        grads = gradients(rank, step)
-        names = sorted(grads)
-        reducer.reduce(names, [grads[n] for n in names], comm)
-        out.append(grads)
-    return out
-
-
-def qr_orthogonal(m):
-    return torch.linalg.qr(m).Q  # another method than the reducer's Gram-Schmidt
-
-
-def reference_powersgd(world, steps, rank, start_iter, min_rate):
-    """What every rank must get, computed from all ranks' gradients."""
-    from cohort.torch.powersgd import PowerSGD, should_compress
-    init = PowerSGD(rank=rank)
-    errors = [{} for _ in range(world)]
-    q = {}
-    out = []
-    for step in range(steps):
-        per_rank = [gradients(r, step) for r in range(world)]
-        result = {}
-        for name in sorted(SHAPES):
-            mats = [g[name] for g in per_rank]
-            shape = mats[0].shape
-            n, m = shape[0], mats[0].numel() // shape[0]
-            r = min(n, m, rank)
-            if step < start_iter or len(shape) < 2 or not should_compress(n, m, r, min_rate):
-                result[name] = sum(mats) / world
-                continue
-            ms = [x.reshape(n, m) + errors[i].get(name, 0) for i, x in enumerate(mats)]
-            qn = q.get(name)
-            if qn is None:
-                qn = init._initial_q(name, m, r, torch.float64)
-            qn = qr_orthogonal(qn)
-            p = qr_orthogonal(sum(x @ qn for x in ms) / world)
-            qn = sum(x.t() @ p for x in ms) / world
-            approx = p @ qn.t()
-            for i, x in enumerate(ms):
-                errors[i][name] = x - approx
-            q[name] = qn
-            result[name] = approx.reshape(shape)
-        out.append(result)
-    return out
-
-
-def reference_topk(world, steps, ratio):
-    errors = [{} for _ in range(world)]
-    out = []
-    for step in range(steps):
-        per_rank = [gradients(r, step) for r in range(world)]
-        result = {}
-        for name in sorted(SHAPES):
-            flat = [g[name].reshape(-1) for g in per_rank]
-            numel = flat[0].numel()
-            k = max(1, int(numel * ratio))
-            if k * world >= numel:
-                result[name] = (sum(flat) / world).reshape(SHAPES[name])
-                continue
-            sent = []
-            for i, x in enumerate(flat):
-                acc = x + errors[i].get(name, 0)
-                keep = torch.zeros_like(acc)
-                idx = acc.abs().argsort(descending=True)[:k]
-                keep[idx] = acc[idx]
-                errors[i][name] = acc - keep
-                sent.append(keep)
-            result[name] = (sum(sent) / world).reshape(SHAPES[name])
-        out.append(result)
-    return out
-
-
-def assert_results_close(ours, ref):
-    for step, (a, b) in enumerate(zip(ours, ref)):
-        for name in a:
-            torch.testing.assert_close(a[name], b[name], rtol=1e-6, atol=1e-7,
-                                       msg=lambda m: "step %d, %s: %s" % (step, name, m))
 
 
 @pytest.mark.parametrize("rank,start_iter", [(1, 0), (2, 2), (4, 1)])
@@ -159,7 +70,7 @@ def test_error_feedback_makes_the_accumulated_update_converge(hvd, comm, make):
     assert without > 0.2, without
 
 
-def train_quadratic(hvd, compression, steps, state=None, momentum=0.0):
+def train_quadratic(hvd, compression, steps, state=None, momentum=0.0, groups=None):
     """SGD on 0.5 ||W - T_r||^2 + 0.5 ||b - t_r||^2 (targets differ per rank):
     the averaged problem's minimum is (mean T_r, mean t_r). Returns the model,
     the optimizer and W averaged over the second half of the steps."""
@@ -170,7 +81,7 @@ def train_quadratic(hvd, compression, steps, state=None, momentum=0.0):
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1,
                                                    momentum=momentum),
                                    named_parameters=model.named_parameters(),
-                                   compression=compression)
+                                   compression=compression, groups=groups)
     if state is not None:
         model.load_state_dict(state[0])
         opt.load_state_dict(state[1])
@@ -202,8 +113,8 @@ def test_quadratic_reaches_the_uncompressed_minimum(hvd, make):
     releases its accumulated error in bursts) but its iterates average to
     it, while without error feedback they settle elsewhere."""
     from cohort.torch import Compression
-    compression = {"none": Compression.none, "topk": Compression.topk(0.05),
-                   "powersgd": Compression.powersgd(rank=2, start_iter=2)}[make]
+    compression = {"none": Compression.none, "topk": Compression.topk(0.05, scope="rank"),
+                   "powersgd": Compression.powersgd(rank=2, start_iter=2, scope="rank")}[make]
     model, _, average = train_quadratic(hvd, compression, 400)
     w, b = mean_targets(hvd)
     assert (average - w).norm() / w.norm() < 0.03
@@ -211,7 +122,8 @@ def test_quadratic_reaches_the_uncompressed_minimum(hvd, make):
         assert (model["w"] - w).norm() / w.norm() < 1e-3
         assert (model["b"] - b).norm() / b.norm() < 1e-3
     else:
-        _, _, biased = train_quadratic(hvd, Compression.topk(0.05, error_feedback=False), 400)
+        _, _, biased = train_quadratic(
+            hvd, Compression.topk(0.05, error_feedback=False, scope="rank"), 400)
         assert (biased - w).norm() / w.norm() > 0.3
 
 
@@ -222,8 +134,9 @@ def test_state_dict_carries_the_compression_state(hvd, make):
     from cohort.torch import Compression
 
     def compression():
-        return Compression.topk(0.05) if make == "topk" else Compression.powersgd(rank=1,
-                                                                                   start_iter=1)
+        if make == "topk":
+            return Compression.topk(0.05, scope="rank")
+        return Compression.powersgd(rank=1, start_iter=1, scope="rank")
     model, opt, _ = train_quadratic(hvd, compression(), 4, momentum=0.5)
     saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()))
     assert saved[1]["cohort_compression"]["kind"] == make
@@ -234,6 +147,67 @@ def test_state_dict_carries_the_compression_state(hvd, make):
     fresh_state = (saved[0], {k: v for k, v in saved[1].items() if k != "cohort_compression"})
     without, _, _ = train_quadratic(hvd, compression(), 3, state=fresh_state, momentum=0.5)
     assert not torch.equal(without["w"], continued["w"])  # the state mattered
+
+
+@pytest.mark.parametrize("make", ["topk", "powersgd"])
+def test_one_host_averages_uncompressed(hvd, make):
+    """Every rank on one host: scope "auto" says so and averages exactly,
+    with no compression and no errors kept."""
+    from cohort.torch import Compression
+    compression = Compression.topk(0.05) if make == "topk" else Compression.powersgd(
+        rank=1, start_iter=0)
+    with pytest.warns(UserWarning, match="every rank is on one host, so gradients are averaged "
+                                         "uncompressed over shared memory"):
+        model, opt, _ = train_quadratic(hvd, compression, 3)
+    assert opt._reducer_mode == "dense" and not compression.error
+    reference, _, _ = train_quadratic(hvd, Compression.none, 3)
+    torch.testing.assert_close(model["w"], reference["w"], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", ["topk", "powersgd"])
+def test_overlap_is_bit_identical_to_reducing_at_synchronize(hvd, make):
+    """Gradients in 2 groups, each started when backward produced it, give
+    the parameters that reducing both at synchronize() gives, bit for bit."""
+    from cohort.torch import Compression
+
+    def run(overlap):
+        compression = (Compression.topk(0.05, scope="rank", overlap=overlap) if make == "topk"
+                       else Compression.powersgd(rank=1, start_iter=1, scope="rank",
+                                                 overlap=overlap))
+        model, opt, _ = train_quadratic(hvd, compression, 6, groups=2)
+        return model
+    overlapped, at_sync = run(True), run(False)
+    assert torch.equal(overlapped["w"], at_sync["w"]) and torch.equal(overlapped["b"],
+                                                                      at_sync["b"])
+
+
+def test_a_process_set_compresses_per_rank(hvd):
+    """On a process set other than the global one the reducer compresses on
+    every member (scope "auto"); "host" is refused; a rank outside the set
+    still saves its state."""
+    from cohort.torch import Compression
+    ps = hvd.add_process_set([0, 1])
+    try:
+        model = torch.nn.Linear(40, 30)
+        with pytest.raises(ValueError, match="with scope='host' works on the global process "
+                                             "set only"):
+            hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                     named_parameters=model.named_parameters(),
+                                     compression=Compression.topk(0.05, scope="host"),
+                                     process_set=ps)
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(),
+                                       compression=Compression.topk(0.05), process_set=ps)
+        model(torch.ones(2, 40)).sum().backward()
+        opt.step()
+        state = opt.state_dict()["cohort_compression"]
+        if hvd.rank() < 2:
+            assert opt._reducer_mode == "rank" and state["layout"]["scope"] == "rank"
+            assert state["error"]
+        else:
+            assert state["layout"] is None and not state["error"]
+    finally:
+        hvd.remove_process_set(ps)
 
 
 def test_bad_arguments_are_named(hvd):

@@ -157,3 +157,72 @@ def test_config_usage_errors():
     out = config("--no-such-flag", "1")
     assert out.returncode == 2
     assert out.stderr.splitlines()[0] == "cohort config: unknown option '--no-such-flag'"
+
+
+# One server address (docs/configuration.md): COHORT_SERVER, with
+# COHORT_TRACKING_URI and MLFLOW_TRACKING_URI as its aliases. Nothing
+# listens on ports 1 and 2 of the loopback address.
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("COHORT_", "MLFLOW_")) or k == "COHORT_BUILD_DIR"}
+    env.update(extra)
+    return env
+
+
+def test_config_shows_where_the_server_address_came_from():
+    env = clean_env(COHORT_TRACKING_URI="http://127.0.0.1:1/")
+    out = subprocess.run([CLI, "config", "--scope", "queue"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert rows_of(out.stdout)["COHORT_SERVER"] == [
+        "queue", "alias", "http://127.0.0.1:1  <- from COHORT_TRACKING_URI"]
+    env = clean_env(COHORT_SERVER="http://127.0.0.1:2")
+    out = subprocess.run([CLI, "config", "--scope", "tracking"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert rows_of(out.stdout)["COHORT_TRACKING_URI"] == [
+        "tracking", "default", "(unset)  <- runs go to http://127.0.0.1:2 (COHORT_SERVER)"]
+    env = clean_env(COHORT_SERVER="http://127.0.0.1:2", MLFLOW_TRACKING_URI="http://127.0.0.1:1")
+    out = subprocess.run([CLI, "config", "--scope", "queue"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert rows_of(out.stdout)["COHORT_SERVER"] == [
+        "queue", "environment",
+        "http://127.0.0.1:2  <- warning: COHORT_SERVER=http://127.0.0.1:2 and "
+        "MLFLOW_TRACKING_URI=http://127.0.0.1:1 name different servers: runs are tracked at "
+        "http://127.0.0.1:1 (MLFLOW_TRACKING_URI); the queue, agents, pipelines and sweeps use "
+        "http://127.0.0.1:2 (COHORT_SERVER). Unset one of them."]
+
+
+def test_the_queue_takes_the_tracking_alias_and_clients_warn_when_they_disagree():
+    out = subprocess.run([CLI, "queue"], capture_output=True, text=True, timeout=60,
+                         env=clean_env(COHORT_TRACKING_URI="http://127.0.0.1:1"))
+    assert out.returncode == 1
+    assert out.stderr.startswith(
+        "cohort queue: cannot reach the queue at http://127.0.0.1:1 (COHORT_TRACKING_URI): "), \
+        out.stderr
+    out = subprocess.run([CLI, "queue"], capture_output=True, text=True, timeout=60,
+                         env=clean_env(COHORT_SERVER="http://127.0.0.1:1",
+                                       COHORT_TRACKING_URI="http://127.0.0.1:2"))
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert lines[0] == (
+        "[cohort WARNING] COHORT_SERVER=http://127.0.0.1:1 and COHORT_TRACKING_URI="
+        "http://127.0.0.1:2 name different servers: runs are tracked at http://127.0.0.1:2 "
+        "(COHORT_TRACKING_URI); the queue, agents, pipelines and sweeps use http://127.0.0.1:1 "
+        "(COHORT_SERVER). Unset one of them.")
+    assert lines[1].startswith(
+        "cohort queue: cannot reach the queue at http://127.0.0.1:1 (COHORT_SERVER): "), lines
+
+
+def test_runs_are_read_from_cohort_server_when_no_tracking_variable_is_set():
+    # The tracking client (here `cohort rerun`'s) reaches for COHORT_SERVER's server.
+    out = subprocess.run([CLI, "rerun", "r1"], capture_output=True, text=True, timeout=60,
+                         env=clean_env(COHORT_SERVER="http://127.0.0.1:1"))
+    assert out.returncode == 1
+    assert out.stderr.startswith(
+        "cohort rerun: GET http://127.0.0.1:1/api/2.0/mlflow/runs/get?run_id=r1: "), out.stderr
+    out = subprocess.run([CLI, "rerun", "r1"], capture_output=True, text=True, timeout=60,
+                         env=clean_env(COHORT_SERVER="sqlite:/nowhere.db"))
+    assert out.returncode == 1
+    assert out.stderr == (
+        "cohort rerun: COHORT_SERVER='sqlite:/nowhere.db' is not a server's address "
+        "(http(s)://HOST:PORT); a tracking store of its own is COHORT_TRACKING_URI=sqlite:PATH\n")

@@ -62,12 +62,12 @@ def test_a_newer_schema_is_refused(cluster, tmp_path):
     uri = cluster.new_database()
     TrackingServer(tmp_path, store=uri).stop()  # creates the schema
     database = uri.rsplit("/", 1)[1]
-    assert cluster.sql("SELECT version FROM cohort_schema_version", database) == "8\n"
+    assert cluster.sql("SELECT version FROM cohort_schema_version", database) == "9\n"
     cluster.sql("UPDATE cohort_schema_version SET version = 99", database)
     rc, err = start_fails(uri)
     shown = uri.replace(":" + postgres_cluster.PASSWORD + "@", "@")
     assert (rc, err) == (1, f"cohort server: migrating tracking store {shown}: tracking store "
-                            f"{shown} has schema version 99, newer than this cohort's 8: upgrade "
+                            f"{shown} has schema version 99, newer than this cohort's 9: upgrade "
                             "cohort\n")
 
 

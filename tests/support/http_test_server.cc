@@ -151,11 +151,17 @@ void HttpTestServer::Serve(int fd) {
   }
 }
 
+std::string HttpTestServer::last_head() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_head_;
+}
+
 bool HttpTestServer::Answer(int fd, const std::string& head) {
   const int nth = ++requests_;
   Fault fault;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    last_head_ = head;
     fault = fail_all_;
     auto it = faults_.find(nth);
     if (it != faults_.end()) fault = it->second;

@@ -33,6 +33,8 @@ class HttpTestServer {
   // Every request from now on gets `fault` (kNone clears it).
   void FailAll(Fault fault);
   int requests() const { return requests_.load(); }
+  // The head (request line and headers) of the latest request.
+  std::string last_head();
 
  private:
   void AcceptLoop();
@@ -50,6 +52,7 @@ class HttpTestServer {
   std::mutex mu_;
   std::map<int, Fault> faults_;
   Fault fail_all_ = Fault::kNone;
+  std::string last_head_;
   std::vector<int> connections_;
   std::vector<std::thread> workers_;
   bool stopping_ = false;

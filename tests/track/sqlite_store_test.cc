@@ -421,7 +421,7 @@ TEST(SqliteStore, SecondOpenIsRefusedAndDataSurvivesReopen) {
   auto got = store->GetRun(run);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->metrics.size(), 1u);
-  EXPECT_EQ(SqliteSchemaVersion(), 8);
+  EXPECT_EQ(SqliteSchemaVersion(), 9);
   EXPECT_EQ(OpenStore("mysql://x").status().message(),
             "tracking store URI 'mysql://x' has an unknown scheme: expected sqlite:PATH or"
             " postgresql://USER@HOST:PORT/DB");

@@ -61,3 +61,28 @@ export async function check(name, body) {
   await body();
   console.log(`ok ${name}`);
 }
+
+// What sticks out past the viewport's right edge: the document, and each
+// visible element not inside a scrolling (or clipping) box that fits.
+export function overflow() {
+  const width = window.innerWidth;
+  const out = [];
+  const doc = document.scrollingElement;
+  if (doc.scrollWidth > width) out.push(`document scrollWidth ${doc.scrollWidth} > ${width}`);
+  for (const e of document.body.querySelectorAll("*")) {
+    const r = e.getBoundingClientRect();
+    if ((r.width === 0 && r.height === 0) || r.right <= width + 0.5) continue;
+    let clipped = false;
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== "visible") {
+        clipped = a.getBoundingClientRect().right <= width + 0.5;
+        break;
+      }
+    }
+    if (!clipped) {
+      const name = e.tagName.toLowerCase() + (e.id ? `#${e.id}` : "") + (e.className && typeof e.className === "string" ? `.${e.className.split(" ").join(".")}` : "");
+      out.push(`${name} ends at ${Math.round(r.right)} > ${width}`);
+    }
+  }
+  return out;
+}

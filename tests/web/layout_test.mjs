@@ -5,7 +5,7 @@
 // tests/web/test_dashboard.py; prints "ok NAME" per page and width.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { check, launch } from "./browser.mjs";
+import { check, launch, overflow } from "./browser.mjs";
 
 const url = process.env.DASH_URL;
 const shots = process.env.DASH_SCREENSHOTS;
@@ -24,31 +24,6 @@ const PAGES = [
   ["queue", "#/queue", ["#jobs tr[data-job-id]"]],
   ["job", `#/queue/${JSON.parse(process.env.DASH_JOBS).running}`, ["#job-log:has-text('tick 3')"]],
 ];
-
-// What sticks out past the viewport's right edge: the document, and each
-// visible element not inside a scrolling (or clipping) box that fits.
-function overflow() {
-  const width = window.innerWidth;
-  const out = [];
-  const doc = document.scrollingElement;
-  if (doc.scrollWidth > width) out.push(`document scrollWidth ${doc.scrollWidth} > ${width}`);
-  for (const e of document.body.querySelectorAll("*")) {
-    const r = e.getBoundingClientRect();
-    if ((r.width === 0 && r.height === 0) || r.right <= width + 0.5) continue;
-    let clipped = false;
-    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
-      if (getComputedStyle(a).overflowX !== "visible") {
-        clipped = a.getBoundingClientRect().right <= width + 0.5;
-        break;
-      }
-    }
-    if (!clipped) {
-      const name = e.tagName.toLowerCase() + (e.id ? `#${e.id}` : "") + (e.className && typeof e.className === "string" ? `.${e.className.split(" ").join(".")}` : "");
-      out.push(`${name} ends at ${Math.round(r.right)} > ${width}`);
-    }
-  }
-  return out;
-}
 
 const { browser, page, errors } = await launch();
 page.setDefaultTimeout(TIMEOUT);

@@ -128,3 +128,26 @@ export async function jobLog(id: number, offset: number): Promise<{ bytes: Uint8
   return { bytes, next: Number(response.headers.get("X-Cohort-Log-Offset") || offset + bytes.length),
            state: response.headers.get("X-Cohort-Job-State") || "" };
 }
+
+// Pipelines' status documents (/api/cohort/pipelines, docs/pipelines.md):
+// what each pipeline's controller last posted.
+export interface PipelineInput { name: string; dataset?: string; ref?: string; step?: string; }
+export interface PipelineStep {
+  name: string; state: string; inputs: PipelineInput[]; output: string; output_commit: string; run: string;
+  datums: { done: number; total: number; failed: number }; failed_datums: Record<string, string>; jobs: number[];
+  input_commits: { name: string; location: string; commit: string }[]; error?: string;
+}
+export interface PipelineStatus {
+  pipeline: string; state: string; controller_pid: number; started: number; ended: number; error?: string;
+  steps: PipelineStep[];
+}
+export interface PipelineSummary { name: string; owner: string; update_time: number; state: string;
+                                   steps: { name: string; state: string }[]; }
+
+export async function listPipelines(): Promise<PipelineSummary[]> {
+  return (await parse<{ pipelines?: PipelineSummary[] }>(await fetch("/api/cohort/pipelines/list"))).pipelines || [];
+}
+
+export async function getPipeline(name: string): Promise<{ update_time: number; status: PipelineStatus }> {
+  return parse(await fetch(`/api/cohort/pipelines/status?${queryString({ name })}`));
+}

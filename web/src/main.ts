@@ -2,6 +2,7 @@
 import { ApiError, Experiment, get } from "./api";
 import { ComparePage } from "./compare";
 import { el, formatTime } from "./format";
+import { PipelinePage, PipelinesPage } from "./pipeline_page";
 import { JobPage, QueuePage } from "./queue_page";
 import { RunPage } from "./run_page";
 import { RunsTable } from "./runs_table";
@@ -77,6 +78,15 @@ async function route(): Promise<void> {
       const page = new QueuePage(root);
       current = page;
       await page.mount();
+    } else if (parts[0] === "pipeline" && parts[1]) {
+      const name = decodeURIComponent(parts[1]);
+      crumbs.replaceChildren(el("a", { href: "#/pipelines" }, "Pipelines"), ` / ${name}`);
+      const page = new PipelinePage(root, name);
+      current = page;
+      await page.mount();
+    } else if (parts[0] === "pipelines") {
+      crumbs.replaceChildren("Pipelines");
+      await new PipelinesPage(root).mount();
     } else if (parts[0] === "compare") {
       crumbs.replaceChildren(el("a", { href: "#/" }, "Projects"), " / compare");
       await new ComparePage(root, (params.get("runs") || "").split(",").filter(Boolean),

@@ -55,15 +55,20 @@ class Compression:
 
     @staticmethod
     def powersgd(rank=1, start_iter=10, min_compression_rate=2.0, error_feedback=True,
-                 warm_start=True, seed=0):
+                 warm_start=True, seed=0, scope="auto", overlap=True):
         """Low-rank (PowerSGD) compression of matrix gradients to `rank`,
-        after `start_iter` uncompressed steps; see powersgd.py."""
+        after `start_iter` uncompressed steps; see powersgd.py. `scope`:
+        "auto" compresses once per host where hosts have several ranks
+        (host_reduction.py) and not at all on one host, "host" the same,
+        "rank" on every rank. `overlap`: DistributedOptimizer starts a group
+        of gradients as soon as backward produced them all."""
         return PowerSGD(rank=rank, start_iter=start_iter,
                         min_compression_rate=min_compression_rate,
-                        error_feedback=error_feedback, warm_start=warm_start, seed=seed)
+                        error_feedback=error_feedback, warm_start=warm_start, seed=seed,
+                        scope=scope, overlap=overlap)
 
     @staticmethod
-    def topk(ratio=0.01, error_feedback=True):
+    def topk(ratio=0.01, error_feedback=True, scope="auto", overlap=True):
         """Top-k sparsification keeping `ratio` of each gradient's entries,
-        with error feedback; see topk.py."""
-        return TopK(ratio=ratio, error_feedback=error_feedback)
+        with error feedback; see topk.py (`scope`, `overlap`: as powersgd's)."""
+        return TopK(ratio=ratio, error_feedback=error_feedback, scope=scope, overlap=overlap)

@@ -15,13 +15,17 @@ import torch
 from .. import _cohort
 from ..process_sets import global_process_set, set_id
 from .compression import Compression
-from .reducer_comm import EngineComm
-from .mpi_ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
+from .host_reduction import HostLayout, averaged, once_per_host, restore_state
+from .reducer_comm import EngineComm, Stages, drive
+from .mpi_ops import (Adasum, Average, allreduce_async_, barrier, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
 
 
-# The handle of a gradient the compressing reducer takes at synchronize().
-_REDUCED_AT_SYNCHRONIZE = "reduced at synchronize"
+# The handle of a gradient the compressing reducer has taken.
+_REDUCED_BY_REDUCER = "reduced by the reducer"
+
+# The compressing reducers' default groups: DDP's default bucket size.
+_REDUCER_BUCKET_BYTES = 25 << 20
 
 # Horovod's warning for step() after synchronize() outside skip_synchronize().
 STEP_AFTER_SYNCHRONIZE = (
@@ -53,11 +57,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # As Horovod: a rank outside the process set reduces nothing (no
         # hooks, synchronize() does nothing) and steps on its own gradients.
         self._included = _included(process_set)
-        # Compression.powersgd/topk: all of a step's gradients go to the
-        # reducer at synchronize() (compression.py); the hooks only count.
+        # Compression.powersgd/topk (compression.py): a group of gradients
+        # goes to the reducer when backward produced them all (overlap) or
+        # at synchronize(), once per host or per rank (host_reduction.py).
         self._reducer = compression if getattr(compression, "is_reducer", False) else None
+        self._in_flight = []  # reducer_comm.Stages of the groups under way, in launch order
+        self._deferred = []  # without overlap: groups ready, reduced at synchronize()
         if self._reducer is not None and self._included:
-            self._reducer_comm = EngineComm(process_set)
+            self._setup_reducer(groups is None)
         if self._included and _cohort.size() > 1:
             self._register_hooks()
 
@@ -107,6 +114,34 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 groups.append([p])
         self._group_members = [list(m) for m in groups]
         return index
+
+    def _setup_reducer(self, default_groups):
+        """Chooses how the reducer runs (once per host, per rank, or plain
+        averages on one host) and its groups: DDP-like buckets of about
+        _REDUCER_BUCKET_BYTES in the order backward produces them, unless
+        `groups` was given. Collective on every rank of the job (the host
+        layout and its process sets) when the set is the global one."""
+        reducer = self._reducer
+        self._reducer_comm = EngineComm(self.process_set)
+        self._layout = None
+        if set_id(self.process_set) != 0 or _cohort.size() == 1:
+            self._reducer_mode = "rank"
+            self._layout_info = {"scope": "rank", "ranks": self._reducer_comm.size,
+                                 "hosts": 1, "leader": True}
+        else:
+            layout = HostLayout.of_job()
+            self._reducer_mode = layout.mode(reducer.scope)
+            if self._reducer_mode == "host":
+                self._layout = layout.connect()
+            elif self._reducer_mode == "dense":
+                warnings.warn("%r: every rank is on one host, so gradients are averaged "
+                              "uncompressed over shared memory (compressing would only cost "
+                              "time and accuracy); scope='rank' compresses anyway" % (reducer,))
+            self._layout_info = layout.describe(self._reducer_mode)
+        if default_groups:
+            self._groups = self._group_index(_buckets(
+                [p for group in self.param_groups for p in group["params"] if p.requires_grad],
+                _REDUCER_BUCKET_BYTES))
 
     def _register_hooks(self):
         for group in self.param_groups:
@@ -166,6 +201,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
+            for stages in self._in_flight:  # earlier groups go on as far as they can
+                stages.progress()
             if p in self._handles and self._handles[p][0] is not None:
                 if self._allreduce_delay[p] <= 0:
                     raise AssertionError(
@@ -180,8 +217,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _submit(self, p):
         if self._reducer is not None:
-            self._handles[p] = (_REDUCED_AT_SYNCHRONIZE, (None, None))
-            return
+            self._handles[p] = (_REDUCED_BY_REDUCER, (None, None))
         if self._groups is None:
             self._handles[p] = self._allreduce_grad_async(p)
             return
@@ -190,7 +226,34 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         ready.add(p)
         if len(ready) == len(self._group_members[g]):
             del self._group_ready[g]
-            self._allreduce_group_async(g)
+            if self._reducer is not None:
+                self._launch_reduction(g)
+            else:
+                self._allreduce_group_async(g)
+
+    def _launch_reduction(self, g):
+        """Starts (overlap) or queues group g's compressed reduction."""
+        members = self._group_members[g]
+        for p in members:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                p.grad = p.grad.to_dense()
+            elif not p.grad.is_contiguous():
+                p.grad = p.grad.contiguous()
+        names, grads, tag = [self._parameter_names[p] for p in members], \
+            [p.grad for p in members], ".g%d" % g
+        mode = self._reducer_mode
+        if mode == "host":
+            stages = once_per_host(self._reducer, self._layout, names, grads, tag)
+        elif mode == "dense":
+            stages = averaged(self._reducer_comm, grads, tag)
+        else:
+            stages = self._reducer.stages(names, grads, self._reducer_comm, tag)
+        if self._reducer.overlap:
+            self._in_flight.append(Stages(stages))
+        else:
+            self._deferred.append(stages)
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hooks
@@ -223,20 +286,25 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._allreduce_group_async(g)
 
     def _reduce_compressed(self):
-        """Every gradient through the compressing reducer at once (in name
-        order, the same on every rank); missing ones as zeros."""
-        params = sorted(self._requires_update, key=lambda p: self._parameter_names[p])
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            elif p.grad.is_sparse:
-                p.grad = p.grad.to_dense()
-            elif not p.grad.is_contiguous():
-                p.grad = p.grad.contiguous()
+        """Finishes every group's compressed reduction: the groups whose
+        gradients did not all come from backward start now (missing ones as
+        zeros, in name order); then each group in the order it started."""
         if _cohort.size() > 1:
-            self._reducer.reduce([self._parameter_names[p] for p in params],
-                                 [p.grad for p in params], self._reducer_comm)
-        for p in params:
+            for p in sorted(self._requires_update, key=lambda p: self._parameter_names[p]):
+                if self._handles.get(p, (None, None))[0] is None:
+                    self._submit(p)
+            for stages in self._in_flight:
+                stages.finish()
+            for stages in self._deferred:
+                drive(stages)
+            if self._reducer_mode == "host":
+                # The last collectives ran within each host: without this, a
+                # rank could return and shut the job down (which ends every
+                # rank's engine) while another host still broadcasts.
+                barrier()
+            self._reducer.end_step()
+        self._in_flight, self._deferred = [], []
+        for p in self._requires_update:
             self._allreduce_delay[p] = self.backward_passes_per_step
         self._handles.clear()
 
@@ -245,13 +313,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         (errors, warm-start matrices, step count) under "cohort_compression"."""
         state = super(self.__class__, self).state_dict()
         if self._reducer is not None:
-            state["cohort_compression"] = self._reducer.state_dict()
+            state["cohort_compression"] = dict(self._reducer.state_dict(),
+                                               layout=getattr(self, "_layout_info", None))
         return state
 
     def load_state_dict(self, state_dict):
         if "cohort_compression" in state_dict:
             if self._reducer is not None:
-                self._reducer.load_state_dict(state_dict["cohort_compression"])
+                state = state_dict["cohort_compression"]
+                if self._included:
+                    state = restore_state(self._reducer, state, self._layout_info)
+                self._reducer.load_state_dict(state)
             state_dict = {k: v for k, v in state_dict.items() if k != "cohort_compression"}
         return super(self.__class__, self).load_state_dict(state_dict)
 
@@ -260,6 +332,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         failed mid-step (cohort.torch.elastic restores and resets)."""
         _forget_reductions(self)
         self._group_ready.clear()
+        self._in_flight, self._deferred = [], []
 
     def _wait_all(self):
         for p, (handle, (compressed, ctx)) in list(self._handles.items()):
@@ -310,6 +383,20 @@ def _forget_reductions(opt):
         opt._allreduce_delay[p] = opt.backward_passes_per_step
 
 
+def _buckets(params, cap_bytes):
+    """`params` in groups of about `cap_bytes`, last parameters first (the
+    order backward produces their gradients in), as DDP's buckets."""
+    groups, size = [], 0
+    for p in reversed(params):
+        nbytes = p.numel() * p.element_size()
+        if not groups or (size > 0 and size + nbytes > cap_bytes):
+            groups.append([])
+            size = 0
+        groups[-1].append(p)
+        size += nbytes
+    return groups
+
+
 def _report_step_to_tracking(params, wait_s):
     """Logs the step's wait and reduced bytes to cohort.track's active run, if any."""
     track = sys.modules.get("cohort.track")
@@ -343,6 +430,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                         for p in self._parameter_names}
         self._requires_update = set()
         self._grad_accs = []
+        self._in_flight = []  # what the shared hook advances: no compressing reducer here
         _DistributedOptimizer._register_hooks(self)
 
     def _allreduce_grad_async(self, p):
@@ -414,6 +502,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         if op != Average or gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: %r averages gradients (op=Average, "
                              "gradient_predivide_factor=1.0) only" % (compression,))
+        if compression.scope == "host" and set_id(process_set) != 0:
+            raise ValueError("DistributedOptimizer: %r with scope='host' works on the global "
+                             "process set only" % (compression,))
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)

@@ -23,6 +23,9 @@ import zlib
 
 import torch
 
+from .host_reduction import check_scope
+from .reducer_comm import drive
+
 
 def orthogonalize(matrix, epsilon=1e-8):
     """Gram-Schmidt on the columns of `matrix` (n x r), in place. `epsilon`
@@ -50,7 +53,7 @@ class PowerSGD:
     is_reducer = True
 
     def __init__(self, rank=1, start_iter=10, min_compression_rate=2.0, error_feedback=True,
-                 warm_start=True, seed=0):
+                 warm_start=True, seed=0, scope="auto", overlap=True):
         if rank < 1:
             raise ValueError("Compression.powersgd: rank must be at least 1, got %r" % (rank,))
         if start_iter < 0:
@@ -59,6 +62,9 @@ class PowerSGD:
         if not min_compression_rate > 0:
             raise ValueError("Compression.powersgd: min_compression_rate must be > 0, got %r"
                              % (min_compression_rate,))
+        check_scope(scope, "Compression.powersgd")
+        self.scope = scope  # host_reduction.py: "auto", "host" or "rank"
+        self.overlap = overlap  # DistributedOptimizer: start groups during backward
         self.rank = rank
         self.start_iter = start_iter
         self.min_compression_rate = min_compression_rate
@@ -92,19 +98,27 @@ class PowerSGD:
         `end_of_step`: this call reduces a step's last gradients (a DDP hook
         reduces a step in several buckets), so the step count advances."""
         try:
-            self._reduce(names, tensors, comm)
+            drive(self.stages(names, tensors, comm))
         finally:
             self.iter += 1 if end_of_step else 0
 
-    def _reduce(self, names, tensors, comm):
+    def end_step(self):
+        """A step's gradients were all reduced (stages() does not count)."""
+        self.iter += 1
+
+    def stages(self, names, tensors, comm, tag=""):
+        """reduce() as a generator of the collectives it waits for
+        (reducer_comm.Stages): the P phase starts as soon as it is advanced,
+        the Q phase once P's average is in. `tag` keeps the names of
+        several groups reduced at once apart."""
         if self.iter < self.start_iter:
-            comm.allreduce_mean_into(tensors, "powersgd.dense")()
+            yield comm.allreduce_mean_into(tensors, "powersgd.dense" + tag)
             return
         compressed, plain = [], []
         for name, t in zip(names, tensors):
             r = self.plan(t)
             (compressed if r else plain).append((name, t, r))
-        wait_plain = comm.allreduce_mean_into([t for _, t, _ in plain], "powersgd.plain")
+        wait_plain = comm.allreduce_mean_into([t for _, t, _ in plain], "powersgd.plain" + tag)
         matrices, ps, qs = [], [], []
         for name, t, r in compressed:
             m_ = t.view(t.shape[0], -1)
@@ -122,14 +136,16 @@ class PowerSGD:
             qs.append(q)
             ps.append(m_ @ q)
         if compressed:
-            p_flat = comm.allreduce_mean(torch.cat([p.reshape(-1) for p in ps]), "powersgd.p")
+            p_flat = yield comm.allreduce_mean_async(torch.cat([p.reshape(-1) for p in ps]),
+                                                     "powersgd.p" + tag)
             at = 0
             for i, m_ in enumerate(matrices):
                 p = p_flat[at:at + ps[i].numel()].view_as(ps[i])
                 at += p.numel()
                 ps[i] = orthogonalize(p)
                 qs[i] = m_.t() @ ps[i]
-            q_flat = comm.allreduce_mean(torch.cat([q.reshape(-1) for q in qs]), "powersgd.q")
+            q_flat = yield comm.allreduce_mean_async(torch.cat([q.reshape(-1) for q in qs]),
+                                                     "powersgd.q" + tag)
             at = 0
             for (name, _, _), m_, p, q in zip(compressed, matrices, ps, qs):
                 q = q_flat[at:at + q.numel()].view_as(q).clone()
@@ -139,7 +155,7 @@ class PowerSGD:
                     torch.sub(m_, approx, out=self.error[name])
                 m_.copy_(approx)
                 self.q[name] = q
-        wait_plain()
+        yield wait_plain
 
     def state_dict(self):
         return {"kind": "powersgd", "iter": self.iter,

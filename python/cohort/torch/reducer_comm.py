@@ -1,7 +1,10 @@
-"""The collectives the compressing reducers (powersgd.py, topk.py) need, over
-cohort's engine (DistributedOptimizer) or a torch.distributed process group
-(DDP comm hooks): an average in place, an average started now and finished
-later, and an allgather of equal-sized tensors."""
+"""The collectives the compressing reducers (powersgd.py, topk.py,
+host_reduction.py) need, over cohort's engine (DistributedOptimizer) or a
+torch.distributed process group (DDP comm hooks): averages and sums in place,
+an allgather of equal-sized tensors and a broadcast. Each starts the
+collective and returns a Pending (poll() without blocking, wait() for the
+result), so a reducer written as a generator of Pendings (see drive()) can be
+advanced during backward and finished at synchronize()."""
 import torch
 
 
@@ -16,6 +19,60 @@ def _unflatten_into(flat, tensors):
         at += t.numel()
 
 
+class Pending:
+    """A collective under way: poll() says whether wait() would return at
+    once; wait() returns its result (then() maps it, once)."""
+
+    def __init__(self, poll, wait):
+        self._poll, self._wait = poll, wait
+
+    def poll(self):
+        return self._poll()
+
+    def wait(self):
+        return self._wait()
+
+
+DONE = Pending(lambda: True, lambda: None)
+
+
+def _from_handle(handle, finish=lambda out: out):
+    return Pending(handle.poll, lambda: finish(handle.wait()))
+
+
+class Stages:
+    """One reduction written as a generator that yields Pendings and is sent
+    each one's result: progress() advances it as far as it can without
+    blocking, finish() to its end. Running it at once (finish() right after
+    construction) or in steps gives the same results: the same collectives
+    on the same data, only when they start differs."""
+
+    def __init__(self, generator):
+        self._gen = generator
+        self._pending = None
+        self.done = False
+        self._advance(None)
+
+    def _advance(self, value):
+        try:
+            self._pending = self._gen.send(value)
+        except StopIteration:
+            self._pending, self.done = None, True
+
+    def progress(self):
+        while not self.done and self._pending.poll():
+            self._advance(self._pending.wait())
+
+    def finish(self):
+        while not self.done:
+            self._advance(self._pending.wait())
+
+
+def drive(generator):
+    """Runs a reducer's generator to its end, waiting on each collective."""
+    Stages(generator).finish()
+
+
 class EngineComm:
     """Through cohort's engine, among the ranks of `process_set`."""
 
@@ -24,29 +81,49 @@ class EngineComm:
         self.process_set = process_set if process_set is not None else global_process_set
         self.size = self.process_set.size()
 
-    def allreduce_mean(self, tensor, name):
-        from .mpi_ops import Average, allreduce_
-        return allreduce_(tensor, name="compression." + name, op=Average,
-                          process_set=self.process_set)
+    def allreduce_mean_async(self, tensor, name):
+        """Starts averaging `tensor` in place; wait() returns it."""
+        from .mpi_ops import Average, allreduce_async_
+        return _from_handle(allreduce_async_(tensor, name="compression." + name, op=Average,
+                                             process_set=self.process_set))
 
     def allreduce_mean_into(self, tensors, name):
-        """Starts averaging `tensors` (in one buffer); the returned function
-        waits and writes the averages back into them."""
+        """Starts averaging `tensors` (in one buffer); wait() writes the
+        averages back into them."""
         if not tensors:
-            return lambda: None
-        from .mpi_ops import Average, allreduce_async_, synchronize
+            return DONE
+        from .mpi_ops import Average, allreduce_async_
         flat = _flat(tensors)
         handle = allreduce_async_(flat, name="compression." + name, op=Average,
                                   process_set=self.process_set)
+        return _from_handle(handle, lambda out: _unflatten_into(out, tensors))
 
-        def wait():
-            _unflatten_into(synchronize(handle), tensors)
-        return wait
+    def grouped_allreduce_into(self, tensors, name, average):
+        """Starts summing (or averaging) `tensors` in place: one grouped
+        allreduce, fused by the engine without a copy here."""
+        if not tensors:
+            return DONE
+        from .mpi_ops import Average, Sum, grouped_allreduce_async_
+        return _from_handle(grouped_allreduce_async_(
+            tensors, name="compression." + name, op=Average if average else Sum,
+            process_set=self.process_set))
 
-    def allgather(self, tensors, name):
-        from .mpi_ops import grouped_allgather
-        return grouped_allgather(tensors, name="compression." + name,
-                                 process_set=self.process_set)
+    def broadcast_into(self, tensors, root_rank, name):
+        """Starts copying job rank `root_rank`'s `tensors` into everyone's."""
+        if not tensors:
+            return DONE
+        from .mpi_ops import broadcast_async_
+        flat = _flat(tensors)
+        handle = broadcast_async_(flat, root_rank, name="compression." + name,
+                                  process_set=self.process_set)
+        return _from_handle(handle, lambda out: _unflatten_into(out, tensors))
+
+    def allgather_async(self, tensors, name):
+        """Starts gathering `tensors` (each the same size on every rank);
+        wait() returns the gathered tensors, rank 0's rows first."""
+        from .mpi_ops import grouped_allgather_async
+        return _from_handle(grouped_allgather_async(tensors, name="compression." + name,
+                                                    process_set=self.process_set))
 
 
 class C10dComm:
@@ -59,25 +136,25 @@ class C10dComm:
         self.group = group
         self.size = dist.get_world_size(group)
 
-    def allreduce_mean(self, tensor, name):
-        self.dist.all_reduce(tensor, group=self.group)
-        return tensor.div_(self.size)
+    def _pending(self, works, finish):
+        return Pending(lambda: all(w.is_completed() for w in works),
+                       lambda: ([w.wait() for w in works], finish())[1])
+
+    def allreduce_mean_async(self, tensor, name):
+        work = self.dist.all_reduce(tensor, group=self.group, async_op=True)
+        return self._pending([work], lambda: tensor.div_(self.size))
 
     def allreduce_mean_into(self, tensors, name):
         if not tensors:
-            return lambda: None
+            return DONE
         flat = _flat(tensors)
         work = self.dist.all_reduce(flat, group=self.group, async_op=True)
+        return self._pending([work], lambda: _unflatten_into(flat.div_(self.size), tensors))
 
-        def wait():
-            work.wait()
-            _unflatten_into(flat.div_(self.size), tensors)
-        return wait
-
-    def allgather(self, tensors, name):
-        out = []
+    def allgather_async(self, tensors, name):
+        works, parts = [], []
         for t in tensors:
-            parts = [torch.empty_like(t) for _ in range(self.size)]
-            self.dist.all_gather(parts, t.contiguous(), group=self.group)
-            out.append(torch.cat(parts))
-        return out
+            parts.append([torch.empty_like(t) for _ in range(self.size)])
+            works.append(self.dist.all_gather(parts[-1], t.contiguous(), group=self.group,
+                                              async_op=True))
+        return self._pending(works, lambda: [torch.cat(p) for p in parts])

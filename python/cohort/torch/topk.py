@@ -16,6 +16,9 @@ import math
 
 import torch
 
+from .host_reduction import check_scope
+from .reducer_comm import drive
+
 # Candidates for the top k of a large gradient are found from a random
 # sample of this many magnitudes (see TopK.indices).
 _SAMPLE = 8192
@@ -27,9 +30,12 @@ class TopK:
 
     is_reducer = True
 
-    def __init__(self, ratio=0.01, error_feedback=True):
+    def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True):
         if not 0 < ratio <= 1:
             raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
+        check_scope(scope, "Compression.topk")
+        self.scope = scope  # as PowerSGD's
+        self.overlap = overlap
         self.ratio = ratio
         self.error_feedback = error_feedback
         self.iter = 0
@@ -67,6 +73,16 @@ class TopK:
         list on every rank) by its sparsified average over the ranks
         (`end_of_step`: as PowerSGD.reduce)."""
         self.iter += 1 if end_of_step else 0
+        drive(self.stages(names, tensors, comm))
+
+    def end_step(self):
+        """A step's gradients were all reduced (stages() does not count)."""
+        self.iter += 1
+
+    def stages(self, names, tensors, comm, tag=""):
+        """reduce() as a generator of the collectives it waits for
+        (reducer_comm.Stages): everything is sent as soon as it is
+        advanced; `tag` keeps the names of several groups apart."""
         world = comm.size
         sparse, plain = [], []
         for name, t in zip(names, tensors):
@@ -74,7 +90,7 @@ class TopK:
                 sparse.append((name, t))
             else:
                 plain.append(t)
-        wait_plain = comm.allreduce_mean_into(plain, "topk.plain")
+        wait_plain = comm.allreduce_mean_into(plain, "topk.plain" + tag)
         if sparse:
             values, indices, ks = [], [], []
             for name, t in sparse:
@@ -93,8 +109,8 @@ class TopK:
                     err.copy_(flat)
                     err[idx] = 0
             dtype = sparse[0][1].dtype
-            all_values, all_indices = comm.allgather(
-                [torch.cat([v.to(dtype) for v in values]), torch.cat(indices)], "topk")
+            all_values, all_indices = yield comm.allgather_async(
+                [torch.cat([v.to(dtype) for v in values]), torch.cat(indices)], "topk" + tag)
             # Rank r's block holds every gradient's k entries in order.
             all_values /= world
             per_rank = sum(ks)
@@ -106,7 +122,7 @@ class TopK:
                 flat.index_add_(0, torch.cat([all_indices[s] for s in rows]).long(),
                                 torch.cat([all_values[s] for s in rows]).to(t.dtype))
                 at += k
-        wait_plain()
+        yield wait_plain
 
     def state_dict(self):
         return {"kind": "topk", "iter": self.iter,
