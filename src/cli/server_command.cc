@@ -14,11 +14,11 @@
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
 #include "common/self_executable.h"
+#include "http/server/request_guard.h"
 #include "queue/queue_access.h"
 #include "queue/queue_api.h"
 #include "queue/queue_service.h"
 #include "queue/queue_token.h"
-#include "server/request_guard.h"
 #include "server/tracking_server.h"
 #include "track/sqlite_store.h"
 #include "track/store.h"
@@ -150,7 +150,7 @@ int ServerCommand(int argc, char** argv) {
     } else if (flag == "--artifacts") {
       options.artifacts = value;
     } else if (flag == "--allowed-hosts") {
-      auto hosts = server::ParseAllowedHosts(value);
+      auto hosts = http::ParseAllowedHosts(value);
       if (!hosts.ok()) return BadValue(hosts.status());
       options.allowed_hosts = std::move(*hosts);
     } else if (flag == "--web-dir") {

@@ -12,11 +12,6 @@
 
 namespace cohort {
 
-std::string ErrnoText(int error) {
-  char buf[256];
-  return strerror_r(error, buf, sizeof(buf));  // the GNU variant: returns the text
-}
-
 void WriteAll(int fd, const std::string& data) {
   size_t done = 0;
   while (done < data.size()) {

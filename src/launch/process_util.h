@@ -13,41 +13,14 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "common/fd.h"
 
 namespace cohort {
-
-// The text of an errno value.
-std::string ErrnoText(int error);
 
 // Writes all of `data`. A write error (the reader went away: EPIPE, with
 // SIGPIPE ignored) drops the output rather than stopping the job. This waits
 // as long as the reader makes it, like any program writing to its stdout.
 void WriteAll(int fd, const std::string& data);
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Close();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { Close(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 struct Pipe {
   Fd read;

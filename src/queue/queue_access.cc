@@ -8,11 +8,11 @@
 namespace cohort::queue {
 namespace {
 
+using http::ServerResponse;
 using server::ErrorResponse;
-using server::HttpResponse;
 
 // The credential of "Authorization: Bearer X", or "".
-std::string Bearer(const server::HttpRequest& request) {
+std::string Bearer(const http::ServerRequest& request) {
   const std::string header = request.Header("authorization");
   const std::string prefix = "Bearer ";
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
@@ -28,8 +28,9 @@ std::string QueueAccess::TokenHint() const {
          options_.token_path + " (on the server's host)";
 }
 
-std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& request,
-                                                  bool agent_endpoint, QueueCaller* caller) const {
+std::optional<ServerResponse> QueueAccess::Identify(const http::ServerRequest& request,
+                                                    bool agent_endpoint,
+                                                    QueueCaller* caller) const {
   const std::string bearer = Bearer(request);
   if (!bearer.empty()) {
     auto agent = store_->AgentForCredential(bearer);
@@ -80,14 +81,14 @@ std::optional<HttpResponse> QueueAccess::Identify(const server::HttpRequest& req
   return std::nullopt;
 }
 
-std::optional<HttpResponse> QueueAccess::MayUseJobs(const QueueCaller& caller) const {
+std::optional<ServerResponse> QueueAccess::MayUseJobs(const QueueCaller& caller) const {
   if (caller.kind == QueueCaller::Kind::kUser) return std::nullopt;
   return ErrorResponse(Status::PermissionDenied("Agent " + caller.name +
                                                 "'s credential is only for its agent endpoints"));
 }
 
-std::optional<HttpResponse> QueueAccess::MaySubmit(const QueueCaller& caller,
-                                                   const std::string& project) const {
+std::optional<ServerResponse> QueueAccess::MaySubmit(const QueueCaller& caller,
+                                                     const std::string& project) const {
   if (auto denied = MayUseJobs(caller)) return denied;
   if (caller.trusted) return std::nullopt;
   auto level = store_->QueuePermission(project, caller.name);
@@ -112,8 +113,8 @@ bool QueueAccess::CanRead(const QueueCaller& caller, const JobRecord& job,
   return Reads(known->second);
 }
 
-std::optional<HttpResponse> QueueAccess::MayRead(const QueueCaller& caller,
-                                                 const JobRecord& job) const {
+std::optional<ServerResponse> QueueAccess::MayRead(const QueueCaller& caller,
+                                                   const JobRecord& job) const {
   if (auto denied = MayUseJobs(caller)) return denied;
   if (caller.trusted || job.user == caller.name) return std::nullopt;
   auto level = store_->QueuePermission(job.project, caller.name);
@@ -123,8 +124,8 @@ std::optional<HttpResponse> QueueAccess::MayRead(const QueueCaller& caller,
                                                 std::to_string(job.id)));
 }
 
-std::optional<HttpResponse> QueueAccess::MayActAs(const QueueCaller& caller,
-                                                  const std::string& agent) const {
+std::optional<ServerResponse> QueueAccess::MayActAs(const QueueCaller& caller,
+                                                    const std::string& agent) const {
   if (caller.kind == QueueCaller::Kind::kAgent) {
     if (caller.name == agent) return std::nullopt;
     return ErrorResponse(Status::PermissionDenied("Agent " + caller.name +

@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
+#include "http/server/http_server.h"
 #include "queue/job_record.h"
-#include "server/http_server.h"
 #include "track/store.h"
 
 namespace cohort::queue {
@@ -50,15 +50,15 @@ class QueueAccess {
 
   // Who sent `request` (to an agent endpoint or another), or the 401 to
   // answer.
-  std::optional<server::HttpResponse> Identify(const server::HttpRequest& request,
+  std::optional<http::ServerResponse> Identify(const http::ServerRequest& request,
                                                bool agent_endpoint, QueueCaller* caller) const;
   // nullopt when allowed; else the 403 (or 500) to answer.
-  std::optional<server::HttpResponse> MayUseJobs(const QueueCaller& caller) const;
-  std::optional<server::HttpResponse> MaySubmit(const QueueCaller& caller,
+  std::optional<http::ServerResponse> MayUseJobs(const QueueCaller& caller) const;
+  std::optional<http::ServerResponse> MaySubmit(const QueueCaller& caller,
                                                 const std::string& project) const;
-  std::optional<server::HttpResponse> MayRead(const QueueCaller& caller,
+  std::optional<http::ServerResponse> MayRead(const QueueCaller& caller,
                                               const JobRecord& job) const;
-  std::optional<server::HttpResponse> MayActAs(const QueueCaller& caller,
+  std::optional<http::ServerResponse> MayActAs(const QueueCaller& caller,
                                                const std::string& agent) const;
   // MayRead for a list: the caller's level per project is looked up once
   // and kept in `levels`.

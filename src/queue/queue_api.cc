@@ -6,15 +6,15 @@
 #include <map>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::queue {
 namespace {
 
+using http::ServerRequest;
+using http::ServerResponse;
 using nlohmann::json;
 using server::ErrorResponse;
-using server::HttpRequest;
-using server::HttpResponse;
 using server::JsonResponse;
 
 constexpr size_t kMaxLogChunk = 1 << 20;
@@ -25,7 +25,7 @@ constexpr char kNoQueue[] =
 
 // The service refuses what the caller asked for (a log offset, an exit of a
 // job that ended): the caller's error, whatever the service's code.
-HttpResponse Invalid(const Status& status) {
+ServerResponse Invalid(const Status& status) {
   return ErrorResponse(Status::InvalidArgument(status.message()));
 }
 
@@ -37,7 +37,7 @@ std::optional<uint64_t> ParseNumber(const std::string& text) {
   return std::stoull(text);
 }
 
-Result<JobRecord> ParseSubmission(const server::RequestFields& fields) {
+Result<JobRecord> ParseSubmission(const track::RequestFields& fields) {
   JobRecord job;
   auto command = fields.StringList("command");
   if (!command.ok()) return command.status();
@@ -118,8 +118,8 @@ json AgentWorkJson(const AgentWork& work) {
 
 // The agent a call to an agent endpoint names, once the caller may act as
 // it; else the answer.
-std::optional<HttpResponse> QueueApi::AsAgent(const server::Call& call,
-                                              const QueueCaller& caller) const {
+std::optional<ServerResponse> QueueApi::AsAgent(const server::Call& call,
+                                                const QueueCaller& caller) const {
   const std::string& name = call.Param("name");
   if (!ValidAgentName(name)) {
     return ErrorResponse(Status::InvalidArgument(
@@ -130,11 +130,11 @@ std::optional<HttpResponse> QueueApi::AsAgent(const server::Call& call,
   return backend_.access->MayActAs(caller, name);
 }
 
-HttpResponse QueueApi::Heartbeat(const server::Call& call, const QueueCaller& caller) {
+ServerResponse QueueApi::Heartbeat(const server::Call& call, const QueueCaller& caller) {
   if (auto refused = AsAgent(call, caller)) return *refused;
-  const HttpRequest& request = call.request;
+  const ServerRequest& request = call.request;
   const std::string& name = call.Param("name");
-  auto fields = server::RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   if (!fields.ok()) return server::UnreadableFields(request, fields.status());
   auto pool = fields->OptionalString("pool");
   auto address = fields->OptionalString("address");
@@ -169,8 +169,8 @@ HttpResponse QueueApi::Heartbeat(const server::Call& call, const QueueCaller& ca
 }
 
 // The job an agent reports on (its id), once the caller may act as the agent.
-std::optional<HttpResponse> QueueApi::AgentsJob(const server::Call& call, const QueueCaller& caller,
-                                                uint64_t* id) const {
+std::optional<ServerResponse> QueueApi::AgentsJob(const server::Call& call,
+                                                  const QueueCaller& caller, uint64_t* id) const {
   if (auto refused = AsAgent(call, caller)) return refused;
   auto parsed = ParseNumber(call.Param("id"));
   if (!parsed) {
@@ -181,7 +181,7 @@ std::optional<HttpResponse> QueueApi::AgentsJob(const server::Call& call, const 
 }
 
 // Only the agent a job runs on reports its output and its end.
-std::optional<HttpResponse> QueueApi::RunsOn(const std::string& agent, uint64_t id) const {
+std::optional<ServerResponse> QueueApi::RunsOn(const std::string& agent, uint64_t id) const {
   auto found = backend_.service->Get(id);
   if (!found.ok()) return ErrorResponse(found.status());
   if (!found->has_value()) return ErrorResponse(Status::NotFound("no job " + std::to_string(id)));
@@ -190,10 +190,10 @@ std::optional<HttpResponse> QueueApi::RunsOn(const std::string& agent, uint64_t 
       Status::PermissionDenied("job " + std::to_string(id) + " does not run on agent " + agent));
 }
 
-HttpResponse QueueApi::AppendLog(const server::Call& call, const QueueCaller& caller) {
+ServerResponse QueueApi::AppendLog(const server::Call& call, const QueueCaller& caller) {
   uint64_t id = 0;
   if (auto refused = AgentsJob(call, caller, &id)) return *refused;
-  auto query = server::ParseQuery(call.request.query);
+  auto query = http::ParseQuery(call.request.query);
   auto it = query.find("offset");
   auto offset = it == query.end() ? std::nullopt : ParseNumber(it->second);
   if (!offset) return ErrorResponse(Status::InvalidArgument("log: needs ?offset=BYTES"));
@@ -203,10 +203,10 @@ HttpResponse QueueApi::AppendLog(const server::Call& call, const QueueCaller& ca
   return JsonResponse(200, {{"offset", *size}});
 }
 
-HttpResponse QueueApi::ReportExit(const server::Call& call, const QueueCaller& caller) {
+ServerResponse QueueApi::ReportExit(const server::Call& call, const QueueCaller& caller) {
   uint64_t id = 0;
   if (auto refused = AgentsJob(call, caller, &id)) return *refused;
-  auto fields = server::RequestFields::FromRequest(call.request);
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return server::UnreadableFields(call.request, fields.status());
   auto code = fields->RequiredInt("exit_code");
   if (!code.ok()) return Invalid(code.status());
@@ -220,8 +220,9 @@ HttpResponse QueueApi::ReportExit(const server::Call& call, const QueueCaller& c
 }
 
 // The job a call names, once the caller may read it.
-std::optional<HttpResponse> QueueApi::ReadableJob(const server::Call& call,
-                                                  const QueueCaller& caller, JobRecord* job) const {
+std::optional<ServerResponse> QueueApi::ReadableJob(const server::Call& call,
+                                                    const QueueCaller& caller,
+                                                    JobRecord* job) const {
   const std::string& id_text = call.Param("id");
   auto id = ParseNumber(id_text);
   if (!id) return ErrorResponse(Status::InvalidArgument("'" + id_text + "' is not a job id"));
@@ -244,7 +245,7 @@ server::Handler QueueApi::Checked(QueueHandler handler) {
     if (!attached_.load(std::memory_order_acquire)) {
       return ErrorResponse(Status::Unavailable("the job queue is starting"));
     }
-    const HttpRequest& request = call.request;
+    const ServerRequest& request = call.request;
     const bool agent_endpoint = request.path.rfind(std::string(kPrefix) + "agents/", 0) == 0;
     QueueCaller caller;
     if (auto refused = backend_.access->Identify(request, agent_endpoint, &caller)) {
@@ -271,12 +272,12 @@ void QueueApi::Register(server::Router& router) {
   server::Mount mount;
   mount.prefixes = {kPrefix};
   mount.auth = server::Auth::kService;
-  mount.body = server::BodyKind::kBytes;  // log chunks are bytes; JSON is parsed here
+  mount.body = http::BodyKind::kBytes;  // log chunks are bytes; JSON is parsed here
   mount.no_route = Checked([](const server::Call& call, const QueueCaller&) {
     return ErrorResponse("ENDPOINT_NOT_FOUND", call.request.method + " " + call.request.path +
                                                    " is not a queue endpoint");
   });
-  auto bind = [this](HttpResponse (QueueApi::*method)(const server::Call&, const QueueCaller&)) {
+  auto bind = [this](ServerResponse (QueueApi::*method)(const server::Call&, const QueueCaller&)) {
     return Checked([this, method](const server::Call& call, const QueueCaller& caller) {
       return (this->*method)(call, caller);
     });
@@ -309,9 +310,9 @@ json QueueApi::JobJson(const JobRecord& job) const {
   return ToJson(job, pending ? &*pending : nullptr);
 }
 
-HttpResponse QueueApi::SubmitJob(const server::Call& call, const QueueCaller& caller) {
-  const HttpRequest& request = call.request;
-  auto fields = server::RequestFields::FromRequest(request);
+ServerResponse QueueApi::SubmitJob(const server::Call& call, const QueueCaller& caller) {
+  const ServerRequest& request = call.request;
+  auto fields = track::RequestFields::FromRequest(request);
   if (!fields.ok()) return server::UnreadableFields(request, fields.status());
   auto job = ParseSubmission(*fields);
   if (!job.ok()) return Invalid(job.status());
@@ -322,7 +323,7 @@ HttpResponse QueueApi::SubmitJob(const server::Call& call, const QueueCaller& ca
   return JsonResponse(200, {{"id", *id}});
 }
 
-HttpResponse QueueApi::ListJobs(const server::Call&, const QueueCaller& caller) {
+ServerResponse QueueApi::ListJobs(const server::Call&, const QueueCaller& caller) {
   auto jobs = backend_.service->List();
   if (!jobs.ok()) return ErrorResponse(jobs.status());
   std::vector<json> listed;
@@ -345,7 +346,7 @@ HttpResponse QueueApi::ListJobs(const server::Call&, const QueueCaller& caller) 
   return JsonResponse(200, {{"jobs", listed}});
 }
 
-HttpResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) {
+ServerResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) {
   if (job.user != user) {
     return ErrorResponse(Status::PermissionDenied("job " + std::to_string(job.id) + " belongs to " +
                                                   job.user + "; " + user + " cannot cancel it"));
@@ -355,9 +356,9 @@ HttpResponse QueueApi::CancelJob(const JobRecord& job, const std::string& user) 
   return JsonResponse(200, json::object());
 }
 
-HttpResponse QueueApi::ReadLog(const HttpRequest& request, const JobRecord& job) {
+ServerResponse QueueApi::ReadLog(const ServerRequest& request, const JobRecord& job) {
   uint64_t offset = 0;
-  auto query = server::ParseQuery(request.query);
+  auto query = http::ParseQuery(request.query);
   if (auto it = query.find("offset"); it != query.end()) {
     auto parsed = ParseNumber(it->second);
     if (!parsed)
@@ -365,7 +366,7 @@ HttpResponse QueueApi::ReadLog(const HttpRequest& request, const JobRecord& job)
           Status::InvalidArgument("offset '" + it->second + "' is not a byte offset"));
     offset = *parsed;
   }
-  HttpResponse response;
+  ServerResponse response;
   response.content_type = "text/plain; charset=utf-8";
   std::ifstream in(backend_.service->LogPath(job.id), std::ios::binary);
   if (in) {

@@ -57,8 +57,8 @@ class QueueApi : public server::Service {
   void Register(server::Router& router) override;
 
  private:
-  using QueueHandler = std::function<server::HttpResponse(const server::Call&, const QueueCaller&)>;
-  using JobHandler = std::function<server::HttpResponse(const server::Call&, const QueueCaller&,
+  using QueueHandler = std::function<http::ServerResponse(const server::Call&, const QueueCaller&)>;
+  using JobHandler = std::function<http::ServerResponse(const server::Call&, const QueueCaller&,
                                                         const JobRecord&)>;
   struct Backend {
     QueueService* service = nullptr;
@@ -71,19 +71,19 @@ class QueueApi : public server::Service {
   // Checked, and the job "{id}" names is one the caller may read.
   server::Handler OnJob(JobHandler handler);
 
-  server::HttpResponse SubmitJob(const server::Call& call, const QueueCaller& caller);
-  server::HttpResponse ListJobs(const server::Call& call, const QueueCaller& caller);
-  server::HttpResponse CancelJob(const JobRecord& job, const std::string& user);
-  server::HttpResponse ReadLog(const server::HttpRequest& request, const JobRecord& job);
-  server::HttpResponse Heartbeat(const server::Call& call, const QueueCaller& caller);
-  server::HttpResponse AppendLog(const server::Call& call, const QueueCaller& caller);
-  server::HttpResponse ReportExit(const server::Call& call, const QueueCaller& caller);
-  std::optional<server::HttpResponse> AsAgent(const server::Call& call,
+  http::ServerResponse SubmitJob(const server::Call& call, const QueueCaller& caller);
+  http::ServerResponse ListJobs(const server::Call& call, const QueueCaller& caller);
+  http::ServerResponse CancelJob(const JobRecord& job, const std::string& user);
+  http::ServerResponse ReadLog(const http::ServerRequest& request, const JobRecord& job);
+  http::ServerResponse Heartbeat(const server::Call& call, const QueueCaller& caller);
+  http::ServerResponse AppendLog(const server::Call& call, const QueueCaller& caller);
+  http::ServerResponse ReportExit(const server::Call& call, const QueueCaller& caller);
+  std::optional<http::ServerResponse> AsAgent(const server::Call& call,
                                               const QueueCaller& caller) const;
-  std::optional<server::HttpResponse> AgentsJob(const server::Call& call, const QueueCaller& caller,
+  std::optional<http::ServerResponse> AgentsJob(const server::Call& call, const QueueCaller& caller,
                                                 uint64_t* id) const;
-  std::optional<server::HttpResponse> RunsOn(const std::string& agent, uint64_t id) const;
-  std::optional<server::HttpResponse> ReadableJob(const server::Call& call,
+  std::optional<http::ServerResponse> RunsOn(const std::string& agent, uint64_t id) const;
+  std::optional<http::ServerResponse> ReadableJob(const server::Call& call,
                                                   const QueueCaller& caller, JobRecord* job) const;
   nlohmann::json JobJson(const JobRecord& job) const;
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 namespace {
@@ -33,13 +33,13 @@ std::string Endpoint(const std::string& path) {
 
 // The artifact path's first component ("3/abc/artifacts/x" -> "3"), or
 // nullopt when `path` is not an artifact request.
-std::optional<std::string> ArtifactExperiment(const HttpRequest& request) {
+std::optional<std::string> ArtifactExperiment(const http::ServerRequest& request) {
   for (const char* p : kArtifactPrefixes) {
     std::string prefix = p;
     if (request.path != prefix && request.path.rfind(prefix + "/", 0) != 0) continue;
     std::string rest = request.path.substr(std::min(prefix.size() + 1, request.path.size()));
     if (rest.empty()) {  // a listing: ?path=...
-      auto query = ParseQuery(request.query);
+      auto query = http::ParseQuery(request.query);
       auto it = query.find("path");
       rest = it == query.end() ? "" : it->second;
     }
@@ -50,8 +50,8 @@ std::optional<std::string> ArtifactExperiment(const HttpRequest& request) {
 
 }  // namespace
 
-std::optional<HttpResponse> AccessControl::Need(const std::string& experiment_id,
-                                                const std::string& user, bool edit) {
+std::optional<http::ServerResponse> AccessControl::Need(const std::string& experiment_id,
+                                                        const std::string& user, bool edit) {
   auto level = store_->Permission(experiment_id, user);
   if (!level.ok()) return ErrorResponse(level.status());
   if (*level == "EDIT" || (!edit && *level == "READ")) return std::nullopt;
@@ -60,8 +60,8 @@ std::optional<HttpResponse> AccessControl::Need(const std::string& experiment_id
       "User '" + user + "' may not " + (edit ? "edit" : "read") + " experiment " + experiment_id);
 }
 
-std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
-                                                 const std::string& user) {
+std::optional<http::ServerResponse> AccessControl::Check(const http::ServerRequest& request,
+                                                         const std::string& user) {
   if (auto experiment = ArtifactExperiment(request)) {
     if (experiment->empty()) {
       return ErrorResponse(
@@ -71,7 +71,7 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
     return Need(*experiment, user, request.method != "GET");
   }
   std::string endpoint = Endpoint(request.path);
-  auto fields = RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   // Unparseable requests and the two endpoints without an experiment yet
   // (create; search, which After() filters) go on to the API.
   if (!fields.ok() || endpoint == "experiments/create" || endpoint == "experiments/search") {
@@ -117,8 +117,8 @@ std::optional<HttpResponse> AccessControl::Check(const HttpRequest& request,
   return std::nullopt;
 }
 
-void AccessControl::After(const HttpRequest& request, const std::string& user,
-                          HttpResponse* response) {
+void AccessControl::After(const http::ServerRequest& request, const std::string& user,
+                          http::ServerResponse* response) {
   if (response->status != 200) return;
   std::string endpoint = Endpoint(request.path);
   if (endpoint == "experiments/create") {
@@ -143,7 +143,7 @@ Handler CheckedBy(AccessControl* access, Handler handler) {
   if (access == nullptr) return handler;
   return [access, handler = std::move(handler)](const Call& call) {
     if (auto denied = access->Check(call.request, call.user)) return *denied;
-    HttpResponse response = handler(call);
+    http::ServerResponse response = handler(call);
     access->After(call.request, call.user, &response);
     return response;
   };

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "server/http_server.h"
+#include "http/server/http_server.h"
 #include "server/router.h"
 #include "track/store.h"
 
@@ -21,14 +21,16 @@ class AccessControl {
   explicit AccessControl(track::TrackingStore* store) : store_(store) {}
 
   // nullopt when `user` may make `request`; else the 403 to answer.
-  std::optional<HttpResponse> Check(const HttpRequest& request, const std::string& user);
+  std::optional<http::ServerResponse> Check(const http::ServerRequest& request,
+                                            const std::string& user);
   // Grants the creator of a new experiment EDIT; drops unreadable
   // experiments from a search answer.
-  void After(const HttpRequest& request, const std::string& user, HttpResponse* response);
+  void After(const http::ServerRequest& request, const std::string& user,
+             http::ServerResponse* response);
   // nullopt when `user` may read (or, with `edit`, edit) the experiment;
   // else the 403 to answer. For endpoints outside MLflow's (sweep journals).
-  std::optional<HttpResponse> Need(const std::string& experiment_id, const std::string& user,
-                                   bool edit);
+  std::optional<http::ServerResponse> Need(const std::string& experiment_id,
+                                           const std::string& user, bool edit);
 
  private:
   track::TrackingStore* store_;

@@ -9,22 +9,22 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/status.h"
-#include "server/http_message.h"
+#include "http/server/http_message.h"
 
 namespace cohort::server {
 
 // {"error_code": error_code, "message": message} with error_code's status.
-HttpResponse ErrorResponse(const std::string& error_code, const std::string& message);
+http::ServerResponse ErrorResponse(const std::string& error_code, const std::string& message);
 // A failed Status as its error.
-HttpResponse ErrorResponse(const Status& status);
+http::ServerResponse ErrorResponse(const Status& status);
 // Why `request`'s fields could not be read (RequestFields::FromRequest):
 // a body that is not a JSON object is BAD_REQUEST, a bad query string
 // INVALID_PARAMETER_VALUE.
-HttpResponse UnreadableFields(const HttpRequest& request, const Status& status);
+http::ServerResponse UnreadableFields(const http::ServerRequest& request, const Status& status);
 // 405 BAD_REQUEST: `request`'s path does not take its method.
-HttpResponse MethodNotAllowed(const HttpRequest& request);
+http::ServerResponse MethodNotAllowed(const http::ServerRequest& request);
 // `body` as the answer, with `status` (invalid UTF-8 in strings replaced).
-HttpResponse JsonResponse(int status, const nlohmann::json& body);
+http::ServerResponse JsonResponse(int status, const nlohmann::json& body);
 
 }  // namespace cohort::server
 

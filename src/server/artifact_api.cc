@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 namespace {
@@ -13,43 +13,12 @@ using nlohmann::json;
 
 constexpr const char* kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/artifacts",
                                              "/ajax-api/2.0/mlflow-artifacts/artifacts"};
-constexpr size_t kMaxArtifactNameBytes = 255;  // NAME_MAX of local file systems
-
-// Why `path` cannot name an artifact, or "" when it can: it must be
-// relative, without "." or ".." or empty components, and no component may be
-// named like the stores' scratch and lock files (it would never be listed).
-std::string ArtifactPathProblem(const std::string& path) {
-  if (path.empty() || path.front() == '/' || path.find('\0') != std::string::npos) return "-";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    std::string part = path.substr(start, slash - start);
-    if (part.empty() || part == "." || part == "..") return "-";
-    if (part.size() > kMaxArtifactNameBytes) {
-      return "a name is longer than " + std::to_string(kMaxArtifactNameBytes) + " bytes";
-    }
-    if (IsScratchName(part)) {
-      return "a name containing '.tmp.' or ending in '.lock' is reserved for the store's scratch "
-             "files";
-    }
-    start = slash + 1;
-  }
-  return "";
-}
-
-HttpResponse InvalidArtifactPath(const std::string& what, const std::string& path,
-                                 const std::string& problem) {
-  return ErrorResponse(Status::InvalidArgument("Invalid " + what + " '" + path + "'" +
-                                               (problem == "-" ? "" : ": " + problem)));
-}
-
 }  // namespace
 
 void ArtifactApi::Register(Router& router) {
   Mount mount;
   mount.prefixes = {kArtifactPrefixes[0], kArtifactPrefixes[1]};
-  mount.body = BodyKind::kBytes;
+  mount.body = http::BodyKind::kBytes;
   mount.size = BodySize::kUpload;
   if (artifacts_ != nullptr) mount.upload_spool_dir = artifacts_->spool_dir();
   mount.no_route = [](const Call& call) {
@@ -68,14 +37,15 @@ void ArtifactApi::Register(Router& router) {
                                         }));
 }
 
-HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& path) {
+http::ServerResponse ArtifactApi::Handle(const http::ServerRequest& request,
+                                         const std::string& path) {
   if (artifacts_ == nullptr) {
     return ErrorResponse("NOT_IMPLEMENTED",
                          "This server serves no artifacts: start it with --artifacts LOCATION");
   }
   if (request.method == "GET" && path.empty()) return List(request);
-  if (std::string problem = ArtifactPathProblem(path); !problem.empty()) {
-    return InvalidArtifactPath("artifact path", path, problem);
+  if (Status valid = artifacts::CheckArtifactPath("artifact path", path); !valid.ok()) {
+    return ErrorResponse(valid);
   }
   if (request.method == "GET") {
     auto content = artifacts_->Read(path);
@@ -83,7 +53,7 @@ HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& 
     if (!content->has_value()) {
       return ErrorResponse(Status::NotFound("Artifact '" + path + "' does not exist"));
     }
-    HttpResponse r;
+    http::ServerResponse r;
     r.content_type = "application/octet-stream";
     r.file = std::move((*content)->file);
     r.body = std::move((*content)->bytes);
@@ -101,20 +71,20 @@ HttpResponse ArtifactApi::Handle(const HttpRequest& request, const std::string& 
   return JsonResponse(200, json::object());
 }
 
-HttpResponse ArtifactApi::List(const HttpRequest& request) {
-  auto fields = RequestFields::FromRequest(request);
+http::ServerResponse ArtifactApi::List(const http::ServerRequest& request) {
+  auto fields = track::RequestFields::FromRequest(request);
   if (!fields.ok()) return ErrorResponse(fields.status());
   auto dir = fields->OptionalString("path");
   if (!dir.ok()) return ErrorResponse(dir.status());
   std::string prefix = dir->value_or("");
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  if (std::string problem = ArtifactPathProblem(prefix); !prefix.empty() && !problem.empty()) {
-    return InvalidArtifactPath("path", prefix, problem);
+  if (Status valid = artifacts::CheckArtifactPath("path", prefix); !prefix.empty() && !valid.ok()) {
+    return ErrorResponse(valid);
   }
   auto entries = artifacts_->List(prefix);
   if (!entries.ok()) return ErrorResponse(entries.status());
   json files = json::array();
-  for (const ArtifactEntry& e : *entries) {
+  for (const artifacts::ArtifactEntry& e : *entries) {
     if (e.is_dir) {
       files.push_back({{"path", e.name}, {"is_dir", true}});
     } else {

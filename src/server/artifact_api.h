@@ -11,8 +11,8 @@
 
 #include <string>
 
+#include "artifacts/artifact_store.h"
 #include "server/access_control.h"
-#include "server/artifact_store.h"
 #include "server/router.h"
 
 namespace cohort::server {
@@ -20,15 +20,15 @@ namespace cohort::server {
 class ArtifactApi : public Service {
  public:
   // `artifacts` may be null; `access` is null without --auth.
-  ArtifactApi(ArtifactStore* artifacts, AccessControl* access)
+  ArtifactApi(artifacts::ArtifactStore* artifacts, AccessControl* access)
       : artifacts_(artifacts), access_(access) {}
   void Register(Router& router) override;
 
  private:
-  HttpResponse Handle(const HttpRequest& request, const std::string& path);
-  HttpResponse List(const HttpRequest& request);
+  http::ServerResponse Handle(const http::ServerRequest& request, const std::string& path);
+  http::ServerResponse List(const http::ServerRequest& request);
 
-  ArtifactStore* artifacts_;
+  artifacts::ArtifactStore* artifacts_;
   AccessControl* access_;
 };
 

@@ -24,8 +24,8 @@ const char* ContentType(const std::string& path) {
   return "application/octet-stream";
 }
 
-HttpResponse NotFound(const std::string& path) {
-  HttpResponse r;
+http::ServerResponse NotFound(const std::string& path) {
+  http::ServerResponse r;
   r.status = 404;
   r.content_type = "text/plain; charset=utf-8";
   r.body = "404 not found: " + path + "\n";
@@ -51,7 +51,7 @@ void DashboardFiles::Register(Router& router) {
   router.AddMount(std::move(mount))
       .Add({}, "health",
            [](const Call&) {
-             HttpResponse r;
+             http::ServerResponse r;
              r.content_type = "text/plain; charset=utf-8";
              r.body = "OK";
              return r;
@@ -62,7 +62,7 @@ void DashboardFiles::Register(Router& router) {
 // A file of the web folder, sent from the open file. Nothing outside the
 // folder, whatever the path says; every failure (a name too long, a loop of
 // links) is a 404, never an exception.
-HttpResponse DashboardFiles::Serve(const HttpRequest& request) {
+http::ServerResponse DashboardFiles::Serve(const http::ServerRequest& request) {
   if (request.method != "GET" && request.method != "HEAD") return NotFound(request.path);
   if (web_root_.empty() || request.path.find('\0') != std::string::npos) {
     return NotFound(request.path);
@@ -74,14 +74,14 @@ HttpResponse DashboardFiles::Serve(const HttpRequest& request) {
   if (ec) return NotFound(request.path);
   auto [r, f] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
   if (r != root.end()) return NotFound(request.path);
-  auto body = std::make_shared<FileBody>();
+  auto body = std::make_shared<http::FileBody>();
   body->fd = Fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
   if (!body->fd.valid() || ::fstat(body->fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return NotFound(request.path);
   }
   body->size = static_cast<uint64_t>(st.st_size);
-  HttpResponse response;
+  http::ServerResponse response;
   response.content_type = ContentType(file.string());
   response.file = std::move(body);
   return response;

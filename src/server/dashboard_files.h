@@ -17,7 +17,7 @@ class DashboardFiles : public Service {
   void Register(Router& router) override;
 
  private:
-  HttpResponse Serve(const HttpRequest& request);
+  http::ServerResponse Serve(const http::ServerRequest& request);
 
   std::string web_root_;  // web_dir made absolute and canonical; "" = none
 };

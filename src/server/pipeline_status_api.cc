@@ -7,7 +7,7 @@
 
 #include "common/word_list.h"
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 
@@ -122,8 +122,8 @@ void PipelineStatusApi::Register(Router& router) {
       .Add({"GET"}, "list", [this](const Call& call) { return List(call); });
 }
 
-HttpResponse PipelineStatusApi::Put(const Call& call) {
-  auto fields = RequestFields::FromRequest(call.request);
+http::ServerResponse PipelineStatusApi::Put(const Call& call) {
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return UnreadableFields(call.request, fields.status());
   auto name = fields->RequiredString("name");
   if (!name.ok()) return ErrorResponse(name.status());
@@ -137,8 +137,8 @@ HttpResponse PipelineStatusApi::Put(const Call& call) {
   return JsonResponse(200, json::object());
 }
 
-HttpResponse PipelineStatusApi::Get(const Call& call) {
-  auto fields = RequestFields::FromRequest(call.request);
+http::ServerResponse PipelineStatusApi::Get(const Call& call) {
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return UnreadableFields(call.request, fields.status());
   auto name = fields->RequiredString("name");
   if (!name.ok()) return ErrorResponse(name.status());
@@ -150,7 +150,7 @@ HttpResponse PipelineStatusApi::Get(const Call& call) {
                             {"status", json::parse(record->status, nullptr, false)}});
 }
 
-HttpResponse PipelineStatusApi::List(const Call&) {
+http::ServerResponse PipelineStatusApi::List(const Call&) {
   auto records = store_->PipelineStatuses();
   if (!records.ok()) return ErrorResponse(records.status());
   json pipelines = json::array();

@@ -29,9 +29,9 @@ class PipelineStatusApi : public Service {
   void Register(Router& router) override;
 
  private:
-  HttpResponse Put(const Call& call);
-  HttpResponse Get(const Call& call);
-  HttpResponse List(const Call& call);
+  http::ServerResponse Put(const Call& call);
+  http::ServerResponse Get(const Call& call);
+  http::ServerResponse List(const Call& call);
 
   track::TrackingStore* store_;
 };

@@ -81,8 +81,8 @@ const Mount* Router::MountOf(const std::string& path) const {
   return routes == nullptr ? nullptr : &routes->mount_;
 }
 
-HttpResponse Router::Dispatch(const Mount& mount, const HttpRequest& request,
-                              const std::string& user) const {
+http::ServerResponse Router::Dispatch(const Mount& mount, const http::ServerRequest& request,
+                                      const std::string& user) const {
   std::string rest;
   const Routes* routes = RoutesOf(request.path, &rest);
   Call call{request, user, {}};

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "server/http_message.h"
-#include "server/request_guard.h"
+#include "http/server/http_message.h"
+#include "http/server/request_guard.h"
 
 namespace cohort::server {
 
@@ -33,7 +33,7 @@ enum class BodySize { kJson, kUpload, kSmall };
 
 // One call of a route.
 struct Call {
-  const HttpRequest& request;
+  const http::ServerRequest& request;
   const std::string& user;  // Auth::kServer under --auth: the token's user; else ""
   std::map<std::string, std::string> params;  // "{name}" -> its segment, "*" -> the rest
 
@@ -41,13 +41,13 @@ struct Call {
   const std::string& Param(const std::string& name) const;
 };
 
-using Handler = std::function<HttpResponse(const Call& call)>;
+using Handler = std::function<http::ServerResponse(const Call& call)>;
 
 // A service's part of the path space.
 struct Mount {
   std::vector<std::string> prefixes;  // a path starting with one is this mount's
   Auth auth = Auth::kServer;
-  BodyKind body = BodyKind::kJson;  // the Content-Type RequestGuard expects
+  http::BodyKind body = http::BodyKind::kJson;  // the Content-Type http::RequestGuard expects
   BodySize size = BodySize::kJson;
   std::string upload_spool_dir;  // non-empty: PUT bodies stream to a file there
   Handler no_route;              // a path under the prefixes that no route has
@@ -81,8 +81,8 @@ class Router {
 
   // The answer of the route `request` matches in `mount` (MountOf its path),
   // or of the mount's no_route / wrong_method.
-  HttpResponse Dispatch(const Mount& mount, const HttpRequest& request,
-                        const std::string& user) const;
+  http::ServerResponse Dispatch(const Mount& mount, const http::ServerRequest& request,
+                                const std::string& user) const;
 
  private:
   const Routes* RoutesOf(const std::string& path, std::string* rest) const;

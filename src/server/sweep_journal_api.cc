@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_response.h"
-#include "server/request_fields.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 
@@ -24,8 +24,9 @@ void SweepJournalApi::Register(Router& router) {
 
 // The journal a call names (its fields, experiment and sweep) once the
 // caller may read it (or, with `edit`, append to it); else the answer.
-std::optional<HttpResponse> SweepJournalApi::Open(const Call& call, bool edit, JournalCall* out) {
-  auto fields = RequestFields::FromRequest(call.request);
+std::optional<http::ServerResponse> SweepJournalApi::Open(const Call& call, bool edit,
+                                                          JournalCall* out) {
+  auto fields = track::RequestFields::FromRequest(call.request);
   if (!fields.ok()) return UnreadableFields(call.request, fields.status());
   auto experiment = fields->RequiredString("experiment_id");
   if (!experiment.ok()) return ErrorResponse(experiment.status());
@@ -40,7 +41,7 @@ std::optional<HttpResponse> SweepJournalApi::Open(const Call& call, bool edit, J
   return std::nullopt;
 }
 
-HttpResponse SweepJournalApi::Records(const Call& call) {
+http::ServerResponse SweepJournalApi::Records(const Call& call) {
   JournalCall journal;
   if (auto answer = Open(call, /*edit=*/false, &journal)) return *answer;
   auto records = store_->SweepJournal(journal.experiment, journal.sweep);
@@ -48,7 +49,7 @@ HttpResponse SweepJournalApi::Records(const Call& call) {
   return JsonResponse(200, {{"records", *records}});
 }
 
-HttpResponse SweepJournalApi::Append(const Call& call) {
+http::ServerResponse SweepJournalApi::Append(const Call& call) {
   JournalCall journal;
   if (auto answer = Open(call, /*edit=*/true, &journal)) return *answer;
   auto seq = journal.fields->RequiredInt("seq");

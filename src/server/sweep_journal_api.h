@@ -14,8 +14,8 @@
 #include <string>
 #include "server/access_control.h"
 
-#include "server/request_fields.h"
 #include "server/router.h"
+#include "track/request_fields.h"
 #include "track/store.h"
 
 namespace cohort::server {
@@ -29,13 +29,13 @@ class SweepJournalApi : public Service {
 
  private:
   struct JournalCall {
-    std::optional<RequestFields> fields;
+    std::optional<track::RequestFields> fields;
     std::string experiment;
     std::string sweep;
   };
-  std::optional<HttpResponse> Open(const Call& call, bool edit, JournalCall* out);
-  HttpResponse Append(const Call& call);
-  HttpResponse Records(const Call& call);
+  std::optional<http::ServerResponse> Open(const Call& call, bool edit, JournalCall* out);
+  http::ServerResponse Append(const Call& call);
+  http::ServerResponse Records(const Call& call);
 
   track::TrackingStore* store_;
   AccessControl* access_;

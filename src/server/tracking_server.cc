@@ -25,12 +25,12 @@ constexpr double kLostRunSettleS = 60;
 
 const char kBearer[] = "Bearer ";
 
-bool HasBearerToken(const HttpRequest& request) {
+bool HasBearerToken(const http::ServerRequest& request) {
   std::string header = request.Header("authorization");
   return header.rfind(kBearer, 0) == 0 && header.size() > sizeof kBearer - 1;
 }
 
-HttpResponse MissingToken() {
+http::ServerResponse MissingToken() {
   return ErrorResponse(
       Status::Unauthenticated("This server requires a token: send 'Authorization: Bearer TOKEN' "
                               "(tokens come from `cohort token create USER`)"));
@@ -55,7 +55,7 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
             .string();
   }
   if (!artifacts_location.empty()) {
-    auto artifacts = OpenArtifactStore(artifacts_location);
+    auto artifacts = artifacts::OpenArtifactStore(artifacts_location);
     if (!artifacts.ok()) {
       return artifacts.status().WithContext(
           options.artifacts.empty() ? "artifacts beside the store, " + artifacts_location
@@ -65,11 +65,11 @@ Result<std::unique_ptr<TrackingServer>> TrackingServer::Start(
   }
   server->access_ = std::make_unique<AccessControl>(server->store_.get());
   server->ComposeServices();
-  HttpServerOptions http = options.http;
-  http.admit = [s = server.get()](const HttpRequest& head) { return s->Admit(head); };
-  auto started = HttpServer::Start(
-      options.host, options.port, [s = server.get()](const HttpRequest& r) { return s->Handle(r); },
-      http);
+  http::HttpServerOptions http = options.http;
+  http.admit = [s = server.get()](const http::ServerRequest& head) { return s->Admit(head); };
+  auto started = http::HttpServer::Start(
+      options.host, options.port,
+      [s = server.get()](const http::ServerRequest& r) { return s->Handle(r); }, http);
   if (!started.ok()) return started.status();
   server->http_ = std::move(*started);
   server->reaper_ = std::thread([s = server.get()] { s->EndLostRuns(); });
@@ -128,10 +128,10 @@ void TrackingServer::ComposeServices() {
   for (Service* service : options_.services) service->Register(router_);
 }
 
-Admission TrackingServer::Admit(const HttpRequest& head) const {
-  Admission admission;
+http::Admission TrackingServer::Admit(const http::ServerRequest& head) const {
+  http::Admission admission;
   const Mount* mount = router_.MountOf(head.path);
-  if (std::optional<Refusal> refused = guard_->Check(head, mount->body)) {
+  if (std::optional<http::Refusal> refused = guard_->Check(head, mount->body)) {
     admission.refuse =
         JsonResponse(refused->status,
                      {{"error_code", refused->status == 403 ? "PERMISSION_DENIED" : "BAD_REQUEST"},
@@ -159,7 +159,7 @@ Admission TrackingServer::Admit(const HttpRequest& head) const {
   return admission;
 }
 
-HttpResponse TrackingServer::Handle(const HttpRequest& request) {
+http::ServerResponse TrackingServer::Handle(const http::ServerRequest& request) {
   const Mount* mount = router_.MountOf(request.path);
   std::string user;
   if (mount->auth == Auth::kServer) {
@@ -168,8 +168,8 @@ HttpResponse TrackingServer::Handle(const HttpRequest& request) {
   return router_.Dispatch(*mount, request, user);
 }
 
-std::optional<HttpResponse> TrackingServer::Authenticate(const HttpRequest& request,
-                                                         std::string* user_name) {
+std::optional<http::ServerResponse> TrackingServer::Authenticate(const http::ServerRequest& request,
+                                                                 std::string* user_name) {
   if (!options_.auth) return std::nullopt;
   if (!HasBearerToken(request)) return MissingToken();
   std::string header = request.Header("authorization");

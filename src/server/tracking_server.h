@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "artifacts/artifact_store.h"
 #include "cohort/status.h"
+#include "http/server/http_server.h"
+#include "http/server/request_guard.h"
 #include "server/access_control.h"
-#include "server/artifact_store.h"
-#include "server/http_server.h"
-#include "server/request_guard.h"
 #include "server/router.h"
 #include "track/store.h"
 
@@ -45,7 +45,7 @@ struct TrackingServerOptions {
   uint64_t max_json_bytes = 16 << 20;        // a JSON API request's body
   uint64_t max_artifact_bytes = 512u << 20;  // an artifact upload (streamed to disk)
   uint64_t max_other_bytes = 64 << 10;       // anything else (static files, /health)
-  HttpServerOptions http;                    // connections, deadlines, threads
+  http::HttpServerOptions http;              // connections, deadlines, threads
 };
 
 class TrackingServer {
@@ -60,30 +60,31 @@ class TrackingServer {
  private:
   TrackingServer() = default;
   // The head's checks and body limit (HttpServerOptions::admit).
-  Admission Admit(const HttpRequest& head) const;
-  HttpResponse Handle(const HttpRequest& request);
+  http::Admission Admit(const http::ServerRequest& head) const;
+  http::ServerResponse Handle(const http::ServerRequest& request);
   // The server's own services on router_, then options_.services.
   void ComposeServices();
   // nullopt when the request may go on (with --auth, *user is who sent
   // it); else the 401 to answer.
-  std::optional<HttpResponse> Authenticate(const HttpRequest& request, std::string* user);
+  std::optional<http::ServerResponse> Authenticate(const http::ServerRequest& request,
+                                                   std::string* user);
   // Every kLostRunCheckS: ends the runs whose heartbeats stopped
   // (TrackingStore::EndLostRuns), until Stop.
   void EndLostRuns();
   void StopReaper();
 
   TrackingServerOptions options_;
-  std::optional<RequestGuard> guard_;
+  std::optional<http::RequestGuard> guard_;
   std::unique_ptr<track::TrackingStore> store_;
-  std::unique_ptr<ArtifactStore> artifacts_;
+  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<AccessControl> access_;
   std::vector<std::unique_ptr<Service>> services_;
   Router router_;  // complete before the HTTP server starts; read-only after
   std::mutex reaper_mu_;
   std::condition_variable reaper_wake_;
-  bool stopping_ = false;             // under reaper_mu_
-  std::thread reaper_;                // EndLostRuns
-  std::unique_ptr<HttpServer> http_;  // last: stops before what it uses goes
+  bool stopping_ = false;                   // under reaper_mu_
+  std::thread reaper_;                      // EndLostRuns
+  std::unique_ptr<http::HttpServer> http_;  // last: stops before what it uses goes
 };
 
 }  // namespace cohort::server

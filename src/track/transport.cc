@@ -1,4 +1,5 @@
-// HTTP and embedded transports.
+// Opening a transport (track/rest_transport.cc: over HTTP;
+// track/embedded_transport.cc: a store in this process).
 #include "track/transport.h"
 
 #include <filesystem>
@@ -6,78 +7,14 @@
 #include "http/server_address.h"
 #include "http/server_client.h"
 #include "http/url.h"
-#include "server/artifact_api.h"
-#include "server/mlflow_api.h"
+#include "track/embedded_transport.h"
 #include "track/rest_transport.h"
 #include "track/sqlite_store.h"
 #include "track/store.h"
 
 namespace cohort::track {
-namespace {
 
 using nlohmann::json;
-
-using http::QueryString;
-
-// The answer of an MLflow endpoint, as Call reports it.
-Result<json> Interpret(int status, const std::string& body, const std::string& what) {
-  return http::AnswerJson(status, body, what);
-}
-
-class EmbeddedTransport : public Transport {
- public:
-  EmbeddedTransport(std::unique_ptr<TrackingStore> store,
-                    std::unique_ptr<server::ArtifactStore> artifacts)
-      : store_(std::move(store)),
-        artifacts_(std::move(artifacts)),
-        api_(store_.get(), nullptr),
-        artifact_api_(artifacts_.get(), nullptr) {
-    api_.Register(router_);
-    artifact_api_.Register(router_);
-  }
-
-  Result<json> Call(const std::string& method, const std::string& endpoint,
-                    const json& body) override {
-    server::HttpRequest request;
-    request.method = method;
-    request.path = ApiPath(endpoint);
-    if (method == "GET") {
-      request.query = QueryString(body).substr(std::min<size_t>(1, QueryString(body).size()));
-    } else {
-      request.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-    server::HttpResponse response = Handle(request);
-    return Interpret(response.status, response.body, method + " " + endpoint);
-  }
-
-  Status PutArtifact(const std::string& path, const std::string& bytes) override {
-    server::HttpRequest request;
-    request.method = "PUT";
-    request.path = "/api/2.0/mlflow-artifacts/artifacts/" + path;
-    request.body = bytes;
-    server::HttpResponse response = Handle(request);
-    return Interpret(response.status, response.body, "PUT " + path).status();
-  }
-
-  bool remote() const override { return false; }
-
- private:
-  server::HttpResponse Handle(const server::HttpRequest& request) const {
-    const server::Mount* mount = router_.MountOf(request.path);
-    if (mount == nullptr) {
-      return server::ErrorResponse("ENDPOINT_NOT_FOUND", "No API endpoint at " + request.path);
-    }
-    return router_.Dispatch(*mount, request, "");
-  }
-
-  std::unique_ptr<TrackingStore> store_;
-  std::unique_ptr<server::ArtifactStore> artifacts_;
-  server::MlflowApi api_;
-  server::ArtifactApi artifact_api_;
-  server::Router router_;
-};
-
-}  // namespace
 
 std::string ApiPath(const std::string& endpoint) {
   return endpoint.rfind('/', 0) == 0 ? endpoint : "/api/2.0/mlflow/" + endpoint;
@@ -100,10 +37,9 @@ Result<std::unique_ptr<Transport>> OpenTransport(const std::string& uri) {
   if (!store.ok()) return store.status();
   std::string path = ExpandHome(uri.substr(uri.find(':') + 1));
   std::filesystem::path dir = std::filesystem::path(path).parent_path() / "artifacts";
-  auto artifacts = server::OpenLocalArtifactStore(dir.string());
+  auto artifacts = artifacts::OpenLocalArtifactStore(dir.string());
   if (!artifacts.ok()) return artifacts.status();
-  return std::unique_ptr<Transport>(
-      new EmbeddedTransport(std::move(*store), std::move(*artifacts)));
+  return NewEmbeddedTransport(std::move(*store), std::move(*artifacts));
 }
 
 Result<std::string> StringIn(const json& answer, const std::string& pointer) {

@@ -1,7 +1,8 @@
 // Transport: where a TrackingRun's MLflow requests go. Over HTTP to a
 // server (one libcurl handle pool, so the connection stays open), or
-// in-process to an embedded store through the same MlflowApi the server
-// runs, so both paths validate and answer alike.
+// in-process to an embedded store through the same track::MlflowService
+// the server runs (track/embedded_transport.h), so both paths validate and
+// answer alike.
 #ifndef COHORT_TRACK_TRANSPORT_H_
 #define COHORT_TRACK_TRANSPORT_H_
 

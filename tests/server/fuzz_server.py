@@ -1,6 +1,6 @@
 """Fuzzes a live `cohort server` with random and mutated requests on every
 route (issue 25 item 5): methods, paths from the route tables (MLflow's read
-from src/server/mlflow_api.cc, the artifact proxy, sweep journals, the queue,
+from src/track/mlflow_service.cc, the artifact proxy, sweep journals, the queue,
 static files), query strings with huge, negative and non-numeric numbers,
 JSON bodies with mutated types, values and depth, broken UTF-8, headers,
 chunked and truncated bodies, and raw protocol junk.
@@ -43,12 +43,12 @@ METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 
 
 def mlflow_routes():
-    """{endpoint: [methods]} from the server's own route table."""
-    text = open(os.path.join(ROOT, "src", "server", "mlflow_api.cc")).read()
+    """{endpoint: [methods]} from the service's table of endpoints, which the server routes."""
+    text = open(os.path.join(ROOT, "src", "track", "mlflow_service.cc")).read()
     routes = {}
-    for name, methods in re.findall(r'\{"([a-z-]+/[a-z/-]+)",\s*\{\{([^}]*)\}', text):
+    for name, methods in re.findall(r'\{"([a-z-]+/[a-z/-]+)",\s*\{([^}]*)\}', text):
         routes[name] = re.findall(r'"([A-Z]+)"', methods)
-    assert len(routes) >= 20, f"found only {len(routes)} MLflow routes in mlflow_api.cc"
+    assert len(routes) >= 20, f"found only {len(routes)} MLflow routes in mlflow_service.cc"
     return routes
 
 

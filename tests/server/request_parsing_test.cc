@@ -6,26 +6,26 @@
 
 #include <string>
 
-#include "server/json_body.h"
-#include "server/request_fields.h"
-#include "server/request_head.h"
+#include "http/server/json_body.h"
+#include "http/server/request_head.h"
+#include "track/request_fields.h"
 
 namespace cohort::server {
 namespace {
 
 std::string ErrorOf(std::string_view text) {
-  auto parsed = ParseJsonBody(text);
+  auto parsed = http::ParseJsonBody(text);
   return parsed.ok() ? "" : parsed.status().message();
 }
 
 TEST(JsonBody, ParsesWhatNlohmannParses) {
-  auto parsed = ParseJsonBody(
+  auto parsed = http::ParseJsonBody(
       R"({"a": [1, -2, 3.5, "x", true, null, {"b": {}}], "c": 18446744073709551615})");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(*parsed,
             nlohmann::json::parse(
                 R"({"a": [1, -2, 3.5, "x", true, null, {"b": {}}], "c": 18446744073709551615})"));
-  auto duplicate = ParseJsonBody(R"({"k": 1, "k": 2})");
+  auto duplicate = http::ParseJsonBody(R"({"k": 1, "k": 2})");
   ASSERT_TRUE(duplicate.ok());
   EXPECT_EQ((*duplicate)["k"], 2);  // the last one, as nlohmann::json::parse
 }
@@ -46,7 +46,7 @@ TEST(JsonBody, ErrorsNameTheFieldAndByte) {
 
 TEST(JsonBody, NestingIsBounded) {
   std::string ok = std::string(64, '[') + std::string(64, ']');
-  EXPECT_TRUE(ParseJsonBody(ok).ok());
+  EXPECT_TRUE(http::ParseJsonBody(ok).ok());
   std::string deep(1'000'000, '[');  // a stack overflow for a recursive parser or destructor
   EXPECT_EQ(
       ErrorOf(deep), "Malformed JSON request body: nested deeper than 64 levels (field '" + [] {
@@ -55,19 +55,19 @@ TEST(JsonBody, NestingIsBounded) {
         return s;
       }() + "', byte 65)");
   EXPECT_EQ(ErrorOf(R"({"a": {"b": [[]]}})").size(), 0u);
-  auto shallow = ParseJsonBody(R"({"a": {"b": [[]]}})", /*max_depth=*/3);
+  auto shallow = http::ParseJsonBody(R"({"a": {"b": [[]]}})", /*max_depth=*/3);
   ASSERT_FALSE(shallow.ok());
   EXPECT_EQ(shallow.status().message(),
             "Malformed JSON request body: nested deeper than 3 levels (field 'a.b[0]', byte 14)");
 }
 
-RequestFields Fields(const std::string& body) {
-  HttpRequest request;
+track::RequestFields Fields(const std::string& body) {
+  http::ServerRequest request;
   request.method = "POST";
   request.body = body;
-  auto fields = RequestFields::FromRequest(request);
+  auto fields = track::RequestFields::FromRequest(request);
   EXPECT_TRUE(fields.ok()) << fields.status().ToString();
-  return fields.ok() ? *fields : RequestFields(nlohmann::json::object());
+  return fields.ok() ? *fields : track::RequestFields(nlohmann::json::object());
 }
 
 TEST(RequestFields, IntegersOutOfRangeAreRefusedNamingTheField) {
@@ -110,37 +110,37 @@ TEST(RequestFields, IntegersOutOfRangeAreRefusedNamingTheField) {
 }
 
 TEST(RequestFields, QueryStringsMustBeUtf8) {
-  HttpRequest request;
+  http::ServerRequest request;
   request.method = "GET";
   request.query = "name=%C3%A9t%C3%A9&other=x";
-  ASSERT_TRUE(RequestFields::FromRequest(request).ok());
+  ASSERT_TRUE(track::RequestFields::FromRequest(request).ok());
   request.query = "name=%ff";
-  EXPECT_EQ(RequestFields::FromRequest(request).status().message(),
+  EXPECT_EQ(track::RequestFields::FromRequest(request).status().message(),
             "Invalid value for parameter 'name' supplied: it is not UTF-8");
   request.query = "%c0%af=1";  // an overlong '/'
-  EXPECT_EQ(RequestFields::FromRequest(request).status().message(),
+  EXPECT_EQ(track::RequestFields::FromRequest(request).status().message(),
             "Invalid query string: a parameter name is not UTF-8");
 }
 
 TEST(IsUtf8, RefusesOverlongsSurrogatesAndTruncation) {
-  EXPECT_TRUE(IsUtf8("plain é 😀"));
+  EXPECT_TRUE(http::IsUtf8("plain é 😀"));
   for (const char* bad : {"\xff", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
                           "\xe2\x82", "\x80"}) {
-    EXPECT_FALSE(IsUtf8(bad)) << bad;
+    EXPECT_FALSE(http::IsUtf8(bad)) << bad;
   }
 }
 
 std::string HeadError(const std::string& head) {
-  HttpRequest request;
-  auto error = ParseRequestHead(head, &request);
+  http::ServerRequest request;
+  auto error = http::ParseRequestHead(head, &request);
   return error ? std::to_string(error->status) + " " + error->body : "";
 }
 
 TEST(RequestHead, SmugglingProneFormsAreRefused) {
   EXPECT_EQ(HeadError("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nx-a: 2"), "");
-  HttpRequest request;
+  http::ServerRequest request;
   ASSERT_FALSE(
-      ParseRequestHead("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nx-a: 2", &request));
+      http::ParseRequestHead("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nx-a: 2", &request));
   EXPECT_EQ(request.path, "/a b");
   EXPECT_EQ(request.query, "x=1");
   EXPECT_EQ(request.Header("x-a"), "1, 2");

@@ -7,14 +7,14 @@
 namespace cohort::server {
 namespace {
 
-HttpResponse Text(std::string body) {
-  HttpResponse r;
+http::ServerResponse Text(std::string body) {
+  http::ServerResponse r;
   r.body = std::move(body);
   return r;
 }
 
-HttpRequest Request(std::string method, std::string path) {
-  HttpRequest r;
+http::ServerRequest Request(std::string method, std::string path) {
+  http::ServerRequest r;
   r.method = std::move(method);
   r.path = std::move(path);
   return r;
@@ -43,7 +43,7 @@ class RouterTest : public ::testing::Test {
   }
 
   std::string Answer(const std::string& method, const std::string& path) {
-    HttpRequest request = Request(method, path);
+    http::ServerRequest request = Request(method, path);
     const Mount* mount = router_.MountOf(path);
     if (mount == nullptr) return "no mount";
     return router_.Dispatch(*mount, request, "").body;
