@@ -23,7 +23,8 @@ Status MakeFolders(const std::string& path);
 
 // How many of the latest output commits' provenance records the state keeps
 // at hand for the status document (the dashboard's commit view); the whole
-// history stays in provenance.jsonl.
+// history stays in provenance.jsonl. The server refuses documents with more
+// (server/pipeline_status_api.cc's kMaxCommitRecords, kept equal).
 constexpr size_t kRecentOutputRecords = 50;
 
 class PipelineState {

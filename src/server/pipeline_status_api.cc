@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "common/word_list.h"
-#include "pipeline/state.h"
 #include "server/api_response.h"
 #include "track/request_fields.h"
 
@@ -20,6 +19,10 @@ const std::vector<std::string> kPipelineStates = {"waiting", "running", "done",
                                                   "failed",  "broken",  "stopped"};
 const std::vector<std::string> kStepStates = {"waiting", "running", "done",
                                               "failed",  "cached",  "broken"};
+// The most output commits' records a document carries: what a controller
+// sends (pipeline/state.h's kRecentOutputRecords; the server is below the
+// pipeline layer, so it cannot include it).
+constexpr size_t kMaxCommitRecords = 50;
 
 Status Invalid(const std::string& field, const std::string& problem) {
   return Status::InvalidArgument("Invalid value for parameter '" + field +
@@ -111,10 +114,10 @@ Status CheckCommits(const json& status, const std::set<std::string>& names) {
   const json& commits = status["commits"];
   if (!commits.is_array())
     return Invalid("status.commits", "expected a list of provenance records");
-  if (commits.size() > pipeline::kRecentOutputRecords)
-    return Invalid("status.commits", "more than " + std::to_string(pipeline::kRecentOutputRecords) +
+  if (commits.size() > kMaxCommitRecords)
+    return Invalid("status.commits", "more than " + std::to_string(kMaxCommitRecords) +
                                          " records (a controller sends its latest " +
-                                         std::to_string(pipeline::kRecentOutputRecords) + ")");
+                                         std::to_string(kMaxCommitRecords) + ")");
   for (size_t i = 0; i < commits.size(); ++i)
     COHORT_RETURN_IF_ERROR(
         CheckCommit("status.commits[" + std::to_string(i) + "]", commits[i], names));
