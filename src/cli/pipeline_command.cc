@@ -67,7 +67,8 @@ struct Args {
 int PrintStatus(const pipeline::PipelineSpec& spec, pipeline::PipelineState& state, bool as_json) {
   const int holder = state.LockHolder();
   if (as_json) {
-    const json document = pipeline::StatusDocument(spec, state.json(), holder);
+    const json document =
+        pipeline::StatusDocument(spec, state.json(), state.RecentOutputRecords(), holder);
     std::printf("%s\n", TerminalJson(document.dump(2)).c_str());
     return 0;
   }
@@ -117,12 +118,7 @@ int PrintProvenance(pipeline::PipelineState& state, const std::string& target) {
   if (!back.ok()) return Fail(back.status().message());
   std::printf("made from:\n");
   for (const std::string& line : *back) std::printf("  %s\n", TerminalText(line).c_str());
-  std::vector<json> records;
-  std::ifstream in(state.folder() + "/provenance.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    json r = json::parse(line, nullptr, false);
-    if (r.is_object()) records.push_back(std::move(r));
-  }
+  const std::vector<json> records = state.ProvenanceRecords();
   auto commit = data::ResolveRef(location, ref);
   if (!commit.ok()) return Fail(commit.status().message());
   std::vector<std::string> forward = pipeline::Forward(records, location, *commit);

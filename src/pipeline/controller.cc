@@ -202,7 +202,9 @@ class PipelineRun {
   // An ended run's document names no controller, as `status --json` will once this one exits.
   void Publish(bool now) {
     const bool running = state_.json()["pipeline_run"].value("state", "") == "running";
-    poster_.Post(StatusDocument(spec_, state_.json(), running ? ::getpid() : 0), now);
+    poster_.Post(StatusDocument(spec_, state_.json(), state_.RecentOutputRecords(),
+                                running ? ::getpid() : 0),
+                 now);
   }
 
   Status EndRun(const std::string& how, const std::string& error) {

@@ -96,6 +96,8 @@ int PipelineState::LockHolder() const {
 }
 
 Status PipelineState::Read() {
+  recent_outputs_.clear();
+  for (const nlohmann::json& record : ProvenanceRecords()) KeepRecentOutput(record);
   std::ifstream in(folder_ + "/state.json");
   if (!in) {
     json_ = nlohmann::json::object();
@@ -111,8 +113,36 @@ Status PipelineState::Save() const {
   return WriteFileAtomically(folder_ + "/state.json", json_.dump(1));
 }
 
-Status PipelineState::AppendProvenance(const nlohmann::json& record) const {
-  return AppendLine(folder_ + "/provenance.jsonl", record.dump());
+Status PipelineState::AppendProvenance(const nlohmann::json& record) {
+  COHORT_RETURN_IF_ERROR(AppendLine(folder_ + "/provenance.jsonl", record.dump()));
+  KeepRecentOutput(record);
+  return Status::OK();
+}
+
+std::vector<nlohmann::json> PipelineState::ProvenanceRecords() const {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(folder_ + "/provenance.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
+    if (r.is_object()) records.push_back(std::move(r));
+  }
+  return records;
+}
+
+// A step without an output dataset made no commit; a step whose run changed
+// nothing names its earlier commit again, and the later record replaces it.
+void PipelineState::KeepRecentOutput(const nlohmann::json& record) {
+  const std::string output = record.value("output", "");
+  const std::string commit = record.value("output_commit", "");
+  if (output.empty() || commit.empty()) return;
+  for (auto it = recent_outputs_.begin(); it != recent_outputs_.end(); ++it) {
+    if (it->value("output", "") == output && it->value("output_commit", "") == commit) {
+      recent_outputs_.erase(it);
+      break;
+    }
+  }
+  recent_outputs_.push_back(record);
+  if (recent_outputs_.size() > kRecentOutputRecords) recent_outputs_.pop_front();
 }
 
 Status PipelineState::AppendLog(const std::string& line) const {

@@ -81,7 +81,8 @@ json StepDocument(const StepSpec& step, const json& s, bool waiting) {
 
 }  // namespace
 
-json StatusDocument(const PipelineSpec& spec, const json& state, int controller_pid) {
+json StatusDocument(const PipelineSpec& spec, const json& state,
+                    const std::vector<json>& output_records, int controller_pid) {
   const json run = state.value("pipeline_run", json::object());
   const json steps = state.value("steps", json::object());
   std::string pipeline_state = run.value("state", "waiting");
@@ -102,6 +103,7 @@ json StatusDocument(const PipelineSpec& spec, const json& state, int controller_
                          s.value("visited", 0.0) != run.value("started", 0.0);
     doc["steps"].push_back(StepDocument(step, s, waiting));
   }
+  doc["commits"] = output_records;
   return doc;
 }
 

@@ -19,6 +19,10 @@ const std::vector<std::string> kPipelineStates = {"waiting", "running", "done",
                                                   "failed",  "broken",  "stopped"};
 const std::vector<std::string> kStepStates = {"waiting", "running", "done",
                                               "failed",  "cached",  "broken"};
+// The most output commits' records a document carries: what a controller
+// sends (pipeline/state.h's kRecentOutputRecords; the server is below the
+// pipeline layer, so it cannot include it).
+constexpr size_t kMaxCommitRecords = 50;
 
 Status Invalid(const std::string& field, const std::string& problem) {
   return Status::InvalidArgument("Invalid value for parameter '" + field +
@@ -71,6 +75,55 @@ Status CheckStep(const std::string& field, const json& step, const std::set<std:
   return Status::OK();
 }
 
+bool IsNonEmptyString(const json& j) { return j.is_string() && !j.get<std::string>().empty(); }
+
+// One output commit's provenance record (pipeline/provenance.h): what the
+// dashboard's commit view shows and links from.
+Status CheckCommit(const std::string& field, const json& record,
+                   const std::set<std::string>& names) {
+  if (!record.is_object()) return Invalid(field, "expected a provenance record (an object)");
+  const json step = record.value("step", json());
+  if (!step.is_string() || !names.count(step.get<std::string>()))
+    return Invalid(field + ".step", "not a step of this pipeline");
+  for (const char* key : {"output", "output_commit"})
+    if (!IsNonEmptyString(record.value(key, json())))
+      return Invalid(field + "." + key, "expected a non-empty string");
+  const json inputs = record.value("inputs", json());
+  if (!inputs.is_array()) return Invalid(field + ".inputs", "expected a list");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const json& in = inputs[i];
+    if (!in.is_object() || !IsNonEmptyString(in.value("location", json())) ||
+        !IsNonEmptyString(in.value("commit", json())))
+      return Invalid(field + ".inputs[" + std::to_string(i) + "]",
+                     "expected an object {location, commit}");
+  }
+  const json jobs = record.value("jobs", json::array());
+  if (!jobs.is_array()) return Invalid(field + ".jobs", "expected a list of job ids");
+  for (const json& job : jobs)
+    if (!job.is_number_unsigned()) return Invalid(field + ".jobs", "expected a list of job ids");
+  for (const char* key : {"code", "params"})
+    if (record.contains(key) && !record[key].is_object())
+      return Invalid(field + "." + key, "expected an object");
+  return Status::OK();
+}
+
+// The provenance records of the latest output commits; absent from the
+// documents of controllers older than the dashboard's commit view.
+Status CheckCommits(const json& status, const std::set<std::string>& names) {
+  if (!status.contains("commits")) return Status::OK();
+  const json& commits = status["commits"];
+  if (!commits.is_array())
+    return Invalid("status.commits", "expected a list of provenance records");
+  if (commits.size() > kMaxCommitRecords)
+    return Invalid("status.commits", "more than " + std::to_string(kMaxCommitRecords) +
+                                         " records (a controller sends its latest " +
+                                         std::to_string(kMaxCommitRecords) + ")");
+  for (size_t i = 0; i < commits.size(); ++i)
+    COHORT_RETURN_IF_ERROR(
+        CheckCommit("status.commits[" + std::to_string(i) + "]", commits[i], names));
+  return Status::OK();
+}
+
 // What the list shows of a pipeline: its state and each step's.
 json Summary(const track::PipelineStatusRecord& record) {
   json summary = {{"name", record.name},
@@ -106,7 +159,7 @@ Status CheckPipelineStatus(const std::string& name, const json& status) {
   }
   for (size_t i = 0; i < steps.size(); ++i)
     COHORT_RETURN_IF_ERROR(CheckStep("status.steps[" + std::to_string(i) + "]", steps[i], names));
-  return Status::OK();
+  return CheckCommits(status, names);
 }
 
 void PipelineStatusApi::Register(Router& router) {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "data/data_test_util.h"
+#include "pipeline/state.h"
+
 namespace cohort::pipeline {
 namespace {
 
@@ -40,7 +43,7 @@ TEST(PipelineStatusDocument, StepStatesFromTheState) {
                        {Batch("done", {1, 2}), Batch("split", {3, 4}), Batch("failed", {3}),
                         Batch("running", {4})}}}}}},
                   {"b", {{"done", {{"output_commit", "c0"}, {"results", {{"whole", {1}}}}}}}}}}};
-  json doc = StatusDocument(spec, state, 42);
+  json doc = StatusDocument(spec, state, {}, 42);
   EXPECT_EQ(doc["pipeline"], "demo");
   EXPECT_EQ(doc["state"], "running");
   EXPECT_EQ(doc["controller_pid"], 42);
@@ -56,7 +59,7 @@ TEST(PipelineStatusDocument, StepStatesFromTheState) {
   EXPECT_EQ(doc["steps"][1]["state"], "waiting");
   EXPECT_EQ(doc["steps"][1]["inputs"], json::parse(R"([{"name":"A","step":"a"}])"));
   // With no controller, the last known states; a killed controller's run is stopped.
-  doc = StatusDocument(spec, state, 0);
+  doc = StatusDocument(spec, state, {}, 0);
   EXPECT_EQ(doc["state"], "stopped");
   EXPECT_EQ(doc["steps"][1]["state"], "done");
   EXPECT_EQ(doc["steps"][1]["datums"], json({{"done", 1}, {"total", 1}, {"failed", 0}}));
@@ -70,7 +73,7 @@ TEST(PipelineStatusDocument, DoneFailedCachedAndBroken) {
                    {{"outcome", "cached"},
                     {"done", {{"results", {{"1", {1}}}}, {"failed", json::object()}}}}},
                   {"b", {{"error", "x"}, {"done", {{"results", json::object()}}}}}}}};
-  json doc = StatusDocument(spec, state, 0);
+  json doc = StatusDocument(spec, state, {}, 0);
   EXPECT_EQ(doc["state"], "broken");
   EXPECT_EQ(doc["error"], "step 'b': x");
   EXPECT_EQ(doc["steps"][0]["state"], "cached");
@@ -78,16 +81,56 @@ TEST(PipelineStatusDocument, DoneFailedCachedAndBroken) {
   EXPECT_EQ(doc["steps"][1]["error"], "x");
   state["steps"]["a"]["outcome"] = "ran";
   state["steps"]["a"]["done"]["failed"] = {{"2", "exit status 3"}};
-  doc = StatusDocument(spec, state, 0);
+  doc = StatusDocument(spec, state, {}, 0);
   EXPECT_EQ(doc["steps"][0]["state"], "failed");
   EXPECT_EQ(doc["steps"][0]["datums"], json({{"done", 1}, {"total", 2}, {"failed", 1}}));
   // b reads its input whole: one datum, whether or not it wrote results.
   state["steps"]["b"] = {{"done", {{"results", json::object()}, {"failed", json::object()}}}};
-  EXPECT_EQ(StatusDocument(spec, state, 0)["steps"][1]["datums"],
+  EXPECT_EQ(StatusDocument(spec, state, {}, 0)["steps"][1]["datums"],
             json({{"done", 1}, {"total", 1}, {"failed", 0}}));
-  EXPECT_EQ(StatusDocument(spec, json::object(), 0)["state"], "waiting");
-  EXPECT_EQ(StatusDocument(spec, json::object(), 0)["steps"][1]["datums"],
+  EXPECT_EQ(StatusDocument(spec, json::object(), {}, 0)["state"], "waiting");
+  EXPECT_EQ(StatusDocument(spec, json::object(), {}, 0)["steps"][1]["datums"],
             json({{"done", 0}, {"total", 0}, {"failed", 0}}));
+}
+
+json Record(const std::string& step, const std::string& output, const std::string& commit) {
+  return {{"pipeline", "demo"},
+          {"step", step},
+          {"output", output},
+          {"output_commit", commit},
+          {"inputs", {{{"name", "RAW"}, {"location", "/data/raw"}, {"commit", "r1"}}}},
+          {"jobs", {1}}};
+}
+
+TEST(PipelineStatusDocument, CarriesTheLatestOutputCommitsRecords) {
+  data::testing::TempDir dir;
+  {
+    PipelineState state(dir.Sub("state"));
+    ASSERT_TRUE(state.Open().ok());
+    ASSERT_TRUE(state.AppendProvenance(Record("b", "", "")).ok());  // no output dataset: no commit
+    for (size_t i = 0; i < kRecentOutputRecords + 5; ++i)
+      ASSERT_TRUE(state.AppendProvenance(Record("a", "/data/out", "c" + std::to_string(i))).ok());
+    // A run that changed nothing names c10 again: the later record replaces the earlier.
+    json again = Record("a", "/data/out", "c10");
+    again["jobs"] = {9};
+    ASSERT_TRUE(state.AppendProvenance(again).ok());
+    const std::vector<json> kept = state.RecentOutputRecords();
+    ASSERT_EQ(kept.size(), kRecentOutputRecords);
+    EXPECT_EQ(kept.front()["output_commit"], "c5");  // c0..c4 fell off
+    EXPECT_EQ(kept.back(), again);
+    EXPECT_EQ(kept[5]["output_commit"], "c11");  // c10 is kept once, as its latest record
+  }
+  // A new reader (`status --json`, a restarted controller) keeps the same from provenance.jsonl.
+  PipelineState state(dir.Sub("state"));
+  ASSERT_TRUE(state.Read().ok());
+  EXPECT_EQ(state.ProvenanceRecords().size(), kRecentOutputRecords + 7);
+  const std::vector<json> kept = state.RecentOutputRecords();
+  const json doc = StatusDocument(TwoSteps(), state.json(), kept, 0);
+  ASSERT_EQ(doc["commits"].size(), kRecentOutputRecords);
+  EXPECT_EQ(doc["commits"][0]["output_commit"], "c5");
+  EXPECT_EQ(doc["commits"].back()["jobs"], json({9}));
+  EXPECT_EQ(doc["commits"].back()["inputs"][0]["location"], "/data/raw");
+  EXPECT_EQ(StatusDocument(TwoSteps(), json::object(), {}, 0)["commits"], json::array());
 }
 
 }  // namespace

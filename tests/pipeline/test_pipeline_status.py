@@ -16,6 +16,15 @@ PREFIX = "/api/cohort/pipelines/"
 API_DOCS = "See the API docs for more information about request parameters."
 
 
+def commit(**changes):
+    """The provenance record of step a's output commit c1."""
+    r = {"pipeline": "demo", "step": "a", "run": "t1", "output": "/d/a", "output_commit": "c1",
+         "inputs": [{"name": "RAW", "location": "/d/raw", "commit": "r1", "split": True}],
+         "code": {"git_commit": "", "dirty": False, "diff_sha256": ""}, "params": {"k": 1}, "jobs": [1, 2]}
+    r.update(changes)
+    return r
+
+
 def doc(name="demo", **changes):
     d = {"pipeline": name, "state": "running", "controller_pid": 7, "started": 1.0, "ended": 0.0,
          "steps": [{"name": "a", "state": "done", "inputs": [{"name": "RAW", "dataset": "/d/raw", "ref": "main"}],
@@ -23,7 +32,8 @@ def doc(name="demo", **changes):
                     "datums": {"done": 2, "total": 2, "failed": 0}, "failed_datums": {}, "input_commits": []},
                    {"name": "b", "state": "running", "inputs": [{"name": "A", "step": "a"}],
                     "output": "", "output_commit": "", "run": "t2", "jobs": [3],
-                    "datums": {"done": 0, "total": 1, "failed": 0}, "failed_datums": {}, "input_commits": []}]}
+                    "datums": {"done": 0, "total": 1, "failed": 0}, "failed_datums": {}, "input_commits": []}],
+         "commits": [commit()]}
     d.update(changes)
     return d
 
@@ -54,6 +64,10 @@ def test_a_status_document_is_stored_listed_and_replaced(server):
     [listed] = [p for p in body["pipelines"] if p["name"] == "demo"]
     assert listed["state"] == "done"
     assert listed["steps"] == [{"name": "a", "state": "done"}, {"name": "b", "state": "done"}]
+    # An older controller's document carries no commits' records.
+    old = doc()
+    del old["commits"]
+    assert server.post("status", {"name": "demo", "status": old}, prefix=PREFIX) == (200, {})
     assert error(server.get("status", prefix=PREFIX, name="nope")) == (
         404, "RESOURCE_DOES_NOT_EXIST", "No pipeline named 'nope'")
 
@@ -87,6 +101,23 @@ def bad_step(**changes):
      "Invalid value for parameter 'status.steps[1].inputs[0].step' supplied: not a step of this pipeline"),
     ({"name": "demo", "status": bad_step(jobs=["x"])},
      "Invalid value for parameter 'status.steps[1].jobs' supplied: expected a list of job ids"),
+    ({"name": "demo", "status": doc(commits={})},
+     "Invalid value for parameter 'status.commits' supplied: expected a list of provenance records"),
+    ({"name": "demo", "status": doc(commits=[commit()] * 51)},
+     "Invalid value for parameter 'status.commits' supplied: more than 50 records (a controller sends its "
+     "latest 50)"),
+    ({"name": "demo", "status": doc(commits=[commit(), "c2"])},
+     "Invalid value for parameter 'status.commits[1]' supplied: expected a provenance record (an object)"),
+    ({"name": "demo", "status": doc(commits=[commit(step="zz")])},
+     "Invalid value for parameter 'status.commits[0].step' supplied: not a step of this pipeline"),
+    ({"name": "demo", "status": doc(commits=[commit(output_commit="")])},
+     "Invalid value for parameter 'status.commits[0].output_commit' supplied: expected a non-empty string"),
+    ({"name": "demo", "status": doc(commits=[commit(inputs=[{"location": "/d/raw"}])])},
+     "Invalid value for parameter 'status.commits[0].inputs[0]' supplied: expected an object {location, commit}"),
+    ({"name": "demo", "status": doc(commits=[commit(jobs=[-1])])},
+     "Invalid value for parameter 'status.commits[0].jobs' supplied: expected a list of job ids"),
+    ({"name": "demo", "status": doc(commits=[commit(params=[1])])},
+     "Invalid value for parameter 'status.commits[0].params' supplied: expected an object"),
     ({"name": "demo", "status": bad_step(name="a")},
      "Invalid value for parameter 'status.steps' supplied: a second step named 'a'"),
 ])

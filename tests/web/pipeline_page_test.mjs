@@ -2,8 +2,10 @@
 // ran and posted (tests/web/test_pipeline_page.py): the list shows it with
 // its last run's state; the graph page has a box per step with the state
 // and datum counts of the status document, edges from each input step, job
-// and tracked-run links that open existing pages; at 800 and 1400 px
-// nothing sticks out and no boxes overlap. Prints "ok NAME" per check;
+// and tracked-run links that open existing pages; each commit a link to its
+// commit view, whose record walks provenance back (an input another step
+// made links to that step's record, a raw input is marked raw); at 800 and
+// 1400 px nothing sticks out and no boxes overlap. Prints "ok NAME" per check;
 // screenshots go to DASH_SCREENSHOTS.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -111,10 +113,60 @@ try {
     assert.equal(await page.locator("h1").innerText().then((t) => t.startsWith(`Job ${first}`)), true);
   });
 
+  const stepOf = (name) => doc.steps.find((s) => s.name === name);
+  const sq = stepOf("sq"), total = stepOf("total");
+  const commitView = (id) => `#/pipeline/${encodeURIComponent(doc.pipeline)}/commit/${encodeURIComponent(id)}`;
+  // The view's inputs as [commit, made here?, shown as raw?].
+  const inputRows = () => page.locator("#commit-inputs tr[data-commit]").evaluateAll((rs) => rs.map((r) =>
+    [r.dataset.commit, r.dataset.made, r.querySelector(".raw-input")?.textContent || ""]));
+
+  await check("an output commit's link opens its record, with the step and inputs that made it", async () => {
+    await page.goto(graph);
+    await page.locator(`.dag-step[data-step="total"] .step-output a.commit-link`).click();
+    await page.waitForSelector("#commit-inputs");
+    assert.equal(new URL(page.url()).hash, commitView(total.output_commit));
+    assert.equal(await page.locator("#commit-view").getAttribute("data-made"), "yes");
+    assert.equal(await page.locator("#commit-id").innerText(), total.output_commit);
+    assert.equal(await page.locator("#commit-location").innerText(), total.output);
+    assert.equal(await page.locator("#commit-step a").getAttribute("data-step"), "total");
+    // total read sq's output commit, which this pipeline made.
+    assert.deepEqual(await inputRows(), [[sq.output_commit, "yes", ""]]);
+    const [record] = doc.commits.filter((r) => r.output_commit === total.output_commit);
+    const jobs = await page.locator("#commit-jobs a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+    assert.deepEqual(jobs, record.jobs.map((j) => `#/queue/${j}`));
+    assert.match(await page.locator("#commit-run").innerText(), new RegExp(record.run));
+    assert.equal(await page.locator("#commit-uses li[data-commit]").count(), 0);
+  });
+
+  await check("an input another step made links to that step's record; a raw input shows as raw", async () => {
+    await page.locator(`#commit-inputs tr[data-commit="${sq.output_commit}"] a.commit-link`).click();
+    await page.waitForFunction((id) => document.querySelector("#commit-view")?.dataset.commit === id, sq.output_commit);
+    assert.equal(await page.locator("#commit-step a").getAttribute("data-step"), "sq");
+    const raw = sq.input_commits[0].commit;
+    assert.deepEqual(await inputRows(), [[raw, "no", "raw input, not made by this pipeline"]]);
+    assert.equal(await page.locator("#commit-inputs a").count(), 0);
+    // ... and total's commit was made from it.
+    const used = await page.locator("#commit-uses li[data-commit] a").evaluateAll((as) => as.map((a) => a.dataset.commit));
+    assert.deepEqual(used, [total.output_commit]);
+  });
+
+  await check("the table's commit links open their views; a raw commit has no record", async () => {
+    await page.goto(graph);
+    await page.locator(`#step-details tr[data-step="sq"] a.commit-link[data-commit="${sq.input_commits[0].commit}"]`).click();
+    await page.waitForSelector("#commit-missing");
+    assert.equal(await page.locator("#commit-view").getAttribute("data-made"), "no");
+    assert.equal(await page.locator("#commit-missing").innerText(), "Raw input, not made by this pipeline: it has no provenance record.");
+    await page.goto(graph);
+    await page.locator(`#step-details tr[data-step="sq"] td:nth-child(3) a.commit-link`).click();
+    await page.waitForFunction((id) => document.querySelector("#commit-view")?.dataset.commit === id, sq.output_commit);
+    assert.equal(await page.locator("#commit-step a").getAttribute("data-step"), "sq");
+  });
+
   for (const width of [800, 1400]) {
     await check(`the pages fit at ${width} px`, async () => {
       await page.setViewportSize({ width, height: 900 });
-      for (const [name, hash, ready] of [["pipelines", "#/pipelines", "#pipelines"], ["pipeline", `#/pipeline/${encodeURIComponent(doc.pipeline)}`, "path.dag-edge"]]) {
+      for (const [name, hash, ready] of [["pipelines", "#/pipelines", "#pipelines"], ["pipeline", `#/pipeline/${encodeURIComponent(doc.pipeline)}`, "path.dag-edge"],
+                                        ["pipeline-commit", commitView(sq.output_commit), "#commit-inputs"]]) {
         await page.goto(`${url}/${hash}`);
         await page.reload();
         await page.waitForSelector(ready);

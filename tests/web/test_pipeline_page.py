@@ -4,7 +4,8 @@ local dataset (sq, one datum of which always fails; total, reading sq's
 output; train, a tracked run in the server's store), whose controller posts
 its status document to the server; tests/web/pipeline_page_test.mjs then
 checks the pages in headless chromium against that document.
-PIPELINE_PAGE_SCREENSHOTS=DIR keeps the screenshots at 800 and 1400 px."""
+PIPELINE_PAGE_SCREENSHOTS=DIR keeps the screenshots at 800 and 1400 px
+(pipelines-W.png, pipeline-W.png, pipeline-commit-W.png)."""
 import json
 import os
 import subprocess
@@ -56,6 +57,9 @@ def test_pipeline_pages_in_chromium(tmp_path):
         assert [(s["name"], s["state"]) for s in status["steps"]] == [
             ("sq", "failed"), ("total", "done"), ("train", "done")]
         assert status["state"] == "failed"
+        # The output commits' provenance records ride along for the commit view.
+        assert sorted((r["step"], r["output_commit"]) for r in status["commits"]) == sorted(
+            (s["name"], s["output_commit"]) for s in status["steps"] if s["output"])
         code, body = server.post("runs/search", {"experiment_ids": [
             server.get("experiments/get-by-name", experiment_name="pipeline")[1]["experiment"]["experiment_id"]]})
         [tracked] = [r["info"]["run_id"] for r in body["runs"]]
@@ -71,6 +75,6 @@ def test_pipeline_pages_in_chromium(tmp_path):
                                          DASH_QUEUE_TOKEN=token, DASH_SCREENSHOTS=shots))
         print(result.stdout)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert result.stdout.count("ok ") == 8
+        assert result.stdout.count("ok ") == 11
     finally:
         server.stop()

@@ -137,9 +137,17 @@ export interface PipelineStep {
   datums: { done: number; total: number; failed: number }; failed_datums: Record<string, string>; jobs: number[];
   input_commits: { name: string; location: string; commit: string }[]; error?: string;
 }
+// The provenance record of an output commit (src/pipeline/provenance.h).
+export interface PipelineCommitRecord {
+  pipeline: string; step: string; run: string; output: string; output_commit: string; time?: number;
+  inputs: { name: string; location: string; commit: string; split?: boolean }[];
+  code?: { git_commit: string; dirty: boolean; diff_sha256: string }; params?: Record<string, unknown>;
+  command?: string[]; jobs: number[];
+}
 export interface PipelineStatus {
   pipeline: string; state: string; controller_pid: number; started: number; ended: number; error?: string;
   steps: PipelineStep[];
+  commits?: PipelineCommitRecord[];  // the latest output commits' records; absent from older controllers
 }
 export interface PipelineSummary { name: string; owner: string; update_time: number; state: string;
                                    steps: { name: string; state: string }[]; }

@@ -2,6 +2,7 @@
 import { ApiError, Experiment, get } from "./api";
 import { ComparePage } from "./compare";
 import { el, formatTime } from "./format";
+import { PipelineCommitPage } from "./pipeline_commit_page";
 import { PipelinePage, PipelinesPage } from "./pipeline_page";
 import { JobPage, QueuePage } from "./queue_page";
 import { RunPage } from "./run_page";
@@ -78,6 +79,11 @@ async function route(): Promise<void> {
       const page = new QueuePage(root);
       current = page;
       await page.mount();
+    } else if (parts[0] === "pipeline" && parts[1] && parts[2] === "commit" && parts[3]) {
+      const name = decodeURIComponent(parts[1]);
+      crumbs.replaceChildren(el("a", { href: "#/pipelines" }, "Pipelines"), " / ",
+                             el("a", { href: `#/pipeline/${encodeURIComponent(name)}` }, name), " / commit");
+      await new PipelineCommitPage(root, name, decodeURIComponent(parts[3])).mount();
     } else if (parts[0] === "pipeline" && parts[1]) {
       const name = decodeURIComponent(parts[1]);
       crumbs.replaceChildren(el("a", { href: "#/pipelines" }, "Pipelines"), ` / ${name}`);

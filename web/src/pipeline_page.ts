@@ -2,9 +2,11 @@
 // with its last run's state; #/pipeline/NAME: its steps as a graph laid out
 // by depth (inputs left, dependents right, edges drawn), each box with the
 // step's state, its datums' progress, and links to its queue jobs and the
-// tracked runs its jobs made; the dataset commits it read and wrote below.
-import { Experiment, get, getPipeline, listPipelines, PipelineStatus, PipelineStep, Run } from "./api";
+// tracked runs its jobs made; the dataset commits it read and wrote below,
+// each a link to its commit view (pipeline_commit_page.ts).
+import { getPipeline, listPipelines, PipelineStatus, PipelineStep, Run } from "./api";
 import { el, formatTime } from "./format";
+import { basename, commitLink, runLinks, trackedRuns } from "./pipeline_commit_page";
 
 const REFRESH_MS = 2000;
 const JOBS_SHOWN = 6;
@@ -97,14 +99,7 @@ export class PipelinePage {
     const tokens = status.steps.filter((s) => s.run && (s.state === "running" || !this.runs.has(s.run))).map((s) => s.run);
     if (!tokens.length) return;
     try {
-      const r = await get<{ experiments?: Experiment[] }>("experiments/search", { max_results: 1000 });
-      const ids = (r.experiments || []).map((e) => e.experiment_id);
-      for (const token of tokens) {
-        if (!ids.length) { this.runs.set(token, []); continue; }
-        const found = await get<{ runs?: Run[] }>("runs/search", {
-          experiment_ids: ids, max_results: 100, filter: `tags.\`cohort.pipeline.run\` = '${token.replace(/'/g, "")}'` });
-        this.runs.set(token, found.runs || []);
-      }
+      for (const [token, runs] of await trackedRuns(tokens)) this.runs.set(token, runs);
     } catch {
       for (const token of tokens) if (!this.runs.has(token)) this.runs.set(token, []);
     }
@@ -129,10 +124,10 @@ export class PipelinePage {
     const columns: PipelineStep[][] = [];
     for (const s of status.steps) (columns[depth.get(s.name) || 0] ||= []).push(s);
     return el("div", { class: "dag-columns" },
-              ...columns.map((steps, d) => el("div", { class: "dag-column", "data-depth": String(d) }, ...steps.map((s) => this.box(s)))));
+              ...columns.map((steps, d) => el("div", { class: "dag-column", "data-depth": String(d) }, ...steps.map((s) => this.box(s, status.pipeline)))));
   }
 
-  private box(s: PipelineStep): HTMLElement {
+  private box(s: PipelineStep, pipeline: string): HTMLElement {
     const { done, total, failed } = s.datums;
     const pct = total ? Math.round((100 * done) / total) : 0;
     const bar = el("div", { class: "progress", title: `${done} of ${total} datums done` },
@@ -145,12 +140,10 @@ export class PipelinePage {
     if (s.jobs.length > JOBS_SHOWN) jobs.append(el("span", { class: "muted" }, `(+${s.jobs.length - JOBS_SHOWN} earlier)`));
     if (!s.jobs.length) jobs.append(el("span", { class: "muted" }, "none"));
     const runs = this.runs.get(s.run) || [];
-    const tracked = el("div", { class: "step-runs" }, "runs ",
-                       ...(runs.length ? runs.map((r) => el("a", { href: `#/run/${r.info.run_id}`, "data-run": r.info.run_id }, r.info.run_name || r.info.run_id.slice(0, 8)))
-                                       : [el("span", { class: "muted" }, "none")]));
-    const output = s.output ? el("div", { class: "step-output", title: `${s.output}@${s.output_commit}` },
-                                 "→ ", el("code", {}, `${basename(s.output)}@${s.output_commit.slice(0, 12) || "(none yet)"}`))
-                            : el("div", { class: "step-output muted" }, "no output dataset");
+    const tracked = el("div", { class: "step-runs" }, "runs ", ...runLinks(runs));
+    const output = !s.output ? el("div", { class: "step-output muted" }, "no output dataset")
+                 : s.output_commit ? el("div", { class: "step-output" }, "→ ", commitLink(pipeline, s.output, s.output_commit))
+                 : el("div", { class: "step-output", title: s.output }, "→ ", el("code", {}, `${basename(s.output)}@(none yet)`));
     const box = el("div", { class: `dag-step pstate-${s.state}`, "data-step": s.name, "data-state": s.state },
                    el("div", { class: "dag-step-head" }, el("span", { class: "dag-step-name" }, s.name), stateBadge(s.state)),
                    progress, bar, jobs, tracked, output);
@@ -162,8 +155,8 @@ export class PipelinePage {
     const t = el("table", { class: "list", id: "step-details" },
                  el("tr", {}, ...["Step", "Read", "Wrote", "Failed datums"].map((h) => el("th", {}, h))));
     for (const s of status.steps) {
-      const read = el("td", { class: "commits" }, ...s.input_commits.map((i) => el("div", { title: `${i.location}@${i.commit}` }, el("code", {}, `${basename(i.location)}@${i.commit.slice(0, 12)}`))));
-      const wrote = el("td", { class: "commits" }, s.output_commit ? el("code", { title: `${s.output}@${s.output_commit}` }, `${basename(s.output)}@${s.output_commit.slice(0, 12)}`) : "");
+      const read = el("td", { class: "commits" }, ...s.input_commits.map((i) => el("div", {}, commitLink(status.pipeline, i.location, i.commit))));
+      const wrote = el("td", { class: "commits" }, s.output_commit ? commitLink(status.pipeline, s.output, s.output_commit) : "");
       const ids = Object.keys(s.failed_datums);
       const failed = el("td", { class: "failed-datums" }, ...ids.slice(0, FAILED_SHOWN).map((id) => el("div", { "data-datum": id }, `datum ${id}: `, el("span", { class: "muted" }, s.failed_datums[id]))));
       if (ids.length > FAILED_SHOWN) failed.append(el("div", { class: "muted" }, `… ${ids.length - FAILED_SHOWN} more (cohort pipeline status)`));
@@ -210,9 +203,4 @@ export class PipelinePage {
     }
     this.graph.prepend(svg);
   }
-}
-
-function basename(location: string): string {
-  const parts = location.replace(/\/+$/, "").split("/");
-  return parts[parts.length - 1] || location;
 }
