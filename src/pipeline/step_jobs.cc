@@ -50,6 +50,8 @@ class BatchRunner {
 
   Status Run() {
     json& batches = run_["batches"];
+    bool changed = false;             // a submit or a job's end since the last wait
+    double interval_s = kFirstLookS;  // between two looks; see kFirstLookS
     for (;;) {
       if (c_.stopping()) return Status::OK();
       int running = 0;
@@ -60,19 +62,18 @@ class BatchRunner {
       }
       if (!open) return Status::OK();
       const int others = c_.others_running();
-      bool changed = false;
       for (size_t i = 0; i < batches.size() && running + others < c_.spec->parallel; ++i) {
         if (batches[i]["state"] != "waiting") continue;
         COHORT_RETURN_IF_ERROR(Submit(batches[i], i));
         ++running;
         changed = true;
       }
-      interval_s_ = changed ? std::min(kFirstLookS, c_.poll_s)
-                            : std::min(interval_s_ * 2, c_.poll_s);
+      interval_s = std::min(changed ? kFirstLookS : interval_s * 2, c_.poll_s);
+      changed = false;
       if (c_.wait) {
-        c_.wait(interval_s_);
+        c_.wait(interval_s);
       } else {
-        std::this_thread::sleep_for(std::chrono::duration<double>(interval_s_));
+        std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
       }
       // Look at each running job; a failed batch may be split, so index by position.
       for (size_t i = 0; i < batches.size(); ++i) {
@@ -80,7 +81,7 @@ class BatchRunner {
         COHORT_RETURN_IF_ERROR(Look(i));
         // A job ended: the next look comes soon again (the ended job's
         // neighbours were submitted at about the same time).
-        if (batches[i]["state"] != "running") interval_s_ = kFirstLookS / 2;
+        changed = changed || batches[i]["state"] != "running";
       }
     }
   }
@@ -212,7 +213,6 @@ class BatchRunner {
   queue::QueueClient& client_;
   json& run_;
   bool complained_ = false;
-  double interval_s_ = kFirstLookS;  // between two looks; see kFirstLookS
   int failed_alone_ = 0;
 };
 
