@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """single_copy.py: one-host allreduce busbw of cohort's single-copy path
-(process_vm_readv/writev, COHORT_SHM_SINGLE_COPY=auto with
-COHORT_SHM_SINGLE_COPY_BYTES=1, so every row takes it) against its two-copy
-shared-memory path (COHORT_SHM_SINGLE_COPY=off) and one core's memcpy, all
-in one run, interleaved (rep 1: single, two, memcpy; rep 2: ...), so drift
-on the machine falls on all three alike. Prints one table per rank count of
+(COHORT_SHM_SINGLE_COPY=auto with COHORT_SHM_SINGLE_COPY_BYTES=1, so every
+row takes it) on buffers from cohort::AllocateSharedMemory, which the peers
+map ("zero": plain loads and stores, no system call) and on ordinary buffers
+("single": process_vm_readv/writev), against its two-copy shared-memory path
+(COHORT_SHM_SINGLE_COPY=off, ordinary buffers) and one core's memcpy, all in
+one run, interleaved (rep 1: zero, single, two, memcpy; rep 2: ...), so
+drift on the machine falls on all alike. Prints one table per rank count of
 median times and busbw, with the ratios to memcpy.
 
 Usage (from the repository root, after building cohort into build/):
@@ -30,7 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import compare  # noqa: E402  (the peer benchmark's planner, guard and parser)
 
-PATHS = [("single", "auto"), ("two", "off")]
+# (name, COHORT_SHM_SINGLE_COPY, extra `cohort bench` flags)
+PATHS = [("zero", "auto", ["--shared-memory"]), ("single", "auto", []), ("two", "off", [])]
 
 
 def bands(args):
@@ -89,7 +92,7 @@ def main():
         load_before = " ".join(f.read().split()[:3])
     for rep in range(1, 0 if args.table else args.reps + 1):
         for np_ in nps:
-            for name, mode in PATHS:
+            for name, mode, flags in PATHS:
                 print("== rep %d/%d: %d ranks, %s copy" % (rep, args.reps, np_, name),
                       file=sys.stderr)
                 # From 1 byte on, so rows below the default threshold show the cut-over.
@@ -99,7 +102,7 @@ def main():
                 for b, e, w, n in plan:
                     cmd = [cohort, "run", "-np", str(np_), "--", cohort, "bench", "allreduce",
                            "-b", str(b), "-e", str(e), "-f", str(args.f), "-w", str(w),
-                           "-n", str(n), "-d", "float32", "-o", "sum"]
+                           "-n", str(n), "-d", "float32", "-o", "sum"] + flags
                     failed |= guarded(args, out, out + ".err", cmd, env) != 0
         guarded(args, os.path.join(work, "memcpy.%d" % rep), os.path.join(work, "memcpy.err"), [memcpy])
     with open("/proc/loadavg") as f:
@@ -108,8 +111,9 @@ def main():
                          for rep in range(1, args.reps + 1)
                          if os.path.exists(os.path.join(work, "memcpy.%d" % rep))) if r]
     mem = statistics.median(rates) if rates else None
-    print("# cohort allreduce float32 sum in place on one host: single copy (COHORT_SHM_SINGLE_COPY"
-          "=auto) vs two copies (=off) vs one core's memcpy")
+    print("# cohort allreduce float32 sum in place on one host: zero-copy (shared-memory buffers,"
+          " COHORT_SHM_SINGLE_COPY=auto) vs single copy (ordinary buffers, =auto) vs two copies"
+          " (=off) vs one core's memcpy")
     print("# command: bench/peers/single_copy.py -b %d -e %d -f %d -r %d --np %s --budget %d"
           % (args.b, args.e, args.f, args.reps, args.np, args.budget))
     print("# %d CPUs, load average before %s, after %s" % (os.cpu_count(), load_before, load_after))
@@ -121,11 +125,11 @@ def main():
     for np_ in nps:
         factor = 2.0 * (np_ - 1) / np_
         print("#\n# %d ranks" % np_)
-        print("# %11s | %10s %7s | %10s %7s | %6s %8s %8s"
-              % ("size (B)", "single us", "busbw", "two us", "busbw", "1/2", "1/memcpy",
-                 "2/memcpy"))
+        names = [name for name, _, _ in PATHS]
+        print("# %11s |" % "size (B)" + "".join(" %10s %7s |" % (n + " us", "busbw") for n in names)
+              + "".join(" %8s" % (n + "/memcpy") for n in names))
         med = {}
-        for name, _ in PATHS:
+        for name in names:
             samples = {}
             for rep in range(1, args.reps + 1):
                 path = os.path.join(work, "%s.%d.%d.out" % (name, np_, rep))
@@ -139,16 +143,16 @@ def main():
             med[name] = {s: statistics.median(v) for s, v in samples.items()}
             print("# %s copy: %d reps" % (name, max((len(v) for v in samples.values()),
                                                     default=0)))
-        for size in sorted(med["single"]):
-            t1, t2 = med["single"].get(size), med["two"].get(size)
-            bw1 = size / (t1 * 1e-6) / 1e9 * factor if t1 else None
-            bw2 = size / (t2 * 1e-6) / 1e9 * factor if t2 else None
-
-            def r(a, b):
-                return "%.2f" % (a / b) if a and b else "-"
-            print("  %11d | %10.1f %7.2f | %10.1f %7.2f | %6s %8s %8s"
-                  % (size, t1 or 0, bw1 or 0, t2 or 0, bw2 or 0, r(bw1, bw2), r(bw1, mem),
-                     r(bw2, mem)))
+        for size in sorted(set().union(*(med[n].keys() for n in names))):
+            bws = {}
+            row = "  %11d |" % size
+            for n in names:
+                t = med[n].get(size)
+                bws[n] = size / (t * 1e-6) / 1e9 * factor if t else None
+                row += " %10.1f %7.2f |" % (t or 0, bws[n] or 0)
+            row += "".join(" %8s" % ("%.2f" % (bws[n] / mem) if bws[n] and mem else "-")
+                           for n in names)
+            print(row)
     return 1 if failed else 0
 
 

@@ -84,6 +84,11 @@ int cohort_cross_size(void);
 /* 1: large one-host collectives copy once (see cohort::SharedMemorySingleCopy);
  * 0: twice; -1: not initialized. */
 int cohort_shm_single_copy(void);
+/* Buffers the other ranks of this host can map: one-host collectives on them
+ * copy with plain loads and stores (see cohort::AllocateSharedMemory).
+ * Requires cohort_init; free with cohort_free_shared (also after shutdown). */
+int cohort_alloc_shared(uint64_t bytes, void** out, cohort_error* err);
+int cohort_free_shared(void* buffer, cohort_error* err);
 
 /* Blocking operations. The other collectives are reached through the
  * engine's named, asynchronous forms below (what every binding uses). */

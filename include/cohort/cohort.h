@@ -64,6 +64,23 @@ int CrossSize();  // number of hosts
 // ranks of this host talk over TCP), -1 when not initialized.
 int SharedMemorySingleCopy();
 
+// Memory for collective buffers that the other ranks of this host can map
+// (a sealed memfd; docs/performance.md "Zero-copy"). When every rank's
+// buffers of a large one-host collective come from here, the single-copy
+// path reads and writes the peers' buffers with plain loads and stores (an
+// allreduce reads each input where it lies): no system call and no copy
+// beyond the reduction's own. Buffers from elsewhere, or a kernel that will
+// not let peers open /proc/<pid>/fd, fall back to process_vm_readv/writev
+// with the same results. Zero-filled, page aligned, at least `bytes`.
+// Requires Init (the runtime registers the buffer); the buffer belongs to
+// the caller and stays valid after Shutdown until FreeSharedMemory. A
+// buffer allocated before a later Init is still freed here, but that
+// runtime does not map it (it falls back to copying).
+Status AllocateSharedMemory(size_t bytes, void** out);
+// Frees a buffer from AllocateSharedMemory (with or without a running
+// runtime); kInvalidArgument for any other pointer or a second free.
+Status FreeSharedMemory(void* buffer);
+
 // Compression (float32 sent as 16 bits), Shape and TensorResult live in
 // cohort/types.h, which the runtime's internals share.
 

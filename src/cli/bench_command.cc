@@ -30,6 +30,7 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   bool inplace = true;
+  bool shared_memory = false;  // buffers from cohort::AllocateSharedMemory
 };
 
 constexpr char kSynopsis[] = "cohort run -np N -- cohort bench COLLECTIVE [options]";
@@ -47,7 +48,9 @@ void PrintUsage() {
                "  -d, --datatype T      uint8 int8 int32 int64 float16 bfloat16 float32 float64\n"
                "  -o, --op OP           sum average min max product (default sum)\n"
                "  -c, --check 0|1       verify results and count wrong elements (default 1)\n"
-               "  --out-of-place        separate send and receive buffers (default in place)\n",
+               "  --out-of-place        separate send and receive buffers (default in place)\n"
+               "  --shared-memory       buffers from cohort::AllocateSharedMemory, which the\n"
+               "                        ranks of a host map (zero-copy on one host)\n",
                kSynopsis);
 }
 
@@ -63,6 +66,10 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
     const std::string flag = argv[i];
     if (flag == "--out-of-place") {
       o->inplace = false;
+      continue;
+    }
+    if (flag == "--shared-memory") {
+      o->shared_memory = true;
       continue;
     }
     if (i + 1 >= argc) return Status::InvalidArgument("flag " + flag + " needs a value");
@@ -92,8 +99,9 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
       Result<ReduceOp> op = ParseReduceOp(value);
       if (!op.ok()) return op.status();
       if (*op == ReduceOp::kAdasum) {
-        return Status::InvalidArgument("--op adasum is not offered by cohort bench (its check "
-                                       "computes element-wise reductions)");
+        return Status::InvalidArgument(
+            "--op adasum is not offered by cohort bench (its check "
+            "computes element-wise reductions)");
       }
       o->op = *op;
     } else if (flag == "-c" || flag == "--check") {
@@ -106,15 +114,43 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
   return Status::OK();
 }
 
+// A zero-filled benchmark buffer: ordinary memory, or shared memory the
+// ranks of a host can map (--shared-memory).
+class BenchBuffer {
+ public:
+  BenchBuffer() = default;
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
+  ~BenchBuffer() {
+    if (shared_ != nullptr) FreeSharedMemory(shared_);
+  }
+  Status Allocate(size_t bytes, bool shared) {
+    if (!shared) {
+      plain_.assign(bytes, 0);
+      return Status::OK();
+    }
+    return AllocateSharedMemory(bytes, &shared_);
+  }
+  unsigned char* data() {
+    return shared_ != nullptr ? static_cast<unsigned char*>(shared_) : plain_.data();
+  }
+
+ private:
+  std::vector<unsigned char> plain_;
+  void* shared_ = nullptr;
+};
+
 // One benchmarked collective at one size: buffers, the operation, and how to
 // check its result.
 class Case {
  public:
   Case(const BenchOptions& o, size_t count) : o_(o), n_(Size()), r_(Rank()), count_(count) {
     esize_ = DataTypeSize(o.type);
-    const size_t in = InCount(), out = OutCount();
-    send_.assign(std::max<size_t>(in, 1) * esize_, 0);
-    recv_.assign(std::max<size_t>(out, 1) * esize_, 0);
+  }
+  Status Allocate() {
+    COHORT_RETURN_IF_ERROR(
+        send_.Allocate(std::max<size_t>(InCount(), 1) * esize_, o_.shared_memory));
+    return recv_.Allocate(std::max<size_t>(OutCount(), 1) * esize_, o_.shared_memory);
   }
 
   // Elements each rank contributes and receives.
@@ -128,9 +164,7 @@ class Case {
     return count_;
   }
   // Bytes the algorithm bandwidth is computed from (as in nccl-tests).
-  double AlgBytes() const {
-    return static_cast<double>(std::max(InCount(), OutCount()) * esize_);
-  }
+  double AlgBytes() const { return static_cast<double>(std::max(InCount(), OutCount()) * esize_); }
   double BusFactor() const {
     if (o_.collective == "allreduce") return 2.0 * (n_ - 1) / n_;
     if (o_.collective == "broadcast") return 1.0;
@@ -145,8 +179,10 @@ class Case {
       return Allreduce(send_.data(), InPlace() ? send_.data() : recv_.data(), count_, o_.type,
                        AllreduceOptions{o_.op});
     }
-    if (c == "reducescatter") return ReduceScatter(send_.data(), recv_.data(), counts.data(), o_.type, o_.op);
-    if (c == "allgather") return Allgather(send_.data(), count_, recv_.data(), counts.data(), o_.type);
+    if (c == "reducescatter")
+      return ReduceScatter(send_.data(), recv_.data(), counts.data(), o_.type, o_.op);
+    if (c == "allgather")
+      return Allgather(send_.data(), count_, recv_.data(), counts.data(), o_.type);
     if (c == "broadcast") return Broadcast(send_.data(), count_, o_.type, 0);
     return Alltoall(send_.data(), counts.data(), recv_.data(), counts.data(), o_.type);
   }
@@ -160,7 +196,8 @@ class Case {
   Result<size_t> Check() {
     Fill();
     COHORT_RETURN_IF_ERROR(Run());
-    const unsigned char* got = (InPlace() || o_.collective == "broadcast") ? send_.data() : recv_.data();
+    const unsigned char* got =
+        (InPlace() || o_.collective == "broadcast") ? send_.data() : recv_.data();
     std::vector<unsigned char> want(std::max<size_t>(OutCount(), 1) * esize_);
     for (size_t i = 0; i < OutCount(); ++i) Expected(want.data(), i);
     size_t wrong = 0;
@@ -194,11 +231,20 @@ class Case {
       const double v = Input(p, src);
       switch (o_.op) {
         case ReduceOp::kSum:
-        case ReduceOp::kAverage: acc += v; break;
-        case ReduceOp::kMin: acc = std::min(acc, v); break;
-        case ReduceOp::kMax: acc = std::max(acc, v); break;
-        case ReduceOp::kProduct: acc *= v; break;
-        case ReduceOp::kAdasum: break;  // refused by the flag parser
+        case ReduceOp::kAverage:
+          acc += v;
+          break;
+        case ReduceOp::kMin:
+          acc = std::min(acc, v);
+          break;
+        case ReduceOp::kMax:
+          acc = std::max(acc, v);
+          break;
+        case ReduceOp::kProduct:
+          acc *= v;
+          break;
+        case ReduceOp::kAdasum:
+          break;  // refused by the flag parser
       }
     }
     StoreAs(o_.type, acc, at);
@@ -210,21 +256,25 @@ class Case {
   const int r_;
   const size_t count_;
   size_t esize_;
-  std::vector<unsigned char> send_;
-  std::vector<unsigned char> recv_;
+  BenchBuffer send_;
+  BenchBuffer recv_;
 };
 
 // Times one size: warm-up, then `iters` runs; the time is the slowest rank's
 // average per call.
 Status BenchOneSize(const BenchOptions& o, size_t count) {
   Case c(o, count);
+  COHORT_RETURN_IF_ERROR(c.Allocate());
   c.Fill();
   for (int i = 0; i < o.warmup; ++i) COHORT_RETURN_IF_ERROR(c.Run());
   COHORT_RETURN_IF_ERROR(Barrier());
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < o.iters; ++i) COHORT_RETURN_IF_ERROR(c.Run());
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / o.iters;
-  COHORT_RETURN_IF_ERROR(Allreduce(&us, &us, 1, DataType::kFloat64, AllreduceOptions{ReduceOp::kMax}));
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      o.iters;
+  COHORT_RETURN_IF_ERROR(
+      Allreduce(&us, &us, 1, DataType::kFloat64, AllreduceOptions{ReduceOp::kMax}));
   double wrong = 0;
   if (o.check) {
     Result<size_t> w = c.Check();
@@ -234,9 +284,10 @@ Status BenchOneSize(const BenchOptions& o, size_t count) {
   }
   if (Rank() == 0) {
     const double algbw = c.AlgBytes() / us / 1e3;  // bytes/us = MB/s -> GB/s
-    std::printf("%12zu %12zu %9s %7s %10.2f %9.3f %9.3f %7s\n",
-                static_cast<size_t>(c.AlgBytes()), count, DataTypeName(o.type),
-                o.collective == "allreduce" || o.collective == "reducescatter" ? ReduceOpName(o.op) : "none",
+    std::printf("%12zu %12zu %9s %7s %10.2f %9.3f %9.3f %7s\n", static_cast<size_t>(c.AlgBytes()),
+                count, DataTypeName(o.type),
+                o.collective == "allreduce" || o.collective == "reducescatter" ? ReduceOpName(o.op)
+                                                                               : "none",
                 us, algbw, algbw * c.BusFactor(),
                 o.check ? std::to_string(static_cast<long long>(wrong)).c_str() : "N/A");
     std::fflush(stdout);
@@ -247,8 +298,9 @@ Status BenchOneSize(const BenchOptions& o, size_t count) {
 Status RunBench(const BenchOptions& o) {
   COHORT_RETURN_IF_ERROR(Init());
   if (Rank() == 0) {
-    std::printf("# cohort bench %s: %d ranks (%d per host), %s, %s\n", o.collective.c_str(), Size(),
-                LocalSize(), DataTypeName(o.type), o.inplace ? "in place" : "out of place");
+    std::printf("# cohort bench %s: %d ranks (%d per host), %s, %s%s\n", o.collective.c_str(),
+                Size(), LocalSize(), DataTypeName(o.type), o.inplace ? "in place" : "out of place",
+                o.shared_memory ? ", shared-memory buffers" : "");
     std::printf("#%11s %12s %9s %7s %10s %9s %9s %7s\n", "size", "count", "type", "redop", "time",
                 "algbw", "busbw", "#wrong");
     std::printf("#%11s %12s %9s %7s %10s %9s %9s %7s\n", "(B)", "(elements)", "", "", "(us)",
@@ -259,7 +311,8 @@ Status RunBench(const BenchOptions& o) {
   for (double bytes = static_cast<double>(o.min_bytes); bytes <= static_cast<double>(o.max_bytes);
        bytes *= o.factor) {
     size_t per_rank = static_cast<size_t>(bytes) / esize;
-    if (o.collective == "reducescatter" || o.collective == "allgather" || o.collective == "alltoall") {
+    if (o.collective == "reducescatter" || o.collective == "allgather" ||
+        o.collective == "alltoall") {
       per_rank /= Size();  // nccl-tests: the size column is the total buffer
     }
     COHORT_RETURN_IF_ERROR(BenchOneSize(o, per_rank));
@@ -270,7 +323,8 @@ Status RunBench(const BenchOptions& o) {
 }  // namespace
 
 int BenchCommand(int argc, char** argv) {
-  if (argc >= 1 && std::strcmp(argv[0], "engine") == 0) return EngineBenchCommand(argc - 1, argv + 1);
+  if (argc >= 1 && std::strcmp(argv[0], "engine") == 0)
+    return EngineBenchCommand(argc - 1, argv + 1);
   if (argc >= 1 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
     PrintUsage();
     return 0;

@@ -15,8 +15,8 @@ Status CmaAllgather(Communicator& comm, void* recv, const std::vector<size_t>& o
   CmaCall call(comm, "allgather");
   const uint64_t total = offsets.back();
   const uint64_t mine = reinterpret_cast<uintptr_t>(recv);
-  COHORT_RETURN_IF_ERROR(call.Start({CmaPiece{mine, mine, total}}, header));
   const size_t esize = DataTypeSize(type);
+  COHORT_RETURN_IF_ERROR(call.Start({CmaPiece{mine, mine, total}}, esize, header));
   const int n = call.size();
   for (int step = 1; step < n; ++step) {
     const int l = (call.me() + step) % n;  // spread the reads over the owners

@@ -61,7 +61,10 @@ class CmaAllreduceRun {
     std::vector<CmaPiece> mine;
     for (const AllreducePiece& p : pieces_)
       mine.push_back({Address(p.send), Address(p.recv), p.count});
-    COHORT_RETURN_IF_ERROR(call_.Start(mine, header));
+    COHORT_RETURN_IF_ERROR(call_.Start(mine, esize_, header));
+    // The reduction reads the peers' inputs where they lie when every one is
+    // mappable; a prescale must not touch them, so it copies them first.
+    direct_inputs_ = prescale_ == 1.0 && AllInputsDirect();
     const size_t count = starts_.back();
     const size_t begin = keep_ != nullptr ? keep_->begin : SliceBegin(me_, count);
     const size_t end = keep_ != nullptr ? keep_->end : SliceBegin(me_ + 1, count);
@@ -70,7 +73,10 @@ class CmaAllreduceRun {
       const size_t len = std::min(chunk_elems_, end - at);
       for (int l = 0, j = 0; l < n_; ++l) {
         if (l == me_) continue;
-        COHORT_RETURN_IF_ERROR(call_.Read(l, Peer(scratch, j++), Remote(l, at, len, false)));
+        if (!direct_inputs_) {
+          COHORT_RETURN_IF_ERROR(call_.Read(l, Peer(scratch, j), Remote(l, at, len, false)));
+        }
+        ++j;
       }
       Reduce(at, len, scratch);
       if (keep_ == nullptr) {
@@ -109,6 +115,26 @@ class CmaAllreduceRun {
     }
   }
 
+  bool AllInputsDirect() {
+    for (int l = 0; l < n_; ++l) {
+      if (l == me_) continue;
+      const CmaPiece* table = call_.pieces(l);
+      for (size_t i = 0; i < pieces_.size(); ++i) {
+        if (table[i].count != 0 &&
+            call_.Direct(l, table[i].send, table[i].count * esize_) == nullptr)
+          return false;
+      }
+    }
+    return true;
+  }
+  // Local rank l's input for elements [k + at, k + at + n) of piece i, where
+  // the reduction reads it: in its buffer, or in the scratch copy (peer j).
+  const unsigned char* Input(int l, int j, size_t i, size_t off, size_t k, size_t n,
+                             unsigned char* scratch) {
+    if (!direct_inputs_) return Peer(scratch, j) + k * esize_;
+    return call_.Direct(l, call_.pieces(l)[i].send + off * esize_, n * esize_);
+  }
+
   // Local rank l's input (or output) for elements [at, at+len).
   std::vector<RemoteRange> Remote(int l, size_t at, size_t len, bool recv) {
     const CmaPiece* table = call_.pieces(l);
@@ -141,8 +167,12 @@ class CmaAllreduceRun {
       }
       for (int l = 0, j = 0; l < n_; ++l) {
         if (l == me_) continue;
-        unsigned char* theirs = Peer(scratch, j) + k * esize_;
-        if (prescale_ != 1.0) ScaleCopy(theirs, theirs, n, type_, prescale_);
+        const unsigned char* theirs = Input(l, j, i, off, k, n, scratch);
+        if (prescale_ != 1.0) {
+          unsigned char* copy = Peer(scratch, j) + k * esize_;
+          ScaleCopy(copy, theirs, n, type_, prescale_);
+          theirs = copy;
+        }
         ReduceTwo(out, j == 0 ? mine : out, theirs, n, type_, op_);
         ++j;
       }
@@ -163,6 +193,7 @@ class CmaAllreduceRun {
   const double postscale_;
   const KeptRange* keep_;
   const size_t chunk_elems_;
+  bool direct_inputs_ = false;  // every peer's input is mapped here (set by Run)
 };
 
 }  // namespace

@@ -12,7 +12,7 @@ Status CmaBroadcast(Communicator& comm, void* buf, size_t bytes, int root,
                     const CallHeader& header) {
   CmaCall call(comm, "broadcast");
   const uint64_t mine = reinterpret_cast<uintptr_t>(buf);
-  COHORT_RETURN_IF_ERROR(call.Start({CmaPiece{mine, mine, bytes}}, header));
+  COHORT_RETURN_IF_ERROR(call.Start({CmaPiece{mine, mine, bytes}}, 1, header));
   const int root_local = comm.mesh().peers[root].local_rank;
   if (call.me() != root_local && bytes > 0) {
     COHORT_RETURN_IF_ERROR(

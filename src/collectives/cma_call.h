@@ -11,6 +11,11 @@
 // with this rank's; so the counters stay equal across calls, as the two-copy
 // algorithms expect.
 //
+// Buffers in shared regions (shared_buffers.h): each rank also publishes the
+// regions that hold its pieces; where a peer can map one, Read and Write
+// copy with memcpy and Direct gives the reduction a pointer into the peer's
+// buffer, with no system call. Everything else goes through CMA.
+//
 // A failed copy fails the communicator: the peer's exit is a peer failure
 // naming it, anything else (the kernel's refusal after the probe said yes,
 // a bad address) an I/O error naming the peer.
@@ -24,6 +29,7 @@
 
 #include "collectives/call_header.h"
 #include "collectives/communicator.h"
+#include "collectives/shared_buffers.h"
 #include "collectives/shm_peers.h"
 #include "net/cma.h"
 
@@ -45,14 +51,19 @@ class CmaCall {
   // How many pieces a rank may publish (they share one slot).
   static size_t MaxPieces(const Mesh& mesh);
 
-  // Publishes `mine` and `header` (header.path must be kSingleCopy), waits
-  // for every peer's and checks that the headers agree.
-  Status Start(const std::vector<CmaPiece>& mine, const CallHeader& header);
+  // Publishes `mine` (counts of `esize` bytes) and the shared regions that
+  // hold them, and `header` (header.path must be kSingleCopy); waits for
+  // every peer's and checks that the headers agree.
+  Status Start(const std::vector<CmaPiece>& mine, size_t esize, const CallHeader& header);
   ShmPeers& peers() { return peers_; }
   int size() const { return peers_.size(); }
   int me() const { return peers_.me(); }
   // Local rank l's pieces (valid from Start until Finish).
   const CmaPiece* pieces(int l) { return reinterpret_cast<const CmaPiece*>(Table(l) + 1); }
+
+  // Local rank l's bytes [addr, addr + bytes) (an address in its process)
+  // mapped here, or null when they are not in a region this rank can map.
+  unsigned char* Direct(int l, uint64_t addr, size_t bytes);
 
   // Copies from / into local rank l's memory; errors fail the communicator.
   Status Read(int l, void* local, const std::vector<RemoteRange>& remote);
@@ -63,8 +74,12 @@ class CmaCall {
   Status Finish();
 
  private:
+  // Local rank l's table: [pieces][CmaPiece x pieces][regions][SharedRef x regions].
   uint64_t* Table(int l) { return reinterpret_cast<uint64_t*>(peers_.Slot(l, g_)); }
+  uint64_t* Regions(int l) { return Table(l) + 1 + Table(l)[0] * (sizeof(CmaPiece) / 8); }
   Status CopyFailed(int l, const Status& status, int error_number);
+  // Reads `*remote` of local rank l into `local` with CMA and empties it.
+  Status ReadCma(int l, void* local, std::vector<RemoteRange>* remote);
 
   Communicator& comm_;
   ShmPeers peers_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "collectives/shared_buffers.h"
 #include "common/deadline.h"
 #include "net/mesh.h"
 #include "rendezvous/store_client.h"
@@ -60,6 +61,11 @@ class Communicator {
   }
   Link* link(int peer) {
     return parent_ != nullptr ? parent_->link(members_[peer]) : mesh_.links[peer].get();
+  }
+  // The buffers the ranks of this host can map (a sub-communicator shares
+  // its parent's).
+  SharedBuffers& shared_buffers() {
+    return parent_ != nullptr ? parent_->shared_buffers() : shared_buffers_;
   }
   // This rank's shared-memory control block; null without shared memory.
   HostControl* own_control() {
@@ -121,6 +127,7 @@ class Communicator {
   Status interrupt_;  // guarded by interrupt_mu_: set by Interrupt, wins in Fail
   PhaseObserver phase_observer_;
   std::vector<unsigned char> scratch_;
+  SharedBuffers shared_buffers_;  // unused by a sub-communicator
 };
 
 }  // namespace cohort

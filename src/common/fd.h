@@ -30,6 +30,8 @@ class Fd {
 
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
+  // Gives the descriptor up without closing it.
+  int release() { return std::exchange(fd_, -1); }
   void Close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

@@ -108,6 +108,12 @@ int cohort_local_size(void) { return cohort::LocalSize(); }
 int cohort_cross_rank(void) { return cohort::CrossRank(); }
 int cohort_cross_size(void) { return cohort::CrossSize(); }
 int cohort_shm_single_copy(void) { return cohort::SharedMemorySingleCopy(); }
+int cohort_alloc_shared(uint64_t bytes, void** out, cohort_error* err) {
+  return Report(cohort::AllocateSharedMemory(bytes, out), err);
+}
+int cohort_free_shared(void* buffer, cohort_error* err) {
+  return Report(cohort::FreeSharedMemory(buffer), err);
+}
 
 int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, int op,
                      double prescale, double postscale, cohort_error* err) {

@@ -11,6 +11,7 @@
 #include "engine/process_set.h"
 #include "engine/request_checks.h"
 #include "engine/runtime.h"
+#include "net/shared_region.h"
 #include "net/socket.h"
 
 namespace cohort {
@@ -229,6 +230,25 @@ int CrossSize() { return MeshValue(&Mesh::cross_size); }
 int SharedMemorySingleCopy() {
   Runtime* rt = g_runtime.get();
   return rt == nullptr ? -1 : rt->comm().mesh().single_copy ? 1 : 0;
+}
+
+Status AllocateSharedMemory(size_t bytes, void** out) {
+  if (out == nullptr) return Status::InvalidArgument("AllocateSharedMemory: out is null");
+  *out = nullptr;
+  std::lock_guard<std::mutex> lock(g_mu);  // the runtime stays while it registers
+  Runtime* rt = g_runtime.get();
+  if (rt == nullptr) return NotRunning();
+  Result<SharedAllocation> a = AllocateShared(bytes);
+  if (!a.ok()) return a.status();
+  rt->comm().shared_buffers().Add(*a);
+  *out = a->user;
+  return Status::OK();
+}
+
+Status FreeSharedMemory(void* buffer) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (Runtime* rt = g_runtime.get()) rt->comm().shared_buffers().Remove(buffer);
+  return FreeShared(buffer);
 }
 
 Status Allreduce(const void* send, void* recv, size_t count, DataType type,

@@ -146,6 +146,40 @@ TEST(CollectivesSingleCopy, EveryCollectiveDtypeAndOpIsExactFromOneByte) {
   EXPECT_EQ(CountLines(f.out, "allgather checks exact"), 3) << f.out;
 }
 
+// Buffers from AllocateSharedMemory: the peers map each other's regions and
+// copy and reduce with plain loads and stores; every collective, dtype and op
+// stays exact with 2 and 4 ranks, and with 3 ranks where only the even ranks'
+// buffers are shared (a call mixing mapped and process_vm_readv'd buffers).
+TEST(CollectivesSingleCopy, SharedMemoryBuffersAreMappedAndExact) {
+  const std::map<std::string, std::string> env = {{"COHORT_SHM_SINGLE_COPY_BYTES", "1"},
+                                                  {"COHORT_SHM_SLOT_BYTES", "4096"}};
+  for (int np : {2, 4}) {
+    Finished f = RunWorkers(np, "auto", {"all", "quick", "shared"}, 120, env);
+    if (Contains(f.err, "(process_vm_readv: Operation not permitted)")) {
+      GTEST_SKIP() << "this kernel refuses process_vm_readv between the ranks:\n" << f.err;
+    }
+    EXPECT_EQ(f.exit_code, 0) << np << " ranks\n" << f.out << f.err;
+    EXPECT_EQ(CountLines(f.out, "single copy 1"), np) << f.out;
+    EXPECT_EQ(CountLines(f.out, "collective checks exact"), np) << f.out;
+    EXPECT_EQ(CountLines(f.out, "peer regions mapped "), np) << f.out;
+    EXPECT_EQ(CountLines(f.out, "peer regions mapped 0"), 0) << "a rank mapped no peer's\n"
+                                                             << f.out;
+  }
+  Finished mixed = RunWorkers(3, "auto", {"all", "quick", "shared-even"}, 120, env);
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.out << mixed.err;
+  EXPECT_EQ(CountLines(mixed.out, "collective checks exact"), 3) << mixed.out;
+  EXPECT_EQ(CountLines(mixed.out, "peer regions mapped 0"), 0) << mixed.out;
+}
+
+// AllocateSharedMemory / FreeSharedMemory: refused before Init and for
+// pointers of other origin or freed twice, each with its message; a buffer
+// stays usable after Shutdown until freed.
+TEST(CollectivesSingleCopy, SharedMemoryApi) {
+  Finished f = RunWorkers(1, "auto", {"shared_api"}, 60);
+  EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_EQ(CountLines(f.out, "shared memory API checks exact"), 1) << f.out << f.err;
+}
+
 // Switched off, or refused by the kernel (a rank its peers may not read):
 // every rank reports two copies and stays exact; a refusal is logged once,
 // naming a rank and the kernel's reason.
@@ -197,6 +231,23 @@ TEST(CollectivesFailure, KilledPeerFailsSurvivorsFast) {
       Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
       EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
     }
+  }
+}
+
+// The same with shared-memory buffers, which the survivors have mapped: the
+// dead rank's memory stays readable, and its death is still seen and named.
+TEST(CollectivesFailure, KilledPeerWithSharedBuffersFailsSurvivorsFast) {
+  for (const std::string collective : {"allreduce", "allgather"}) {
+    auto workers = StartTorchrunStyle(3, "auto", {"die", collective, "shared"});
+    for (int r = 0; r < 2; ++r) {
+      Finished f = workers[r]->Finish(Deadline::AfterSeconds(30));
+      EXPECT_EQ(f.exit_code, 0) << collective << " rank " << r << ": " << f.out << f.err;
+      EXPECT_TRUE(Contains(f.out, "peer failure")) << f.out;
+      EXPECT_TRUE(Contains(f.out, "rank 2 (host ")) << f.out;
+      EXPECT_LT(f.seconds, 20) << "survivor noticed the dead peer too late";
+    }
+    Finished dead = workers[2]->Finish(Deadline::AfterSeconds(30));
+    EXPECT_EQ(dead.exit_code, 128 + SIGKILL);
   }
 }
 

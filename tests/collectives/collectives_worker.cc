@@ -39,6 +39,15 @@
 //
 // The checking modes print "single copy 0|1" (which path the job's large
 // one-host collectives take, SharedMemorySingleCopy).
+//
+// A last argument `shared` makes every buffer of `all` and `die` come from
+// cohort::AllocateSharedMemory (`shared-even`: on even ranks only, so a call
+// mixes mappable and private buffers); the checking modes then also print
+// how many of the peers' shared regions this rank has mapped.
+//
+//   collectives_worker shared_api   AllocateSharedMemory / FreeSharedMemory:
+//                                   refusals with their messages, a buffer
+//                                   that outlives Shutdown
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -63,6 +72,10 @@ namespace {
 
 int g_failures = 0;
 
+// Where the worker's collective buffers come from (the `shared` argument).
+enum class Buffers { kPlain, kShared, kSharedEvenRanks };
+Buffers g_buffers = Buffers::kPlain;
+
 #define CHECK_OK(expr)                                                                        \
   do {                                                                                        \
     Status s_ = (expr);                                                                       \
@@ -71,6 +84,47 @@ int g_failures = 0;
       std::exit(1);                                                                           \
     }                                                                                         \
   } while (0)
+
+bool UseShared() {
+  return g_buffers == Buffers::kShared ||
+         (g_buffers == Buffers::kSharedEvenRanks && Rank() % 2 == 0);
+}
+
+// Gives std::vector the worker's kind of memory (only while initialized).
+template <typename T>
+struct TestAllocator {
+  using value_type = T;
+  TestAllocator() = default;
+  template <typename U>
+  TestAllocator(const TestAllocator<U>&) {}
+  T* allocate(size_t n) {
+    if (!UseShared()) return static_cast<T*>(::operator new(n * sizeof(T)));
+    void* p = nullptr;
+    CHECK_OK(AllocateSharedMemory(n * sizeof(T), &p));
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) {
+    if (!UseShared()) return ::operator delete(p);
+    CHECK_OK(FreeSharedMemory(p));
+  }
+  bool operator==(const TestAllocator&) const { return true; }
+  bool operator!=(const TestAllocator&) const { return false; }
+};
+using Bytes = std::vector<unsigned char, TestAllocator<unsigned char>>;
+
+// The peers' shared regions mapped into this process (its own are freed
+// by the time this is asked).
+int MappedPeerRegions() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return -1;
+  char line[512];
+  int n = 0;
+  while (std::fgets(line, sizeof(line), maps) != nullptr) {
+    n += std::strstr(line, "/memfd:cohort-shared-") != nullptr ? 1 : 0;
+  }
+  std::fclose(maps);
+  return n;
+}
 
 bool IsFloat(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
@@ -137,8 +191,7 @@ double ReduceReference(DataType t, ReduceOp op, int n, size_t i, double pre, dou
   return ScaleValue(t, acc, post);
 }
 
-void Fill(std::vector<unsigned char>& buf, DataType t, ReduceOp op, size_t count, size_t offset,
-          int rank) {
+void Fill(Bytes& buf, DataType t, ReduceOp op, size_t count, size_t offset, int rank) {
   const size_t es = DataTypeSize(t);
   buf.resize(std::max<size_t>(count, 1) * es);
   for (size_t i = 0; i < count; ++i) StoreAs(t, Input(t, op, rank, offset + i), &buf[i * es]);
@@ -162,7 +215,7 @@ std::vector<size_t> Sizes(DataType t, bool quick) {
 
 void CheckAllreduce(DataType t, ReduceOp op, size_t count, double pre, double post, bool inplace) {
   const int n = Size(), r = Rank();
-  std::vector<unsigned char> send, recv(std::max<size_t>(count, 1) * DataTypeSize(t));
+  Bytes send, recv(std::max<size_t>(count, 1) * DataTypeSize(t));
   Fill(send, t, op, count, 0, r);
   unsigned char* out = inplace ? send.data() : recv.data();
   CHECK_OK(Allreduce(send.data(), out, count, t, AllreduceOptions{op, pre, post}));
@@ -186,7 +239,7 @@ void CheckReduceScatter(DataType t, ReduceOp op, size_t count) {
     if (b < r) offset += counts[b];
     total += counts[b];
   }
-  std::vector<unsigned char> send, recv(std::max<size_t>(counts[r], 1) * DataTypeSize(t));
+  Bytes send, recv(std::max<size_t>(counts[r], 1) * DataTypeSize(t));
   Fill(send, t, op, total, 0, r);
   CHECK_OK(ReduceScatter(send.data(), recv.data(), counts.data(), t, op));
   for (size_t i = 0; i < counts[r]; ++i) {
@@ -209,7 +262,7 @@ void CheckAllgather(DataType t, size_t count) {
     }
     total += (*counts)[p];
   }
-  std::vector<unsigned char> send, recv(std::max<size_t>(total, 1) * DataTypeSize(t));
+  Bytes send, recv(std::max<size_t>(total, 1) * DataTypeSize(t));
   Fill(send, t, ReduceOp::kSum, mine, 1000 * r, r);
   CHECK_OK(Allgather(send.data(), mine, recv.data(), counts->data(), t));
   size_t at = 0;
@@ -235,7 +288,7 @@ void CheckAllgatherCounts(DataType t, const std::vector<size_t>& counts, bool in
   std::vector<size_t> offsets(n + 1, 0);
   for (int p = 0; p < n; ++p) offsets[p + 1] = offsets[p] + counts[p];
   const size_t total = offsets[n];
-  std::vector<unsigned char> recv((total + kGuard) * es, kGuardByte), send;
+  Bytes recv((total + kGuard) * es, kGuardByte), send;
   unsigned char* in = recv.data() + offsets[r] * es;
   if (!inplace) {
     send.resize(std::max<size_t>(counts[r], 1) * es);
@@ -262,7 +315,7 @@ void CheckAllgatherCounts(DataType t, const std::vector<size_t>& counts, bool in
 void CheckBroadcast(DataType t, size_t count) {
   const int n = Size(), r = Rank();
   for (int root : {0, n - 1}) {
-    std::vector<unsigned char> buf;
+    Bytes buf;
     Fill(buf, t, ReduceOp::kSum, count, 0, r);
     CHECK_OK(Broadcast(buf.data(), count, t, root));
     for (size_t i = 0; i < count; ++i) {
@@ -284,8 +337,8 @@ void CheckAlltoall(DataType t, size_t count) {
     send_total += send_counts[p];
     recv_total += (*recv_counts)[p];
   }
-  std::vector<unsigned char> send(std::max<size_t>(send_total, 1) * DataTypeSize(t));
-  std::vector<unsigned char> recv(std::max<size_t>(recv_total, 1) * DataTypeSize(t));
+  Bytes send(std::max<size_t>(send_total, 1) * DataTypeSize(t));
+  Bytes recv(std::max<size_t>(recv_total, 1) * DataTypeSize(t));
   size_t at = 0;
   for (int p = 0; p < n; ++p) {
     for (size_t i = 0; i < send_counts[p]; ++i) {
@@ -345,6 +398,9 @@ int RunAll(bool quick) {
       CHECK_OK(Barrier());
       checks += 5 + 4;
     }
+  }
+  if (g_buffers != Buffers::kPlain) {
+    std::printf("rank %d: peer regions mapped %d\n", Rank(), MappedPeerRegions());
   }
   return Report(checks, "collective");
 }
@@ -455,13 +511,14 @@ int RunMismatch(bool allgather) {
 }
 
 int RunDie(bool allgather) {
-  std::vector<float> buf(1 << 20, 1.0f), all(buf.size() * Size());
-  const std::vector<size_t> counts(Size(), buf.size());
+  const size_t count = 1 << 20;
+  Bytes buf(count * sizeof(float)), all(count * sizeof(float) * Size());
+  const std::vector<size_t> counts(Size(), count);
   for (int iter = 0;; ++iter) {
     if (Rank() == Size() - 1 && iter == 3) raise(SIGKILL);
-    Status s =
-        allgather ? Allgather(buf.data(), buf.size(), all.data(), counts.data(), DataType::kFloat32)
-                  : Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32);
+    Status s = allgather
+                   ? Allgather(buf.data(), count, all.data(), counts.data(), DataType::kFloat32)
+                   : Allreduce(buf.data(), buf.data(), count, DataType::kFloat32);
     if (!s.ok()) {
       std::printf("rank %d: %s\n", Rank(), s.ToString().c_str());
       return s.code() == Status::Code::kPeerFailure ? 0 : 1;
@@ -507,6 +564,43 @@ int RunCApi() {
   return failures == 0 ? 0 : 1;
 }
 
+// AllocateSharedMemory and FreeSharedMemory around Init and Shutdown (called
+// before Init; returns with the runtime shut down).
+int RunSharedApi() {
+  int failures = 0;
+  auto expect = [&](const Status& s, Status::Code code, const std::string& text) {
+    if (s.code() != code || s.message().find(text) == std::string::npos) {
+      std::fprintf(stderr, "rank %d: got '%s', expected '%s'\n", Rank(), s.ToString().c_str(),
+                   text.c_str());
+      ++failures;
+    }
+  };
+  void* p = nullptr;
+  expect(AllocateSharedMemory(64, &p), Status::Code::kNotInitialized, "call cohort::Init() first");
+  CHECK_OK(Init());
+  expect(AllocateSharedMemory(64, nullptr), Status::Code::kInvalidArgument, "out is null");
+  CHECK_OK(AllocateSharedMemory(10000, &p));
+  if (reinterpret_cast<uintptr_t>(p) % 4096 != 0) ++failures;
+  auto* bytes = static_cast<unsigned char*>(p);
+  for (int i = 0; i < 10000; ++i) failures += bytes[i] != 0 ? 1 : 0;  // zero-filled
+  std::vector<unsigned char> plain(8192);
+  unsigned char* aligned = plain.data() + (4096 - reinterpret_cast<uintptr_t>(plain.data()) % 4096);
+  const std::string not_ours = "is not a pointer returned by AllocateSharedMemory";
+  expect(FreeSharedMemory(aligned), Status::Code::kInvalidArgument, not_ours);
+  expect(FreeSharedMemory(bytes + 1), Status::Code::kInvalidArgument, not_ours);
+  expect(FreeSharedMemory(nullptr), Status::Code::kInvalidArgument, not_ours);
+  void* q = nullptr;
+  CHECK_OK(AllocateSharedMemory(1, &q));
+  CHECK_OK(FreeSharedMemory(q));
+  expect(FreeSharedMemory(q), Status::Code::kInvalidArgument, not_ours);  // a second free
+  CHECK_OK(Shutdown());
+  std::memset(bytes, 7, 10000);  // the caller's until freed, runtime or not
+  CHECK_OK(FreeSharedMemory(p));
+  expect(AllocateSharedMemory(64, &p), Status::Code::kNotInitialized, "call cohort::Init() first");
+  if (failures == 0) std::printf("rank %d: shared memory API checks exact\n", Rank());
+  return failures == 0 ? 0 : 1;
+}
+
 // Before Init: makes this process's memory closed to its peers'
 // process_vm_readv the way a hardened kernel or container does (without
 // CAP_SYS_PTRACE the kernel refuses access to an undumpable process, even
@@ -531,6 +625,10 @@ int main(int argc, char** argv) {
   using namespace cohort;
   const std::string mode = argc > 1 ? argv[1] : "all";
   if (mode == "refused") RefuseCrossMemoryAttach();
+  if (mode == "shared_api") return RunSharedApi();
+  const std::string last = argv[argc - 1];
+  if (last == "shared") g_buffers = Buffers::kShared;
+  if (last == "shared-even") g_buffers = Buffers::kSharedEvenRanks;
   Status init = Init();
   if (!init.ok()) {
     std::fprintf(stderr, "init failed: %s\n", init.ToString().c_str());

@@ -76,6 +76,22 @@ void BindJob(py::module_& m) {
   m.def("cross_size", cohort_cross_size);
   m.def("shm_single_copy", cohort_shm_single_copy);
   m.def(
+      "alloc_shared",
+      [](uint64_t bytes) {
+        void* p = nullptr;
+        Call([&](cohort_error* e) { return cohort_alloc_shared(bytes, &p, e); });
+        return reinterpret_cast<uintptr_t>(p);
+      },
+      "Allocates `bytes` the ranks of this host can map; returns the address.");
+  m.def(
+      "free_shared",
+      [](uintptr_t address) {
+        Call([&](cohort_error* e) {
+          return cohort_free_shared(reinterpret_cast<void*>(address), e);
+        });
+      },
+      "Frees an address from alloc_shared.");
+  m.def(
       "peer_host",
       [](int rank) {
         char host[256];
