@@ -33,6 +33,7 @@ from ._ops import Sum, Average, Min, Max, Product, Adasum  # noqa: E402
 from .process_sets import (ProcessSet, global_process_set, add_process_set,  # noqa: E402
                            remove_process_set)
 from .runner import run  # noqa: E402
+from .shared_memory import SharedMemory, shared_array  # noqa: E402
 from . import _cohort, _ops, _numpy  # noqa: E402
 from .process_sets import set_id as _set_id, set_size as _set_size  # noqa: E402
 

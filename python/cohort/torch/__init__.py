@@ -22,6 +22,7 @@ from .mpi_ops import (Sum, Average, Min, Max, Product, Adasum, poll,  # noqa: F4
                       reducescatter_async, grouped_reducescatter, grouped_reducescatter_async,
                       join, barrier)
 from .optimizer import DistributedOptimizer  # noqa: F401
+from .shared_memory import shared_zeros, share_gradients  # noqa: F401
 from .queries import (size_op, rank_op, local_rank_op, local_size_op,  # noqa: F401
                       process_set_included_op)
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401
