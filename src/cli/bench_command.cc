@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_buffer.h"
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "cli/usage_error.h"
@@ -113,32 +114,6 @@ Status ParseArgs(int argc, char** argv, BenchOptions* o) {
   if (o->min_bytes > o->max_bytes) return Status::InvalidArgument("-b is larger than -e");
   return Status::OK();
 }
-
-// A zero-filled benchmark buffer: ordinary memory, or shared memory the
-// ranks of a host can map (--shared-memory).
-class BenchBuffer {
- public:
-  BenchBuffer() = default;
-  BenchBuffer(const BenchBuffer&) = delete;
-  BenchBuffer& operator=(const BenchBuffer&) = delete;
-  ~BenchBuffer() {
-    if (shared_ != nullptr) FreeSharedMemory(shared_);
-  }
-  Status Allocate(size_t bytes, bool shared) {
-    if (!shared) {
-      plain_.assign(bytes, 0);
-      return Status::OK();
-    }
-    return AllocateSharedMemory(bytes, &shared_);
-  }
-  unsigned char* data() {
-    return shared_ != nullptr ? static_cast<unsigned char*>(shared_) : plain_.data();
-  }
-
- private:
-  std::vector<unsigned char> plain_;
-  void* shared_ = nullptr;
-};
 
 // One benchmarked collective at one size: buffers, the operation, and how to
 // check its result.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_buffer.h"
 #include "cli/commands.h"
 #include "cli/flag_values.h"
 #include "cli/model_shapes.h"
@@ -19,7 +20,7 @@ namespace {
 
 constexpr char kSynopsis[] =
     "cohort bench engine [--model resnet50|transformer] [--steps N] [--warmup N] [--delay-us D]"
-    " [--print-shapes]";
+    " [--shared-memory] [--print-shapes]";
 constexpr char kHelp[] =
     "\n"
     "Submits one step's gradients of MODEL, one allreduce each in backward order,\n"
@@ -30,6 +31,8 @@ constexpr char kHelp[] =
     "  -w, --warmup N    untimed steps before them (default 5)\n"
     "  --delay-us D      busy time between two submissions, as backward computes\n"
     "                    the next gradient (default 0)\n"
+    "  --shared-memory   gradients (and the raw reference) in memory from\n"
+    "                    cohort::AllocateSharedMemory, which the ranks of a host map\n"
     "  --print-shapes    print the gradients (name and dims, one a line) and exit\n";
 
 struct EngineBenchOptions {
@@ -38,6 +41,7 @@ struct EngineBenchOptions {
   int warmup = 5;
   double delay_us = 0;  // busy time between submissions, as backward computes the next gradient
   bool print_shapes = false;
+  bool shared_memory = false;  // gradients in memory the ranks of a host map
 };
 
 using Micros = std::chrono::duration<double, std::micro>;
@@ -66,6 +70,10 @@ Status ParseArgs(int argc, char** argv, EngineBenchOptions* o) {
       o->print_shapes = true;
       continue;
     }
+    if (flag == "--shared-memory") {
+      o->shared_memory = true;
+      continue;
+    }
     if (i + 1 >= argc) return Status::InvalidArgument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") {
@@ -91,21 +99,28 @@ Status ParseArgs(int argc, char** argv, EngineBenchOptions* o) {
 
 Status Run(const EngineBenchOptions& o, const std::vector<NamedShape>& grads) {
   COHORT_RETURN_IF_ERROR(Init());
-  std::vector<std::vector<float>> bufs;
-  size_t total = 0;
+  // The gradients lie one after another in one buffer, as a framework's
+  // gradient buckets (or cohort.torch.share_gradients) lay them out.
+  std::vector<size_t> offsets(1, 0);
   for (const NamedShape& g : grads) {
     size_t n = 1;
     for (int64_t d : g.shape) n *= static_cast<size_t>(d);
-    bufs.emplace_back(n, 1.0f);
-    total += n;
+    offsets.push_back(offsets.back() + n);
   }
+  const size_t total = offsets.back();
+  BenchBuffer grad_memory, flat_memory;
+  COHORT_RETURN_IF_ERROR(grad_memory.Allocate(total * sizeof(float), o.shared_memory));
+  COHORT_RETURN_IF_ERROR(flat_memory.Allocate(total * sizeof(float), o.shared_memory));
+  auto* all_grads = reinterpret_cast<float*>(grad_memory.data());
+  auto* flat = reinterpret_cast<float*>(flat_memory.data());
+  std::fill(all_grads, all_grads + total, 1.0f);
+  std::fill(flat, flat + total, 1.0f);
   // The raw reference runs before the engine starts, on the calling thread.
-  std::vector<float> flat(total, 1.0f);
   std::vector<double> raw;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
-    COHORT_RETURN_IF_ERROR(Allreduce(flat.data(), flat.data(), total, DataType::kFloat32,
-                                     AllreduceOptions{ReduceOp::kAverage}));
+    COHORT_RETURN_IF_ERROR(
+        Allreduce(flat, flat, total, DataType::kFloat32, AllreduceOptions{ReduceOp::kAverage}));
     if (s >= o.warmup) raw.push_back(Micros(std::chrono::steady_clock::now() - t0).count());
   }
   const double raw_us = MaxOverRanks(Median(raw));
@@ -117,9 +132,9 @@ Status Run(const EngineBenchOptions& o, const std::vector<NamedShape>& grads) {
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < grads.size(); ++i) {
       if (i > 0 && o.delay_us > 0) Spin(o.delay_us);
-      Result<Handle> h = AllreduceAsync(grads[i].name, bufs[i].data(), bufs[i].data(),
-                                        grads[i].shape, DataType::kFloat32,
-                                        AllreduceOptions{ReduceOp::kAverage});
+      float* grad = all_grads + offsets[i];
+      Result<Handle> h = AllreduceAsync(grads[i].name, grad, grad, grads[i].shape,
+                                        DataType::kFloat32, AllreduceOptions{ReduceOp::kAverage});
       if (!h.ok()) return h.status();
       handles[i] = *h;
     }
@@ -137,13 +152,15 @@ Status Run(const EngineBenchOptions& o, const std::vector<NamedShape>& grads) {
   const double step_us = MaxOverRanks(Median(step));
   const double span_us = MaxOverRanks(Median(span));
   if (Rank() == 0) {
-    std::printf("# cohort bench engine: %s, %zu tensors, %zu float32 parameters (%.1f MiB), %d ranks,"
-                " delay %.0f us between tensors, median of %d steps, slowest rank\n",
-                o.model.c_str(), grads.size(), total, total * 4.0 / (1 << 20), Size(), o.delay_us,
-                o.steps);
-    std::printf("raw_allreduce_us %.1f\nengine_step_us %.1f\nsubmission_span_us %.1f\n"
-                "exposed_us %.1f\nstep_over_raw %.3f\n",
-                raw_us, step_us, span_us, step_us - span_us, step_us / raw_us);
+    std::printf(
+        "# cohort bench engine: %s, %zu tensors, %zu float32 parameters (%.1f MiB), %d ranks,"
+        " delay %.0f us between tensors, median of %d steps, slowest rank%s\n",
+        o.model.c_str(), grads.size(), total, total * 4.0 / (1 << 20), Size(), o.delay_us, o.steps,
+        o.shared_memory ? ", shared-memory gradients" : "");
+    std::printf(
+        "raw_allreduce_us %.1f\nengine_step_us %.1f\nsubmission_span_us %.1f\n"
+        "exposed_us %.1f\nstep_over_raw %.3f\n",
+        raw_us, step_us, span_us, step_us - span_us, step_us / raw_us);
   }
   return Shutdown();
 }
