@@ -559,5 +559,9 @@ def test_no_rank_leaves_a_step_before_every_host_has_its_result(hvd, layout, sco
     opt.step()  # raises on ranks 2 and 3 if rank 0 ended the job too early
     hvd.shutdown()
     hvd.init()
+    opt.zero_grad()
+    with pytest.raises(ValueError, match="its process sets ended with the runtime they were "
+                                         "made in"):
+        model.loss(hvd.rank(), 1).backward()
     opt.close()  # would fail (no such set) or hang if it tried to remove them
     assert _cohort.process_set_ids() == [0]

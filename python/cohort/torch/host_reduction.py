@@ -103,10 +103,15 @@ class HostLayout:
         Collective: every rank of the job calls it at the same point. After
         a shutdown they ended with the runtime: nothing is sent then."""
         sets, self._sets = self._sets, []
-        if sets and self._runtime == _ops.Handle.runtime and _cohort.is_running():
+        if sets and not self.ended_with_the_runtime() and _cohort.is_running():
             for ps in sets:
                 remove_process_set(ps)
         self.host_comm = self.leader_comm = self.shard_comm = None
+
+    def ended_with_the_runtime(self):
+        """Whether the runtime connect() added the sets in has stopped
+        (shutdown, or an elastic reset): they are gone with it."""
+        return self._runtime != _ops.Handle.runtime
 
     def process_sets(self):
         """The process sets connect() added (and close() has not removed)."""

@@ -253,6 +253,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if mode in ("host", "shard") and self._layout is None:
             raise ValueError("DistributedOptimizer: %r: this optimizer was closed (close() "
                              "removed its process sets); make a new one" % (self._reducer,))
+        if mode in ("host", "shard") and self._layout.ended_with_the_runtime():
+            raise ValueError("DistributedOptimizer: %r: its process sets ended with the runtime "
+                             "they were made in (shutdown() or an elastic reset); make a new "
+                             "optimizer" % (self._reducer,))
         if mode == "shard":
             stages = sharded_per_host(self._reducer, self._layout, names, grads, tag)
         elif mode == "host":
