@@ -79,7 +79,7 @@ def test_shares_are_whole_tensors_balanced_or_equal_ranges():
     names = ["a", "b", "c"]
     tensors = [torch.zeros(10), torch.zeros(5, 6), torch.zeros(20)]
     # The largest first to the least loaded share: b (30) to 0, c (20) to
-    # 1, a (10) to 1; each share in the group's order.
+    # 1, a (10) to 1; each share in name order.
     assert split_shares(names, tensors, 2, by_range=False) == [
         [("b", 1, 0, 30)], [("a", 0, 0, 10), ("c", 2, 0, 20)]]
     assert split_shares(names, tensors, 2, by_range=True) == [
@@ -88,6 +88,12 @@ def test_shares_are_whole_tensors_balanced_or_equal_ranges():
         [("b", 1, 0, 30)], [("c", 2, 0, 20)], [("a", 0, 0, 10)], []]
     assert split_shares(["x"], [torch.zeros(3)], 2, by_range=True) == [
         [("x[0:1]", 0, 0, 1)], [("x[1:3]", 0, 1, 3)]]
+    # In another order, the same pieces (by name): shares follow the names.
+    order = [2, 0, 1]
+    for by_range in (False, True):
+        again = split_shares([names[j] for j in order], [tensors[j] for j in order], 2, by_range)
+        assert [[(n, order[j], a, b) for n, j, a, b in share] for share in again] == \
+            split_shares(names, tensors, 2, by_range)
 
 
 def reduce_once_per_host(hvd, layout, reducer, steps):
@@ -317,7 +323,7 @@ def test_the_optimizer_compresses_once_per_host_by_default(hvd, layout, make, sc
         ref = reference_powersgd(len(HOSTS), 3, 2, 1, 1.5, inputs=host_sums,
                                  prefix="allreduce.")
     elif mode == "shard":
-        # One group, in the order backward produces the gradients.
+        # One group (in backward's order: the shares follow the names).
         ref = joined(reference_topk(len(HOSTS), 3, 0.05,
                                     inputs=host_sums_in_pieces(layout, sorted(SHAPES)[::-1])))
     else:

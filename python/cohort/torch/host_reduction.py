@@ -175,18 +175,22 @@ def once_per_host(reducer, layout, names, tensors, tag):
 
 
 def split_shares(names, tensors, shares, by_range):
-    """A group's gradients in `shares` shares, the same on every rank: for
-    each share, its pieces (name, index in tensors, first element, end).
-    by_range: contiguous ranges of the flattened group, equal to an element
-    (a tensor cut in two gives pieces named "name[start:end]"); otherwise
-    whole tensors, the largest first to the least loaded share (the lowest
-    on ties), each share's tensors in the group's order."""
+    """A group's gradients in `shares` shares: for each share, its pieces
+    (name, index in tensors, first element, end). by_range: contiguous
+    ranges, equal to an element, of the group flattened in name order (a
+    tensor cut in two gives pieces named "name[start:end]"); otherwise whole
+    tensors, the largest first to the least loaded share (the lowest on
+    ties), each share's in name order. The same on every rank, and for the
+    same tensors in any order (DDP reorders its buckets after the first
+    step), so each tensor's error and warm start stay on one rank."""
     sizes = [t.numel() for t in tensors]
+    by_name = sorted(range(len(sizes)), key=lambda j: names[j])
     if by_range:
         total = sum(sizes)
         bounds = [total * i // shares for i in range(shares + 1)]
         out, at = [[] for _ in range(shares)], 0
-        for j, n in enumerate(sizes):
+        for j in by_name:
+            n = sizes[j]
             for i in range(shares):
                 a, b = max(at, bounds[i]), min(at + n, bounds[i + 1])
                 if a < b:
@@ -195,11 +199,11 @@ def split_shares(names, tensors, shares, by_range):
             at += n
         return out
     loads, owner = [0] * shares, {}
-    for j in sorted(range(len(sizes)), key=lambda j: (-sizes[j], j)):
+    for j in sorted(by_name, key=lambda j: -sizes[j]):  # stable: names break ties
         i = min(range(shares), key=lambda i: (loads[i], i))
         owner[j] = i
         loads[i] += sizes[j]
-    return [[(names[j], j, 0, sizes[j]) for j in range(len(sizes)) if owner[j] == i]
+    return [[(names[j], j, 0, sizes[j]) for j in by_name if owner[j] == i]
             for i in range(shares)]
 
 
