@@ -9,6 +9,7 @@ errors kept where that mode keeps them; a gloo group refused; close()
 removes the process sets."""
 import datetime
 import os
+import warnings
 
 import pytest
 import torch
@@ -111,6 +112,14 @@ def test_powersgd_hook_once_per_host_trains_as_per_rank(dist, scope):
     # index (the same on every host); else on the leaders, all of them.
     keys = sorted(state.reducer.error)
     assert state.reducer.iter == STEPS
+    saved = state.state_dict()
+    assert saved["layout"] == state.layout.describe(state.mode) and saved["iter"] == STEPS
+    if state.mode == "shard":
+        assert saved["layout"]["share"] == state.layout.local_index
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its own state: nothing to say
+        state.load_state_dict(saved)
+    assert sorted(state.reducer.error) == keys
     everyone = allgather_object((layout_ranks(state), keys))
     if state.mode == "shard":
         by_share = {}

@@ -22,7 +22,8 @@ import torch
 
 from .. import _cohort
 from .compression import Compression  # noqa: F401  (Compression.powersgd / .topk)
-from .host_reduction import HostLayout, averaged, once_per_host, sharded_per_host
+from .host_reduction import (HostLayout, averaged, once_per_host, restore_state,
+                             sharded_per_host)
 from .reducer_comm import C10dComm, EngineComm, drive
 
 
@@ -60,6 +61,7 @@ class CompressionState:
                                                    layout.explain(self.mode, scope))
         if self.mode in ("host", "shard"):
             self.layout = layout.connect(self.mode)
+        self._layout_info = layout.describe(self.mode)
 
     def close(self):
         """Removes the process sets of once per host (collective, as
@@ -74,9 +76,18 @@ class CompressionState:
         return self._comm
 
     def state_dict(self):
-        return self.reducer.state_dict()
+        """The reducer's state; once per host with the layout it was made
+        in (as DistributedOptimizer's "cohort_compression")."""
+        state = self.reducer.state_dict()
+        if self.mode != "rank":
+            state["layout"] = self._layout_info
+        return state
 
     def load_state_dict(self, state):
+        """As DistributedOptimizer's: once per host, errors saved in
+        another layout or share are left out with a warning."""
+        if self.mode != "rank":
+            state = restore_state(self.reducer, state, self._layout_info)
         self.reducer.load_state_dict(state)
 
 
