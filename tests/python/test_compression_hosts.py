@@ -96,30 +96,28 @@ def test_shares_are_whole_tensors_balanced_or_equal_ranges():
             split_shares(names, tensors, 2, by_range)
 
 
-def reduce_once_per_host(hvd, layout, reducer, steps):
-    from cohort.torch.host_reduction import once_per_host
+def reduce_per_host(hvd, layout, reducer, steps, how):
+    """`steps` steps of gradients(rank, step) reduced by `how`
+    (host_reduction.once_per_host or .sharded_per_host)."""
     from cohort.torch.reducer_comm import drive
     out = []
     for step in range(steps):
         grads = gradients(hvd.rank(), step)
         names = sorted(grads)
-        drive(once_per_host(reducer, layout, names, [grads[n] for n in names], ""))
+        drive(how(reducer, layout, names, [grads[n] for n in names], ""))
         reducer.end_step()
         out.append(grads)
     return out
+
+
+def reduce_once_per_host(hvd, layout, reducer, steps):
+    from cohort.torch.host_reduction import once_per_host
+    return reduce_per_host(hvd, layout, reducer, steps, once_per_host)
 
 
 def reduce_sharded(hvd, layout, reducer, steps):
     from cohort.torch.host_reduction import sharded_per_host
-    from cohort.torch.reducer_comm import drive
-    out = []
-    for step in range(steps):
-        grads = gradients(hvd.rank(), step)
-        names = sorted(grads)
-        drive(sharded_per_host(reducer, layout, names, [grads[n] for n in names], ""))
-        reducer.end_step()
-        out.append(grads)
-    return out
+    return reduce_per_host(hvd, layout, reducer, steps, sharded_per_host)
 
 
 def my_share(layout, by_range):
