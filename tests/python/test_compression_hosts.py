@@ -161,6 +161,32 @@ def test_powersgd_sharded_matches_the_reference(hvd, sharded, rank, start_iter):
     assert_shares_kept_apart(hvd, sharded, reducer.q, compressed)
 
 
+def test_a_group_of_several_dtypes_goes_the_leaders_way(hvd, sharded):
+    """One flat buffer cannot hold float64 and float32: such a group is
+    reduced as the leader mode reduces it (and gives its results)."""
+    from cohort.torch import Compression
+    from cohort.torch.host_reduction import once_per_host, sharded_per_host
+    from cohort.torch.reducer_comm import drive
+
+    def mixed(how):
+        reducer = Compression.topk(0.05)
+        out = []
+        for step in range(2):
+            grads = gradients(hvd.rank(), step)
+            grads["b.bias"] = grads["b.bias"].float()
+            names = sorted(grads)
+            drive(how(reducer, sharded, names, [grads[n] for n in names], ""))
+            reducer.end_step()
+            out.append(grads)
+        return out, reducer
+    ours, reducer = mixed(sharded_per_host)
+    theirs, _ = mixed(once_per_host)
+    for a, b in zip(ours, theirs):
+        for name in a:
+            assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name]), name
+    assert bool(reducer.error) == sharded.is_leader
+
+
 def host_sums_in_pieces(layout, names=None):
     """host_sums(step) cut into the pieces of the top-k shares of a group of
     `names` (by default SHAPES' in name order)."""
