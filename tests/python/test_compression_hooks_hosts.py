@@ -66,15 +66,19 @@ def topk(scope):
     return comm_hooks.Compression.topk(0.1, scope=scope)
 
 
-def train_ddp(dist, reducer):
+def train_ddp(dist, reducer, state=None):
     """A fresh Net (the same on every call) trained STEPS steps by DDP with
-    compression_hook(reducer): its parameters, the hook's state and the
-    names of each bucket the hook reduced in the first step."""
+    compression_hook(reducer) (or `state`, a CompressionState): its
+    parameters, the hook's state and the names of each bucket the hook
+    reduced in the first step."""
     from cohort.torch import comm_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
     torch.manual_seed(0)
     model = DDP(Net())
-    state = comm_hooks.CompressionState(reducer, model.module.named_parameters())
+    if state is None:
+        state = comm_hooks.CompressionState(reducer, model.module.named_parameters())
+    else:
+        state.names = {id(p): name for name, p in model.module.named_parameters()}
     buckets, first_step = [], [True]
 
     def hook(state, bucket):
@@ -171,3 +175,8 @@ def test_a_gloo_group_is_refused_and_close_removes_the_sets(dist):
     assert len(_cohort.process_set_ids()) > len(before)
     state.close()
     assert _cohort.process_set_ids() == before
+    # DDP passes the hook's error on as a RuntimeError with its text.
+    with pytest.raises(RuntimeError, match=r"compression_hook: Compression.topk\(0.1\): it was "
+                       r"closed \(close\(\) removed its process sets\); make a new "
+                       r"CompressionState"):
+        train_ddp(dist, topk("host"), state)

@@ -22,8 +22,8 @@ import torch
 
 from .. import _cohort
 from .compression import Compression  # noqa: F401  (Compression.powersgd / .topk)
-from .host_reduction import (HostLayout, averaged, once_per_host, restore_state,
-                             sharded_per_host)
+from .host_reduction import (HostLayout, averaged, check_connected, once_per_host,
+                             restore_state, sharded_per_host)
 from .reducer_comm import C10dComm, EngineComm, drive
 
 
@@ -118,10 +118,9 @@ def compression_hook(state, bucket):
 
 def _reduce_once_per_host(state, bucket, names, grads):
     """A bucket once per host (or averaged, on one host) over cohort's engine."""
-    if state.mode in ("host", "shard") and (state.layout is None or
-                                            state.layout.ended_with_the_runtime()):
-        raise ValueError("compression_hook: %r: its process sets were removed (close()) or "
-                         "ended with the runtime; make a new CompressionState" % (state.reducer,))
+    if state.mode in ("host", "shard"):
+        check_connected(state.layout, "compression_hook: %r" % (state.reducer,),
+                        "CompressionState")
     tag = ".b%d" % bucket.index()
     if state.mode == "shard":
         drive(sharded_per_host(state.reducer, state.layout, names, grads, tag))

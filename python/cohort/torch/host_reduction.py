@@ -157,6 +157,17 @@ class HostLayout:
         return info
 
 
+def check_connected(layout, who, remake):
+    """Raises why `who` cannot reduce once per host with `layout` (None:
+    closed) any more; `remake`: what to make anew."""
+    if layout is None:
+        raise ValueError("%s: it was closed (close() removed its process sets); make a new %s"
+                         % (who, remake))
+    if layout.ended_with_the_runtime():
+        raise ValueError("%s: its process sets ended with the runtime they were made in "
+                         "(shutdown() or an elastic reset); make a new %s" % (who, remake))
+
+
 def once_per_host(reducer, layout, names, tensors, tag):
     """The generator of one group's reduction once per host by the leaders
     (mode "host", see the top of this file); the results are averages over

@@ -16,8 +16,8 @@ import torch
 from .. import _cohort
 from ..process_sets import global_process_set, set_id
 from .compression import Compression
-from .host_reduction import (HostLayout, averaged, once_per_host, restore_state,
-                             sharded_per_host)
+from .host_reduction import (HostLayout, averaged, check_connected, once_per_host,
+                             restore_state, sharded_per_host)
 from .reducer_comm import EngineComm, Stages, drive
 from .mpi_ops import (Adasum, Average, allreduce_async_, barrier, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
@@ -250,13 +250,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         names, grads, tag = [self._parameter_names[p] for p in members], \
             [p.grad for p in members], ".g%d" % g
         mode = self._reducer_mode
-        if mode in ("host", "shard") and self._layout is None:
-            raise ValueError("DistributedOptimizer: %r: this optimizer was closed (close() "
-                             "removed its process sets); make a new one" % (self._reducer,))
-        if mode in ("host", "shard") and self._layout.ended_with_the_runtime():
-            raise ValueError("DistributedOptimizer: %r: its process sets ended with the runtime "
-                             "they were made in (shutdown() or an elastic reset); make a new "
-                             "optimizer" % (self._reducer,))
+        if mode in ("host", "shard"):
+            check_connected(self._layout, "DistributedOptimizer: %r" % (self._reducer,),
+                            "optimizer")
         if mode == "shard":
             stages = sharded_per_host(self._reducer, self._layout, names, grads, tag)
         elif mode == "host":
