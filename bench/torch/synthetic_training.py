@@ -37,7 +37,7 @@ def parse():
                         "Compression.powersgd(rank=R), DDP's powerSGD_hook at rank R, both from "
                         "step 2 of the warm-up on, min_compression_rate 2); topkP (cohort's "
                         "Compression.topk(P/100), e.g. topk1; cohort only); cohort's "
-                        "powersgdR and topkP take a scope after @ (auto, host, rank: "
+                        "powersgdR and topkP take a scope after @ (auto, host, leader, rank: "
                         "Compression.powersgd(scope=...)) and +sync (overlap=False)")
     p.add_argument("--ddp-buckets", choices=["auto", "one", "default"], default="auto",
                    help="DDP's gradient buckets: one (all gradients in one), default (25 MB "

@@ -71,18 +71,21 @@ def reference_powersgd(world, steps, rank, start_iter, min_rate, inputs=None, pr
 
 
 def reference_topk(world, steps, ratio, inputs=None):
+    """As reference_powersgd, for top-k: every tensor of the inputs (by
+    default SHAPES') sparsified on its own, with its own errors."""
     inputs = inputs or every_rank(world)
     errors = [{} for _ in range(world)]
     out = []
     for step in range(steps):
         per_rank = inputs(step)
         result = {}
-        for name in sorted(SHAPES):
+        for name in sorted(per_rank[0]):
+            shape = per_rank[0][name].shape
             flat = [g[name].reshape(-1) for g in per_rank]
             numel = flat[0].numel()
             k = max(1, int(numel * ratio))
             if k * world >= numel:
-                result[name] = (sum(flat) / world).reshape(SHAPES[name])
+                result[name] = (sum(flat) / world).reshape(shape)
                 continue
             sent = []
             for i, x in enumerate(flat):
@@ -92,7 +95,7 @@ def reference_topk(world, steps, ratio, inputs=None):
                 keep[idx] = acc[idx]
                 errors[i][name] = acc - keep
                 sent.append(keep)
-            result[name] = (sum(sent) / world).reshape(SHAPES[name])
+            result[name] = (sum(sent) / world).reshape(shape)
         out.append(result)
     return out
 

@@ -59,8 +59,10 @@ class Compression:
         """Low-rank (PowerSGD) compression of matrix gradients to `rank`,
         after `start_iter` uncompressed steps; see powersgd.py. `scope`:
         "auto" compresses once per host where hosts have several ranks
-        (host_reduction.py) and not at all on one host, "host" the same,
-        "rank" on every rank. `overlap`: DistributedOptimizer starts a group
+        (host_reduction.py: sharded over a host's ranks where every host
+        has as many, else by each host's leader) and not at all on one
+        host, "host" the same, "leader" once per host by the leaders
+        always, "rank" on every rank. `overlap`: DistributedOptimizer starts a group
         of gradients as soon as backward produced them all."""
         return PowerSGD(rank=rank, start_iter=start_iter,
                         min_compression_rate=min_compression_rate,

@@ -5,6 +5,7 @@ A hook on every parameter's gradient accumulator starts that gradient's
 allreduce as soon as backward has produced it, so communication of the last
 layers overlaps the backward pass through the first ones; step() (or
 synchronize()) waits for them all."""
+import logging
 import sys
 import time
 import warnings
@@ -15,11 +16,14 @@ import torch
 from .. import _cohort
 from ..process_sets import global_process_set, set_id
 from .compression import Compression
-from .host_reduction import HostLayout, averaged, once_per_host, restore_state
+from .host_reduction import (HostLayout, averaged, check_connected, once_per_host,
+                             restore_state, sharded_per_host)
 from .reducer_comm import EngineComm, Stages, drive
 from .mpi_ops import (Adasum, Average, allreduce_async_, barrier, grouped_allreduce_async_,
                       sparse_allreduce_async, synchronize)
 
+
+_log = logging.getLogger("cohort.torch")
 
 # The handle of a gradient the compressing reducer has taken.
 _REDUCED_BY_REDUCER = "reduced by the reducer"
@@ -131,8 +135,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         else:
             layout = HostLayout.of_job()
             self._reducer_mode = layout.mode(reducer.scope)
-            if self._reducer_mode == "host":
-                self._layout = layout.connect()
+            if _cohort.rank() == 0:
+                _log.info("%r: %s", reducer, layout.explain(self._reducer_mode, reducer.scope))
+            if self._reducer_mode in ("host", "shard"):
+                self._layout = layout.connect(self._reducer_mode)
             elif self._reducer_mode == "dense":
                 warnings.warn("%r: every rank is on one host, so gradients are averaged "
                               "uncompressed over shared memory (compressing would only cost "
@@ -244,7 +250,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         names, grads, tag = [self._parameter_names[p] for p in members], \
             [p.grad for p in members], ".g%d" % g
         mode = self._reducer_mode
-        if mode == "host":
+        if mode in ("host", "shard"):
+            check_connected(self._layout, "DistributedOptimizer: %r" % (self._reducer,),
+                            "optimizer")
+        if mode == "shard":
+            stages = sharded_per_host(self._reducer, self._layout, names, grads, tag)
+        elif mode == "host":
             stages = once_per_host(self._reducer, self._layout, names, grads, tag)
         elif mode == "dense":
             stages = averaged(self._reducer_comm, grads, tag)
@@ -297,7 +308,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 stages.finish()
             for stages in self._deferred:
                 drive(stages)
-            if self._reducer_mode == "host":
+            if self._reducer_mode in ("host", "shard"):
                 # The last collectives ran within each host: without this, a
                 # rank could return and shut the job down (which ends every
                 # rank's engine) while another host still broadcasts.
@@ -307,6 +318,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in self._requires_update:
             self._allreduce_delay[p] = self.backward_passes_per_step
         self._handles.clear()
+
+    def close(self):
+        """Removes the process sets that compressing once per host added
+        (host_reduction.HostLayout.close). Collective: every rank of the job
+        closes its optimizers in the same order, between steps; afterwards
+        the optimizer cannot step. The sets are not removed when the
+        optimizer is garbage collected (that happens at different times on
+        different ranks); they end with the runtime at shutdown(), where
+        close() then sends nothing. Does nothing for other optimizers or
+        when called again."""
+        layout = getattr(self, "_layout", None)
+        if layout is not None:
+            self._drop_pending()
+            self._layout = None
+            layout.close()
 
     def state_dict(self):
         """The wrapped optimizer's state, plus the compressing reducer's
@@ -502,9 +528,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         if op != Average or gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: %r averages gradients (op=Average, "
                              "gradient_predivide_factor=1.0) only" % (compression,))
-        if compression.scope == "host" and set_id(process_set) != 0:
-            raise ValueError("DistributedOptimizer: %r with scope='host' works on the global "
-                             "process set only" % (compression,))
+        if compression.scope in ("host", "leader") and set_id(process_set) != 0:
+            raise ValueError("DistributedOptimizer: %r with scope=%r works on the global "
+                             "process set only" % (compression, compression.scope))
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)

@@ -51,6 +51,9 @@ class PowerSGD:
     reduction count) survives steps and checkpoints (state_dict)."""
 
     is_reducer = True
+    # host_reduction.sharded_per_host: a matrix is compressed whole, so the
+    # shares of a group are whole tensors.
+    shares_by_range = False
 
     def __init__(self, rank=1, start_iter=10, min_compression_rate=2.0, error_feedback=True,
                  warm_start=True, seed=0, scope="auto", overlap=True):
@@ -63,7 +66,7 @@ class PowerSGD:
             raise ValueError("Compression.powersgd: min_compression_rate must be > 0, got %r"
                              % (min_compression_rate,))
         check_scope(scope, "Compression.powersgd")
-        self.scope = scope  # host_reduction.py: "auto", "host" or "rank"
+        self.scope = scope  # host_reduction.py: "auto", "host", "leader" or "rank"
         self.overlap = overlap  # DistributedOptimizer: start groups during backward
         self.rank = rank
         self.start_iter = start_iter

@@ -118,6 +118,24 @@ class EngineComm:
                                   process_set=self.process_set)
         return _from_handle(handle, lambda out: _unflatten_into(out, tensors))
 
+    def reducescatter_sum_into(self, flat, sizes, out, name):
+        """Starts summing the 1-D `flat` over the ranks, rank i of the set
+        receiving elements sum(sizes[:i]) onwards, sizes[i] of them, into
+        `out` (which may be that block of `flat`: in place)."""
+        from .. import _ops
+        from .mpi_ops import KIND, Sum
+        from ..process_sets import set_id
+        return _from_handle(_ops.reducescatter_async(
+            KIND, flat, "compression." + name, Sum, sizes, set_id(self.process_set), out=out))
+
+    def allgather_into(self, block, out, name):
+        """Starts gathering every rank's 1-D `block` (sizes may differ), the
+        set's first rank's first, into `out` (which may hold `block` at this
+        rank's place: in place)."""
+        from .mpi_ops import allgather_async
+        return _from_handle(allgather_async(block, name="compression." + name,
+                                            process_set=self.process_set, output=out))
+
     def allgather_async(self, tensors, name):
         """Starts gathering `tensors` (each the same size on every rank);
         wait() returns the gathered tensors, rank 0's rows first."""

@@ -29,6 +29,9 @@ class TopK:
     the ranks, sparsified; the errors survive steps and checkpoints."""
 
     is_reducer = True
+    # host_reduction.sharded_per_host: any range of a gradient can be
+    # sparsified on its own, so the shares of a group are equal ranges.
+    shares_by_range = True
 
     def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True):
         if not 0 < ratio <= 1:
