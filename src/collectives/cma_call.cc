@@ -74,7 +74,7 @@ unsigned char* CmaCall::Direct(int l, uint64_t addr, size_t bytes) {
   const auto* refs = reinterpret_cast<const SharedRef*>(regions + 1);
   for (uint64_t i = 0; i < regions[0]; ++i) {
     const SharedRef& r = refs[i];
-    if (addr < r.base || addr - r.base > r.size || bytes > r.size - (addr - r.base)) continue;
+    if (!r.Covers(addr, bytes)) continue;
     unsigned char* mapped =
         comm_.shared_buffers().MapPeer(comm_.mesh().peers[peers_.rank_of(l)].pid, r);
     return mapped == nullptr ? nullptr : mapped + (addr - r.base);

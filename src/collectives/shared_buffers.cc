@@ -27,9 +27,7 @@ SharedRef SharedBuffers::Find(const void* p, size_t bytes) {
   auto it = mine_.upper_bound(at);
   if (it == mine_.begin()) return SharedRef{};
   --it;
-  const SharedRef& r = it->second;
-  if (at - r.base > r.size || bytes > r.size - (at - r.base)) return SharedRef{};
-  return r;
+  return it->second.Covers(at, bytes) ? it->second : SharedRef{};
 }
 
 unsigned char* SharedBuffers::MapPeer(int pid, const SharedRef& ref) {

@@ -28,6 +28,11 @@ struct SharedRef {
   uint64_t base;  // where the region starts in the owner's address space
   uint64_t size;  // bytes
   int64_t fd;     // the owner's descriptor
+
+  // Whether [addr, addr + bytes) of the owner's address space lies inside.
+  bool Covers(uint64_t addr, size_t bytes) const {
+    return id != 0 && addr >= base && addr - base <= size && bytes <= size - (addr - base);
+  }
 };
 
 class SharedBuffers {
