@@ -169,18 +169,27 @@ Result<json> GetExperimentByName(TrackingStore& store, const RequestFields& f) {
   return json{{"experiment", ExperimentJson(e)}};
 }
 
-Result<json> SearchExperiments(TrackingStore& store, const RequestFields& f) {
-  ExperimentSearch search;
+// The paging and filtering fields both searches share (ExperimentSearch,
+// RunSearch), in the order MLflow's handlers read them; `view_field` is the
+// request's name for the view type.
+template <typename Search>
+Status ReadSearchFields(const RequestFields& f, const char* view_field, Search* search) {
   COHORT_ASSIGN(max, ParseMaxResults(f, 1000, kMaxSearchResults));
   COHORT_ASSIGN(filter, f.OptionalString("filter"));
   COHORT_ASSIGN(order, f.StringList("order_by"));
   COHORT_ASSIGN(token, f.OptionalString("page_token"));
-  COHORT_ASSIGN(view, ParseViewType(f, "view_type"));
-  search.max_results = max;
-  search.filter = filter.value_or("");
-  search.order_by = order;
-  search.page_token = token.value_or("");
-  search.view = view;
+  COHORT_ASSIGN(view, ParseViewType(f, view_field));
+  search->max_results = max;
+  search->filter = filter.value_or("");
+  search->order_by = order;
+  search->page_token = token.value_or("");
+  search->view = view;
+  return Status::OK();
+}
+
+Result<json> SearchExperiments(TrackingStore& store, const RequestFields& f) {
+  ExperimentSearch search;
+  COHORT_RETURN_IF_ERROR(ReadSearchFields(f, "view_type", &search));
   COHORT_ASSIGN(page, store.SearchExperiments(search));
   json out = {{"experiments", json::array()}};
   for (const Experiment& e : page.items) out["experiments"].push_back(ExperimentJson(e));
@@ -293,17 +302,8 @@ Action RunLifecycle(const char* stage) {
 Result<json> SearchRuns(TrackingStore& store, const RequestFields& f) {
   RunSearch search;
   COHORT_ASSIGN(experiments, f.StringList("experiment_ids"));
-  COHORT_ASSIGN(max, ParseMaxResults(f, 1000, kMaxSearchResults));
-  COHORT_ASSIGN(filter, f.OptionalString("filter"));
-  COHORT_ASSIGN(order, f.StringList("order_by"));
-  COHORT_ASSIGN(token, f.OptionalString("page_token"));
-  COHORT_ASSIGN(view, ParseViewType(f, "run_view_type"));
   search.experiment_ids = experiments;
-  search.max_results = max;
-  search.filter = filter.value_or("");
-  search.order_by = order;
-  search.page_token = token.value_or("");
-  search.view = view;
+  COHORT_RETURN_IF_ERROR(ReadSearchFields(f, "run_view_type", &search));
   COHORT_ASSIGN(page, store.SearchRuns(search));
   json out = json::object();
   if (!page.items.empty()) {
