@@ -90,6 +90,26 @@ int cohort_shm_single_copy(void);
 int cohort_alloc_shared(uint64_t bytes, void** out, cohort_error* err);
 int cohort_free_shared(void* buffer, cohort_error* err);
 
+/* PowerSGD's passes over one float32 matrix (see cohort::PowerSgdProject):
+ * m is rows x cols, row-major; error may be NULL (no error feedback); q_t is
+ * rank x cols and p rows x rank, row-major. No runtime needed. */
+typedef struct cohort_powersgd_matrix {
+  float* m;
+  float* error;
+  uint64_t rows;
+  uint64_t cols;
+  uint64_t rank;
+} cohort_powersgd_matrix;
+/* m += error; p = m q. */
+int cohort_powersgd_project(const cohort_powersgd_matrix* matrix, const float* q_t, float* p,
+                            cohort_error* err);
+/* q_t = (m^T p)^T. */
+int cohort_powersgd_project_back(const cohort_powersgd_matrix* matrix, const float* p, float* q_t,
+                                 cohort_error* err);
+/* a = p q^T; error = m - a; m = a. */
+int cohort_powersgd_approximate(const cohort_powersgd_matrix* matrix, const float* p,
+                                const float* q_t, cohort_error* err);
+
 /* Blocking operations. The other collectives are reached through the
  * engine's named, asynchronous forms below (what every binding uses). */
 int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, int op,

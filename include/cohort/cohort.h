@@ -81,6 +81,21 @@ Status AllocateSharedMemory(size_t bytes, void** out);
 // runtime); kInvalidArgument for any other pointer or a second free.
 Status FreeSharedMemory(void* buffer);
 
+// PowerSGD's passes over one float32 gradient matrix (Vogels et al., 2019;
+// PowerSgdMatrix in cohort/types.h), for front ends that compress gradients
+// (cohort.torch's Compression.powersgd): each streams the matrix once, where
+// torch's operators take six to eight passes and a temporary the matrix's
+// size. q_t is Q transposed (rank x cols) and p is rows x rank, both
+// row-major. Sums are float32 in another order than a BLAS call's: results
+// match torch's to float rounding. No runtime needed; kInvalidArgument names
+// a null pointer or a zero size.
+// m += error (when given), then p = m q.
+Status PowerSgdProject(const PowerSgdMatrix& matrix, const float* q_t, float* p);
+// q_t = (m^T p)^T; m is only read.
+Status PowerSgdProjectBack(const PowerSgdMatrix& matrix, const float* p, float* q_t);
+// a = p q^T; error = m - a (when given); m = a.
+Status PowerSgdApproximate(const PowerSgdMatrix& matrix, const float* p, const float* q_t);
+
 // Compression (float32 sent as 16 bits), Shape and TensorResult live in
 // cohort/types.h, which the runtime's internals share.
 

@@ -91,6 +91,18 @@ struct EngineStats {
   uint64_t fused_bytes = 0;         // bytes in those
 };
 
+// One float32 gradient matrix of PowerSGD and its error-feedback memory
+// (cohort.h, PowerSgdProject): `m` is rows x cols, row-major; `error` (null:
+// no error feedback) has its shape and does not overlap it; the
+// approximation's rank is `rank`. Every size is at least 1.
+struct PowerSgdMatrix {
+  float* m = nullptr;
+  float* error = nullptr;
+  size_t rows = 0;
+  size_t cols = 0;
+  size_t rank = 0;
+};
+
 }  // namespace cohort
 
 #endif  // COHORT_TYPES_H_

@@ -3,6 +3,7 @@
 #include "collectives/reduce_kernels_impl.h"
 
 #include "collectives/reduce_kernels.h"
+#include "common/cpu_features.h"
 
 namespace cohort {
 namespace avx2 {
@@ -13,18 +14,9 @@ void ToHalf(void* dst, DataType dst_type, const float* src, size_t n);
 void FromHalf(float* dst, const void* src, DataType src_type, size_t n);
 }  // namespace avx2
 
-namespace {
-
-bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-
-}  // namespace
-
 void ReduceTwo(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op) {
   if (count == 0) return;
-  if (HasAvx2()) {
+  if (CpuHasAvx2()) {
     avx2::ReduceTwo(dst, a, b, count, type, op);
   } else {
     generic::ReduceTwo(dst, a, b, count, type, op);
@@ -37,7 +29,7 @@ void ScaleCopy(void* dst, const void* src, size_t count, DataType type, double f
     if (dst != src) std::memmove(dst, src, count * DataTypeSize(type));
     return;
   }
-  if (HasAvx2()) {
+  if (CpuHasAvx2()) {
     avx2::Scale(dst, src, count, type, factor);
   } else {
     generic::Scale(dst, src, count, type, factor);
@@ -48,7 +40,7 @@ void FinishReduction(void* buf, size_t count, DataType type, ReduceOp op, int nr
                      double postscale) {
   if (count == 0) return;
   if (op == ReduceOp::kAverage && nranks != 1) {
-    if (HasAvx2()) {
+    if (CpuHasAvx2()) {
       avx2::Divide(buf, count, type, nranks);
     } else {
       generic::Divide(buf, count, type, nranks);
@@ -58,7 +50,7 @@ void FinishReduction(void* buf, size_t count, DataType type, ReduceOp op, int nr
 }
 
 void ConvertFloat32To16(void* dst, DataType dst_type, const float* src, size_t count) {
-  if (HasAvx2()) {
+  if (CpuHasAvx2()) {
     avx2::ToHalf(dst, dst_type, src, count);
   } else {
     generic::ToHalf(dst, dst_type, src, count);
@@ -66,7 +58,7 @@ void ConvertFloat32To16(void* dst, DataType dst_type, const float* src, size_t c
 }
 
 void Convert16ToFloat32(float* dst, const void* src, DataType src_type, size_t count) {
-  if (HasAvx2()) {
+  if (CpuHasAvx2()) {
     avx2::FromHalf(dst, src, src_type, count);
   } else {
     generic::FromHalf(dst, src, src_type, count);

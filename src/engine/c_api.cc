@@ -78,6 +78,10 @@ int ReportValue(const cohort::Result<T>& value, Out* out, cohort_error* err) {
   return COHORT_OK;
 }
 
+cohort::PowerSgdMatrix ToMatrix(const cohort_powersgd_matrix& m) {
+  return cohort::PowerSgdMatrix{m.m, m.error, m.rows, m.cols, m.rank};
+}
+
 }  // namespace
 
 // Defined outside the anonymous namespace: c_api.h declares it as an opaque
@@ -113,6 +117,22 @@ int cohort_alloc_shared(uint64_t bytes, void** out, cohort_error* err) {
 }
 int cohort_free_shared(void* buffer, cohort_error* err) {
   return Report(cohort::FreeSharedMemory(buffer), err);
+}
+
+int cohort_powersgd_project(const cohort_powersgd_matrix* matrix, const float* q_t, float* p,
+                            cohort_error* err) {
+  if (matrix == nullptr) return BadArgument("PowerSgdProject: null matrix", err);
+  return Report(cohort::PowerSgdProject(ToMatrix(*matrix), q_t, p), err);
+}
+int cohort_powersgd_project_back(const cohort_powersgd_matrix* matrix, const float* p, float* q_t,
+                                 cohort_error* err) {
+  if (matrix == nullptr) return BadArgument("PowerSgdProjectBack: null matrix", err);
+  return Report(cohort::PowerSgdProjectBack(ToMatrix(*matrix), p, q_t), err);
+}
+int cohort_powersgd_approximate(const cohort_powersgd_matrix* matrix, const float* p,
+                                const float* q_t, cohort_error* err) {
+  if (matrix == nullptr) return BadArgument("PowerSgdApproximate: null matrix", err);
+  return Report(cohort::PowerSgdApproximate(ToMatrix(*matrix), p, q_t), err);
 }
 
 int cohort_allreduce(const void* send, void* recv, uint64_t count, int dtype, int op,

@@ -8,16 +8,16 @@ SHAPES = {"a.weight": (16, 12), "b.weight": (8, 3, 3, 2), "b.bias": (20,), "c.we
           "e.weight": (600, 200)}
 
 
-def gradients(rank, step):
+def gradients(rank, step, dtype=torch.float64):
     gen = torch.Generator().manual_seed(1000 * step + rank)
-    return {name: torch.randn(*shape, generator=gen, dtype=torch.float64)
+    return {name: torch.randn(*shape, generator=gen, dtype=dtype)
             for name, shape in sorted(SHAPES.items())}
 
 
-def run_reducer(reducer, comm, steps, rank):
+def run_reducer(reducer, comm, steps, rank, dtype=torch.float64):
     out = []
     for step in range(steps):
-        grads = gradients(rank, step)
+        grads = gradients(rank, step, dtype)
         names = sorted(grads)
         reducer.reduce(names, [grads[n] for n in names], comm)
         out.append(grads)
@@ -28,18 +28,23 @@ def qr_orthogonal(m):
     return torch.linalg.qr(m).Q  # another method than the reducer's Gram-Schmidt
 
 
-def every_rank(world):
-    """The inputs of a reference: step -> every rank's gradients."""
-    return lambda step: [gradients(r, step) for r in range(world)]
+def every_rank(world, dtype=torch.float64):
+    """The inputs of a reference: step -> every rank's gradients (drawn in
+    `dtype`, computed with in float64)."""
+    return lambda step: [{name: g.double() for name, g in gradients(r, step, dtype).items()}
+                         for r in range(world)]
 
 
-def reference_powersgd(world, steps, rank, start_iter, min_rate, inputs=None, prefix=""):
-    """What every rank must get, computed from all ranks' gradients
-    (`inputs`: step -> the `world` compressing ranks' gradients; `prefix`:
-    of the names the reducer sees, which seed its first Q)."""
+def reference_powersgd(world, steps, rank, start_iter, min_rate, inputs=None, prefix="",
+                       dtype=torch.float64):
+    """What every rank must get, computed in float64 from all ranks'
+    gradients (`inputs`: step -> the `world` compressing ranks' gradients,
+    by default drawn in `dtype`; `prefix`: of the names the reducer sees,
+    which seed its first Q; the reducer draws that Q in the gradients'
+    `dtype`)."""
     from cohort.torch.powersgd import PowerSGD, should_compress
     init = PowerSGD(rank=rank)
-    inputs = inputs or every_rank(world)
+    inputs = inputs or every_rank(world, dtype)
     errors = [{} for _ in range(world)]
     q = {}
     out = []
@@ -57,7 +62,7 @@ def reference_powersgd(world, steps, rank, start_iter, min_rate, inputs=None, pr
             ms = [x.reshape(n, m) + errors[i].get(name, 0) for i, x in enumerate(mats)]
             qn = q.get(name)
             if qn is None:
-                qn = init._initial_q(prefix + name, m, r, torch.float64)
+                qn = init._initial_q(prefix + name, m, r, dtype).double()
             qn = qr_orthogonal(qn)
             p = qr_orthogonal(sum(x @ qn for x in ms) / world)
             qn = sum(x.t() @ p for x in ms) / world
@@ -100,8 +105,8 @@ def reference_topk(world, steps, ratio, inputs=None):
     return out
 
 
-def assert_results_close(ours, ref):
+def assert_results_close(ours, ref, rtol=1e-6, atol=1e-7):
     for step, (a, b) in enumerate(zip(ours, ref)):
         for name in a:
-            torch.testing.assert_close(a[name], b[name], rtol=1e-6, atol=1e-7,
+            torch.testing.assert_close(a[name].double(), b[name], rtol=rtol, atol=atol,
                                        msg=lambda m: "step %d, %s: %s" % (step, name, m))

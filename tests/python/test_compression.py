@@ -28,6 +28,82 @@ def test_powersgd_matches_the_reference(hvd, comm, rank, start_iter):
     assert "b.bias" not in reducer.q and "c.weight" not in reducer.q
 
 
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Counts the calls of cohort's PowerSGD kernels (each phase's)."""
+    from cohort import _cohort
+    import cohort.torch.powersgd as powersgd
+    calls = {"project": 0, "project_back": 0, "approximate": 0}
+
+    class Counting:
+        def __getattr__(self, name):
+            phase = name[len("powersgd_"):]
+            if phase in calls:
+                calls[phase] += 1
+            return getattr(_cohort, name)
+    monkeypatch.setattr(powersgd, "_cohort", Counting())
+    return calls
+
+
+@pytest.mark.parametrize("rank,start_iter", [(1, 0), (2, 2), (4, 1)])
+def test_powersgd_float32_kernels_match_the_reference(hvd, comm, rank, start_iter, kernel_calls):
+    """float32 gradients in host memory go through cohort's kernels
+    (cohort.h, PowerSgdProject): the same results as the float64 reference
+    to float32 rounding, at ranks 1, 2 and 4 (a rank above 1 needs Q
+    transposed into a buffer of its own: kept alive while the kernel runs)."""
+    from cohort.torch import Compression
+    reducer = Compression.powersgd(rank=rank, start_iter=start_iter, min_compression_rate=1.5)
+    ours = run_reducer(reducer, comm, 5, hvd.rank(), dtype=torch.float32)
+    ref = reference_powersgd(hvd.size(), 5, rank, start_iter, 1.5, dtype=torch.float32)
+    assert_results_close(ours, ref, rtol=2e-4, atol=2e-5)
+    calls = len(reducer.q) * (5 - start_iter)  # each compressed matrix, each compressed step
+    assert kernel_calls == {"project": calls, "project_back": calls, "approximate": calls}
+    assert "e.weight" in reducer.q
+    assert all(e.dtype == torch.float32 for e in reducer.error.values())
+
+
+@pytest.mark.parametrize("error_feedback", [True, False])
+def test_powersgd_kernels_and_torch_operators_agree(hvd, comm, error_feedback, monkeypatch):
+    """The two ways to the same arithmetic: cohort's kernels on float32 and
+    torch's operators (what other dtypes and GPU tensors take), with and
+    without error feedback; errors too."""
+    import cohort.torch.powersgd as powersgd
+    from cohort.torch import Compression
+
+    def run(kernels):
+        if not kernels:
+            monkeypatch.setattr(powersgd, "_kernels_fit", lambda *tensors: False)
+        reducer = Compression.powersgd(rank=2, start_iter=1, min_compression_rate=1.5,
+                                       error_feedback=error_feedback)
+        out = run_reducer(reducer, comm, 4, hvd.rank(), dtype=torch.float32)
+        monkeypatch.undo()
+        return out, reducer
+
+    (ours, with_kernels), (theirs, with_torch) = run(True), run(False)
+    assert_results_close(ours, [{k: v.double() for k, v in step.items()} for step in theirs],
+                         rtol=1e-5, atol=1e-6)
+    assert sorted(with_kernels.error) == sorted(with_torch.error)
+    assert bool(with_kernels.error) == error_feedback
+    for name, err in with_kernels.error.items():
+        torch.testing.assert_close(err, with_torch.error[name], rtol=1e-5, atol=1e-5)
+
+
+def test_powersgd_kernels_name_bad_arguments(hvd):
+    """The binding's arguments are checked in C++ (a caller that is not
+    powersgd.py): null addresses and zero sizes are named."""
+    from cohort import CohortValueError, _cohort
+    m, p, q_t = torch.ones(4, 3), torch.empty(4, 1), torch.ones(1, 3)
+    with pytest.raises(CohortValueError, match="PowerSgdProject: the matrix m is null"):
+        _cohort.powersgd_project(0, 0, 4, 3, 1, q_t.data_ptr(), p.data_ptr())
+    with pytest.raises(CohortValueError, match=r"PowerSgdProjectBack: rows, cols and rank must "
+                                                r"be at least 1, got 4 x 3 at rank 0"):
+        _cohort.powersgd_project_back(m.data_ptr(), 4, 3, 0, p.data_ptr(), q_t.data_ptr())
+    with pytest.raises(CohortValueError, match="PowerSgdApproximate: q_t is null"):
+        _cohort.powersgd_approximate(m.data_ptr(), 0, 4, 3, 1, p.data_ptr(), 0)
+    _cohort.powersgd_project(m.data_ptr(), 0, 4, 3, 1, q_t.data_ptr(), p.data_ptr())
+    assert p.flatten().tolist() == [3.0] * 4
+
+
 @pytest.mark.parametrize("ratio", [0.05, 0.3])
 def test_topk_matches_the_reference(hvd, comm, ratio):
     from cohort.torch import Compression

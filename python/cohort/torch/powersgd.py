@@ -23,6 +23,7 @@ import zlib
 
 import torch
 
+from .. import _cohort
 from .host_reduction import check_scope
 from .reducer_comm import drive
 
@@ -39,10 +40,29 @@ def orthogonalize(matrix, epsilon=1e-8):
     return matrix
 
 
+def _kernels_fit(*tensors):
+    """Whether cohort's PowerSGD passes (cohort.h, PowerSgdProject) can run
+    on these matrices: float32, in host memory, rows contiguous. Otherwise
+    torch's operators do the same arithmetic (other dtypes, GPU tensors).
+    A None (no error feedback) fits."""
+    return all(t is None or (t.dtype == torch.float32 and t.device.type == "cpu"
+                             and t.is_contiguous()) for t in tensors)
+
+
 def should_compress(n, m, rank, min_compression_rate):
     """torch's rule: compress an n x m matrix to rank r when the low-rank
     pair is at least `min_compression_rate` times smaller."""
     return (n + m) * rank * min_compression_rate < n * m
+
+
+class _MatrixStep:
+    """One compressed gradient within a reduction: its error memory (None
+    without error feedback), P and Q as the phases leave them, and whether
+    cohort's kernels run it (else torch's operators)."""
+
+    def __init__(self, error, kernels):
+        self.error, self.kernels = error, kernels
+        self.p = self.q = None
 
 
 class PowerSGD:
@@ -90,6 +110,63 @@ class PowerSGD:
         r = min(n, m, self.rank)
         return r if should_compress(n, m, r, self.min_compression_rate) else 0
 
+    def _error_of(self, name, m_):
+        """(error memory of gradient `name` for its matrix `m_`, whether it
+        holds an earlier step's error to fold in). A new memory is zeros;
+        without error feedback there is none: (None, False)."""
+        if not self.error_feedback:
+            return None, False
+        err = self.error.get(name)
+        if err is not None and err.shape == m_.shape:
+            return err, True
+        err = self.error[name] = torch.zeros_like(m_)
+        return err, False
+
+    def _project(self, name, m_, r):
+        """Phase 1 for gradient `name` as matrix `m_` at rank r: error folded
+        in, P = M Q with the warm start Q orthogonalized."""
+        err, folded = self._error_of(name, m_)
+        q = self.q.get(name) if self.warm_start else None
+        if q is None or q.shape != (m_.shape[1], r):
+            q = self._initial_q(name, m_.shape[1], r, m_.dtype)
+        orthogonalize(q)
+        step = _MatrixStep(err, _kernels_fit(m_, err))
+        if step.kernels:
+            step.p = torch.empty(m_.shape[0], r, dtype=m_.dtype)
+            q_t = q.t().contiguous()  # held: the kernel gets only its address
+            _cohort.powersgd_project(m_.data_ptr(), err.data_ptr() if folded else 0, *m_.shape, r,
+                                     q_t.data_ptr(), step.p.data_ptr())
+        else:
+            if folded:
+                m_.add_(err)
+            step.p = m_ @ q
+        return step
+
+    def _project_back(self, step, m_):
+        """Phase 2, once P is averaged and orthogonalized: Q = M^T P."""
+        p = step.p
+        step.kernels = step.kernels and _kernels_fit(p)
+        if not step.kernels:
+            return m_.t() @ p
+        q_t = torch.empty(p.shape[1], m_.shape[1], dtype=m_.dtype)
+        _cohort.powersgd_project_back(m_.data_ptr(), *m_.shape, p.shape[1], p.data_ptr(),
+                                      q_t.data_ptr())
+        return q_t.t()
+
+    def _approximate(self, step, m_):
+        """Phase 3, once Q is averaged: the gradient becomes P Q^T, the error
+        what that leaves out."""
+        p, q, err = step.p, step.q, step.error
+        if step.kernels:
+            q_t = q.t().contiguous()  # held: the kernel gets only its address
+            _cohort.powersgd_approximate(m_.data_ptr(), 0 if err is None else err.data_ptr(),
+                                         *m_.shape, p.shape[1], p.data_ptr(), q_t.data_ptr())
+            return
+        approx = p @ q.t()
+        if err is not None:
+            torch.sub(m_, approx, out=err)
+        m_.copy_(approx)
+
     def _initial_q(self, name, m, r, dtype):
         # The same on every rank (seeded by the name), different per tensor.
         gen = torch.Generator().manual_seed(self.seed * 1000003 + zlib.crc32(name.encode()))
@@ -122,42 +199,24 @@ class PowerSGD:
             r = self.plan(t)
             (compressed if r else plain).append((name, t, r))
         wait_plain = comm.allreduce_mean_into([t for _, t, _ in plain], "powersgd.plain" + tag)
-        matrices, ps, qs = [], [], []
-        for name, t, r in compressed:
-            m_ = t.view(t.shape[0], -1)
-            if self.error_feedback:
-                err = self.error.get(name)
-                if err is not None and err.shape == m_.shape:
-                    m_.add_(err)
-                else:
-                    self.error[name] = torch.zeros_like(m_)
-            q = self.q.get(name) if self.warm_start else None
-            if q is None or q.shape != (m_.shape[1], r):
-                q = self._initial_q(name, m_.shape[1], r, m_.dtype)
-            orthogonalize(q)
-            matrices.append(m_)
-            qs.append(q)
-            ps.append(m_ @ q)
+        matrices = [t.view(t.shape[0], -1) for _, t, _ in compressed]
+        steps = [self._project(name, m_, r) for (name, _, r), m_ in zip(compressed, matrices)]
         if compressed:
-            p_flat = yield comm.allreduce_mean_async(torch.cat([p.reshape(-1) for p in ps]),
+            p_flat = yield comm.allreduce_mean_async(torch.cat([s.p.reshape(-1) for s in steps]),
                                                      "powersgd.p" + tag)
             at = 0
-            for i, m_ in enumerate(matrices):
-                p = p_flat[at:at + ps[i].numel()].view_as(ps[i])
-                at += p.numel()
-                ps[i] = orthogonalize(p)
-                qs[i] = m_.t() @ ps[i]
-            q_flat = yield comm.allreduce_mean_async(torch.cat([q.reshape(-1) for q in qs]),
+            for s, m_ in zip(steps, matrices):
+                s.p = orthogonalize(p_flat[at:at + s.p.numel()].view_as(s.p))
+                at += s.p.numel()
+                s.q = self._project_back(s, m_)
+            q_flat = yield comm.allreduce_mean_async(torch.cat([s.q.reshape(-1) for s in steps]),
                                                      "powersgd.q" + tag)
             at = 0
-            for (name, _, _), m_, p, q in zip(compressed, matrices, ps, qs):
-                q = q_flat[at:at + q.numel()].view_as(q).clone()
-                at += q.numel()
-                approx = p @ q.t()
-                if self.error_feedback:
-                    torch.sub(m_, approx, out=self.error[name])
-                m_.copy_(approx)
-                self.q[name] = q
+            for (name, _, _), s, m_ in zip(compressed, steps, matrices):
+                s.q = q_flat[at:at + s.q.numel()].view_as(s.q).clone()
+                at += s.q.numel()
+                self._approximate(s, m_)
+                self.q[name] = s.q
         yield wait_plain
 
     def state_dict(self):

@@ -13,6 +13,7 @@ void BindOperations(pybind11::module_& m);    // asynchronous collectives
 void BindHandles(pybind11::module_& m);       // poll, wait, results, release
 void BindPointToPoint(pybind11::module_& m);  // tagged messages between two ranks
 void BindSettings(pybind11::module_& m);      // the settings table (common/settings.h)
+void BindCompression(pybind11::module_& m);   // PowerSGD's passes over a float32 matrix
 
 }  // namespace cohort_python
 

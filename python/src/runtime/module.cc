@@ -10,4 +10,5 @@ PYBIND11_MODULE(_cohort, m) {
   cohort_python::BindHandles(m);
   cohort_python::BindPointToPoint(m);
   cohort_python::BindSettings(m);
+  cohort_python::BindCompression(m);
 }
