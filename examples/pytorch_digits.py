@@ -33,6 +33,8 @@ from sklearn.model_selection import train_test_split
 import cohort.torch as hvd
 import cohort.track
 
+MOMENTUM = 0.9  # SGD's, or top-k's momentum correction's (compression())
+
 
 class DigitsCNN(torch.nn.Module):
     def __init__(self):
@@ -89,7 +91,11 @@ def compression(text):
         return hvd.Compression.powersgd(rank=int(name[len("powersgd"):]), start_iter=10,
                                         scope=scope or "auto")
     if name.startswith("topk"):
-        return hvd.Compression.topk(float(name[len("topk"):]) / 100, scope=scope or "auto")
+        # Deep Gradient Compression's two fixes for SGD with momentum: the
+        # momentum applied before sparsifying (the optimizer then has none,
+        # see main) and the kept share lowered over the first 30 steps.
+        return hvd.Compression.topk(float(name[len("topk"):]) / 100, scope=scope or "auto",
+                                    momentum=MOMENTUM, warmup_steps=30)
     if name in ("none", "fp16") and not scope:
         return getattr(hvd.Compression, name)
     raise SystemExit("unknown --compression %r (none, fp16, powersgdR, topkP; the last two "
@@ -107,7 +113,8 @@ def main():
     parser.add_argument("--checkpoint-dir", help="save every epoch there; resume from it")
     parser.add_argument("--compression", default="none",
                         help="gradients on the wire: none, fp16, powersgdR (PowerSGD at rank R "
-                             "after 10 steps) or topkP (top-k keeping P%% of each gradient); "
+                             "after 10 steps) or topkP (top-k keeping P%% of each gradient, with "
+                             "momentum correction and 30 warm-up steps); "
                              "@rank after the last two compresses on every rank (on one host "
                              "the default, @auto, averages uncompressed), @host once per host")
     parser.add_argument("--no-track", action="store_true",
@@ -124,11 +131,13 @@ def main():
     x_train, y_train, x_test, y_test = load(args.seed)
 
     model = DigitsCNN()
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    reducer = compression(args.compression)
+    momentum = 0.0 if getattr(reducer, "momentum", 0) else MOMENTUM  # applied once
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=momentum)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         compression=compression(args.compression))
+                                         compression=reducer)
     first_epoch, checkpoints, stop = 0, None, []
     if args.checkpoint_dir:
         from cohort.checkpoint import Checkpointer

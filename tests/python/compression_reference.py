@@ -75,20 +75,29 @@ def reference_powersgd(world, steps, rank, start_iter, min_rate, inputs=None, pr
     return out
 
 
-def reference_topk(world, steps, ratio, inputs=None):
+def reference_topk(world, steps, ratio, inputs=None, momentum=0.0, warmup_steps=0):
     """As reference_powersgd, for top-k: every tensor of the inputs (by
-    default SHAPES') sparsified on its own, with its own errors."""
+    default SHAPES') sparsified on its own, with its own errors; with
+    `momentum`, each rank's velocity is what is sparsified (and restarts
+    where sent); over `warmup_steps` the share kept falls from 1 to
+    `ratio`, geometrically."""
     inputs = inputs or every_rank(world)
     errors = [{} for _ in range(world)]
+    velocity = [{} for _ in range(world)]
     out = []
     for step in range(steps):
         per_rank = inputs(step)
+        density = ratio if step >= warmup_steps else ratio ** (step / warmup_steps)
         result = {}
         for name in sorted(per_rank[0]):
             shape = per_rank[0][name].shape
             flat = [g[name].reshape(-1) for g in per_rank]
+            if momentum:
+                flat = [momentum * velocity[i].get(name, 0) + x for i, x in enumerate(flat)]
+                for i, u in enumerate(flat):
+                    velocity[i][name] = u.clone()
             numel = flat[0].numel()
-            k = max(1, int(numel * ratio))
+            k = max(1, int(numel * density))
             if k * world >= numel:
                 result[name] = (sum(flat) / world).reshape(shape)
                 continue
@@ -99,6 +108,8 @@ def reference_topk(world, steps, ratio, inputs=None):
                 idx = acc.abs().argsort(descending=True)[:k]
                 keep[idx] = acc[idx]
                 errors[i][name] = acc - keep
+                if momentum:
+                    velocity[i][name][idx] = 0
                 sent.append(keep)
             result[name] = (sum(sent) / world).reshape(shape)
         out.append(result)

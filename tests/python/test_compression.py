@@ -112,6 +112,21 @@ def test_topk_matches_the_reference(hvd, comm, ratio):
     assert_results_close(ours, reference_topk(hvd.size(), 4, ratio))
 
 
+@pytest.mark.parametrize("momentum,warmup_steps", [(0.9, 0), (0.0, 3), (0.9, 3)])
+def test_topk_momentum_correction_and_warmup_match_the_reference(hvd, comm, momentum,
+                                                                 warmup_steps):
+    """Deep Gradient Compression's options: the velocity sparsified and
+    masked where sent, dense tensors carrying it too; the kept share falling
+    from all to `ratio` over the warm-up (steps 0-2 keep 100%, 37%, 14%)."""
+    from cohort.torch import Compression
+    reducer = Compression.topk(0.05, momentum=momentum, warmup_steps=warmup_steps)
+    ours = run_reducer(reducer, comm, 6, hvd.rank())
+    assert_results_close(ours, reference_topk(hvd.size(), 6, 0.05, momentum=momentum,
+                                              warmup_steps=warmup_steps))
+    assert bool(reducer.velocity) == bool(momentum)
+    assert reducer.iter == 6 and reducer.density() == 0.05
+
+
 def accumulated_gaps(hvd, comm, reducer, checkpoints):
     """Relative distances, after each of `checkpoints` steps, between the sum
     of the reduced updates of a constant gradient (different on every rank)
@@ -203,7 +218,7 @@ def test_quadratic_reaches_the_uncompressed_minimum(hvd, make):
         assert (biased - w).norm() / w.norm() > 0.3
 
 
-@pytest.mark.parametrize("make", ["topk", "powersgd"])
+@pytest.mark.parametrize("make", ["topk", "topk_momentum", "powersgd"])
 def test_state_dict_carries_the_compression_state(hvd, make):
     """Training 4 steps, saving, and 3 more gives the same model as loading
     the saved state into a fresh optimizer and training 3 steps."""
@@ -212,16 +227,20 @@ def test_state_dict_carries_the_compression_state(hvd, make):
     def compression():
         if make == "topk":
             return Compression.topk(0.05, scope="rank")
+        if make == "topk_momentum":  # the velocities are state too
+            return Compression.topk(0.05, scope="rank", momentum=0.5, warmup_steps=2)
         return Compression.powersgd(rank=1, start_iter=1, scope="rank")
-    model, opt, _ = train_quadratic(hvd, compression(), 4, momentum=0.5)
+    momentum = 0.0 if make == "topk_momentum" else 0.5  # the optimizer's
+    model, opt, _ = train_quadratic(hvd, compression(), 4, momentum=momentum)
     saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()))
-    assert saved[1]["cohort_compression"]["kind"] == make
+    assert saved[1]["cohort_compression"]["kind"] == make.split("_")[0]
     assert saved[1]["cohort_compression"]["error"]  # per-parameter errors kept
-    continued, _, _ = train_quadratic(hvd, compression(), 7, momentum=0.5)
-    restored, _, _ = train_quadratic(hvd, compression(), 3, state=saved, momentum=0.5)
+    assert bool(saved[1]["cohort_compression"].get("velocity")) == (make == "topk_momentum")
+    continued, _, _ = train_quadratic(hvd, compression(), 7, momentum=momentum)
+    restored, _, _ = train_quadratic(hvd, compression(), 3, state=saved, momentum=momentum)
     torch.testing.assert_close(restored["w"], continued["w"], rtol=0, atol=0)
     fresh_state = (saved[0], {k: v for k, v in saved[1].items() if k != "cohort_compression"})
-    without, _, _ = train_quadratic(hvd, compression(), 3, state=fresh_state, momentum=0.5)
+    without, _, _ = train_quadratic(hvd, compression(), 3, state=fresh_state, momentum=momentum)
     assert not torch.equal(without["w"], continued["w"])  # the state mattered
 
 
@@ -292,7 +311,17 @@ def test_bad_arguments_are_named(hvd):
         Compression.topk(0)
     with pytest.raises(ValueError, match="rank must be at least 1, got 0"):
         Compression.powersgd(rank=0)
+    with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\), got 1"):
+        Compression.topk(0.1, momentum=1)
+    with pytest.raises(ValueError, match="warmup_steps must be an int >= 0, got -1"):
+        Compression.topk(0.1, warmup_steps=-1)
     model = torch.nn.Linear(4, 4)
+    with pytest.raises(ValueError, match=r"momentum=0.9\) applies the momentum before "
+                                         r"sparsifying .* param group 1 has momentum=0.5"):
+        hvd.DistributedOptimizer(
+            torch.optim.SGD([{"params": [model.weight], "momentum": 0.0},
+                             {"params": [model.bias], "momentum": 0.5}], lr=0.1),
+            compression=Compression.topk(0.1, momentum=0.9))
     with pytest.raises(ValueError, match="averages gradients"):
         hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                  compression=Compression.topk(0.1), op=hvd.Sum)

@@ -70,7 +70,12 @@ class Compression:
                         scope=scope, overlap=overlap)
 
     @staticmethod
-    def topk(ratio=0.01, error_feedback=True, scope="auto", overlap=True):
+    def topk(ratio=0.01, error_feedback=True, scope="auto", overlap=True, momentum=0.0,
+             warmup_steps=0):
         """Top-k sparsification keeping `ratio` of each gradient's entries,
-        with error feedback; see topk.py (`scope`, `overlap`: as powersgd's)."""
-        return TopK(ratio=ratio, error_feedback=error_feedback, scope=scope, overlap=overlap)
+        with error feedback; `momentum`: the optimizer's momentum applied
+        before sparsifying (momentum correction; the optimizer then has
+        none), `warmup_steps`: steps over which the share kept falls from
+        all to `ratio`; see topk.py (`scope`, `overlap`: as powersgd's)."""
+        return TopK(ratio=ratio, error_feedback=error_feedback, scope=scope, overlap=overlap,
+                    momentum=momentum, warmup_steps=warmup_steps)

@@ -292,13 +292,16 @@ def restore_state(reducer, state, current):
     as it is, or without its errors where they do not apply here (a warning
     says why; the step count and PowerSGD's warm start are kept, being the
     same on every rank that compresses the same tensors). A rank that does
-    not compress keeps no errors."""
+    not compress keeps no errors. Top-k's velocities (momentum correction)
+    belong to the rank that compresses, as its errors, and go with them."""
     state = dict(state)
     if current["scope"] == "dense" or not current["leader"]:
         state["error"], state["q"] = {}, {}
+        state.pop("velocity", None)  # top-k's momentum correction: as the errors
         return state
     why = why_errors_do_not_apply(state.get("layout"), current)
     if why is not None:
         warnings.warn("%r: the saved error feedback is not used: %s" % (reducer, why))
         state["error"] = {}
+        state.pop("velocity", None)
     return state

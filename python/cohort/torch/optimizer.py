@@ -508,6 +508,20 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         return loss
 
 
+def _check_momentum_applied_once(optimizer, compression):
+    """A reducer that applies the momentum itself (top-k's momentum
+    correction) with an optimizer that applies it again would train with
+    momentum squared: refused, naming the group."""
+    if not getattr(compression, "momentum", 0):
+        return
+    for i, group in enumerate(optimizer.param_groups):
+        if group.get("momentum", 0):
+            raise ValueError(
+                "DistributedOptimizer: %r applies the momentum before sparsifying (momentum "
+                "correction), so the optimizer must have none; param group %d has momentum=%g "
+                "(build it with momentum=0)" % (compression, i, group["momentum"]))
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
@@ -531,6 +545,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         if compression.scope in ("host", "leader") and set_id(process_set) != 0:
             raise ValueError("DistributedOptimizer: %r with scope=%r works on the global "
                              "process set only" % (compression, compression.scope))
+        _check_momentum_applied_once(optimizer, compression)
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got %d" %
                          backward_passes_per_step)

@@ -11,7 +11,19 @@ their number, into the zeroed gradient: each rank moves 2k numbers per
 gradient instead of the whole gradient.
 
 A gradient where k x ranks >= numel (the allgather would move more than a
-dense allreduce) is averaged as it is, with no error kept."""
+dense allreduce) is averaged as it is, with no error kept.
+
+Two options of Deep Gradient Compression (Lin et al., 2018) make top-k
+train as well as dense SGD with momentum:
+- momentum correction (`momentum`): each rank keeps a velocity u = momentum
+  u + gradient and sparsifies the velocity (plus the error) instead of the
+  gradient; where an entry is sent its velocity restarts from 0 (momentum
+  factor masking). The momentum is then applied here, before the
+  sparsification, so the optimizer must have none (DistributedOptimizer
+  refuses one that has). Dense gradients carry the velocity too, which is
+  plain momentum SGD for them.
+- sparsity warm-up (`warmup_steps`): the share kept falls geometrically
+  from all of it to `ratio` over the first steps."""
 import math
 
 import torch
@@ -33,23 +45,54 @@ class TopK:
     # sparsified on its own, so the shares of a group are equal ranges.
     shares_by_range = True
 
-    def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True):
+    def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True,
+                 momentum=0.0, warmup_steps=0):
         if not 0 < ratio <= 1:
             raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
+        if not 0 <= momentum < 1:
+            raise ValueError("Compression.topk: momentum must be in [0, 1), got %r" % (momentum,))
+        if not isinstance(warmup_steps, int) or warmup_steps < 0:
+            raise ValueError("Compression.topk: warmup_steps must be an int >= 0, got %r"
+                             % (warmup_steps,))
         check_scope(scope, "Compression.topk")
         self.scope = scope  # as PowerSGD's
         self.overlap = overlap
         self.ratio = ratio
         self.error_feedback = error_feedback
+        self.momentum = momentum
+        self.warmup_steps = warmup_steps
         self.iter = 0
         self.error = {}  # name -> flat tensor
+        self.velocity = {}  # name -> flat tensor (momentum correction)
         self._gen = None  # for indices(); local to this rank, no effect on the result
 
     def __repr__(self):
-        return "Compression.topk(%g)" % self.ratio
+        extra = "".join(", %s=%g" % (k, v) for k, v in (("momentum", self.momentum),
+                                                       ("warmup_steps", self.warmup_steps)) if v)
+        return "Compression.topk(%g%s)" % (self.ratio, extra)
+
+    def density(self):
+        """The share of each gradient kept at this step: `ratio` once
+        `warmup_steps` steps were reduced; before, it falls geometrically
+        from 1 (all of it: averaged dense) to `ratio`."""
+        if self.iter >= self.warmup_steps:
+            return self.ratio
+        return self.ratio ** (self.iter / self.warmup_steps)
 
     def k(self, numel):
-        return max(1, int(math.floor(numel * self.ratio)))
+        return max(1, int(math.floor(numel * self.density())))
+
+    def _with_velocity(self, name, flat):
+        """Momentum correction: the velocity u = momentum u + flat, written
+        into `flat` too; None without momentum."""
+        if not self.momentum:
+            return None
+        u = self.velocity.get(name)
+        if u is None or u.shape != flat.shape:
+            u = self.velocity[name] = torch.zeros_like(flat)
+        u.mul_(self.momentum).add_(flat)
+        flat.copy_(u)
+        return u
 
     def indices(self, magnitude, k):
         """The indices of the k largest of `magnitude` (1-D), in no order.
@@ -74,9 +117,13 @@ class TopK:
     def reduce(self, names, tensors, comm, end_of_step=True):
         """Replaces each of `tensors` (gradients named `names`, the same
         list on every rank) by its sparsified average over the ranks
-        (`end_of_step`: as PowerSGD.reduce)."""
-        self.iter += 1 if end_of_step else 0
-        drive(self.stages(names, tensors, comm))
+        (`end_of_step`: as PowerSGD.reduce). The step count advances after
+        the reduction, as DistributedOptimizer's end_step() does it: the
+        warm-up's first step keeps everything either way."""
+        try:
+            drive(self.stages(names, tensors, comm))
+        finally:
+            self.iter += 1 if end_of_step else 0
 
     def end_step(self):
         """A step's gradients were all reduced (stages() does not count)."""
@@ -92,12 +139,15 @@ class TopK:
             if t.dtype.is_floating_point and self.k(t.numel()) * world < t.numel():
                 sparse.append((name, t))
             else:
+                if t.dtype.is_floating_point:
+                    self._with_velocity(name, t.view(-1))  # all of it is sent: no masking
                 plain.append(t)
         wait_plain = comm.allreduce_mean_into(plain, "topk.plain" + tag)
         if sparse:
             values, indices, ks = [], [], []
             for name, t in sparse:
                 flat = t.view(-1)  # gradients are contiguous; written in place below
+                velocity = self._with_velocity(name, flat)
                 err = self.error.get(name) if self.error_feedback else None
                 if err is not None and err.shape == flat.shape:
                     flat.add_(err)
@@ -111,6 +161,8 @@ class TopK:
                         err = self.error[name] = torch.empty_like(flat)
                     err.copy_(flat)
                     err[idx] = 0
+                if velocity is not None:
+                    velocity[idx] = 0  # momentum factor masking
             dtype = sparse[0][1].dtype
             all_values, all_indices = yield comm.allgather_async(
                 [torch.cat([v.to(dtype) for v in values]), torch.cat(indices)], "topk" + tag)
@@ -129,7 +181,8 @@ class TopK:
 
     def state_dict(self):
         return {"kind": "topk", "iter": self.iter,
-                "error": {k: v.clone() for k, v in self.error.items()}}
+                "error": {k: v.clone() for k, v in self.error.items()},
+                "velocity": {k: v.clone() for k, v in self.velocity.items()}}
 
     def load_state_dict(self, state):
         if state.get("kind") != "topk":
@@ -137,3 +190,5 @@ class TopK:
                              % (state.get("kind"),))
         self.iter = int(state["iter"])
         self.error = {k: v.clone() for k, v in state["error"].items()}
+        # States saved before momentum correction have no velocities.
+        self.velocity = {k: v.clone() for k, v in state.get("velocity", {}).items()}
