@@ -313,6 +313,8 @@ def test_bad_arguments_are_named(hvd):
         Compression.powersgd(rank=0)
     with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\), got 1"):
         Compression.topk(0.1, momentum=1)
+    with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\), got '0.9'"):
+        Compression.topk(0.1, momentum="0.9")
     with pytest.raises(ValueError, match="warmup_steps must be an int >= 0, got -1"):
         Compression.topk(0.1, warmup_steps=-1)
     model = torch.nn.Linear(4, 4)

@@ -18,7 +18,13 @@ matrices of rank r instead of n x m numbers:
 (compression would not pay) are averaged as they are, in one buffer. Before
 `start_iter` reductions every gradient is averaged as it is (no error kept),
 as in torch's hook. All the P matrices travel in one allreduce, all the Q
-matrices in another, the uncompressed gradients in a third started first."""
+matrices in another, the uncompressed gradients in a third started first.
+
+On float32 gradients in host memory the arithmetic is cohort's (cohort.h,
+PowerSgdProject and the two after it): three passes that each stream the
+gradient once, no temporary; torch's operators take six to eight passes for
+it and stay for other dtypes and GPU tensors. The two agree to float32
+rounding, and send the same P and Q layouts."""
 import zlib
 
 import torch

@@ -47,9 +47,9 @@ class TopK:
 
     def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True,
                  momentum=0.0, warmup_steps=0):
-        if not 0 < ratio <= 1:
+        if not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
             raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
-        if not 0 <= momentum < 1:
+        if not isinstance(momentum, (int, float)) or not 0 <= momentum < 1:
             raise ValueError("Compression.topk: momentum must be in [0, 1), got %r" % (momentum,))
         if not isinstance(warmup_steps, int) or warmup_steps < 0:
             raise ValueError("Compression.topk: warmup_steps must be an int >= 0, got %r"
