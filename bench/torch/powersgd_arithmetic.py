@@ -6,13 +6,14 @@ tensors), and torch's DDP powerSGD_hook (the backward of a 1-rank gloo DDP
 with the hook minus the same backward without it; all gradients in one
 bucket, as the multi-host benchmark runs it).
 
-Each figure is the median of --reps steps after two warm-up steps, one torch
-thread (as bench/torch/synthetic_training.py). The three run interleaved,
+Each figure is the median of --reps steps after two warm-up steps, on
+--threads torch threads (1 by default, as bench/torch/synthetic_training.py;
+cohort's kernels use one thread per call whatever the setting). The three run interleaved,
 --rounds times, and the medians over rounds are printed.
 
 Usage: PYTHONPATH=python COHORT_BUILD_DIR=build /usr/bin/python3 \\
          bench/torch/powersgd_arithmetic.py [--model resnet50] [--ranks 1,2,4]
-         [--reps 7] [--rounds 3] [--image-size 32] [--batch-size 32]"""
+         [--reps 7] [--rounds 3] [--image-size 32] [--batch-size 32] [--threads 1]"""
 import argparse
 import os
 import statistics
@@ -90,8 +91,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--image-size", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
     target = torch.randint(0, 1000, (args.batch_size,))
@@ -103,8 +105,9 @@ def main():
                             world_size=1)
     plain = torch.nn.parallel.DistributedDataParallel(getattr(models, args.model)(),
                                                       bucket_cap_mb=4096)
-    print("%s, %d x %dx%d images, one torch thread; ms per step, no communication"
-          % (args.model, args.batch_size, args.image_size, args.image_size), flush=True)
+    print("%s, %d x %dx%d images, %d torch thread(s); ms per step, no communication"
+          % (args.model, args.batch_size, args.image_size, args.image_size, args.threads),
+          flush=True)
     print("%-5s %14s %14s %16s %9s %9s" % ("rank", "cohort kernels", "cohort torch-ops",
                                           "DDP hook", "hook/krn", "ops/krn"))
     for rank in [int(r) for r in args.ranks.split(",")]:
