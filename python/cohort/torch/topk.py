@@ -25,6 +25,7 @@ train as well as dense SGD with momentum:
 - sparsity warm-up (`warmup_steps`): the share kept falls geometrically
   from all of it to `ratio` over the first steps."""
 import math
+import numbers
 
 import torch
 
@@ -47,9 +48,9 @@ class TopK:
 
     def __init__(self, ratio=0.01, error_feedback=True, scope="auto", overlap=True,
                  momentum=0.0, warmup_steps=0):
-        if not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+        if not isinstance(ratio, numbers.Real) or not 0 < ratio <= 1:
             raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
-        if not isinstance(momentum, (int, float)) or not 0 <= momentum < 1:
+        if not isinstance(momentum, numbers.Real) or not 0 <= momentum < 1:
             raise ValueError("Compression.topk: momentum must be in [0, 1), got %r" % (momentum,))
         if not isinstance(warmup_steps, int) or warmup_steps < 0:
             raise ValueError("Compression.topk: warmup_steps must be an int >= 0, got %r"
