@@ -32,7 +32,7 @@ def test_powersgd_matches_the_reference(hvd, comm, rank, start_iter):
 def kernel_calls(monkeypatch):
     """Counts the calls of cohort's PowerSGD kernels (each phase's)."""
     from cohort import _cohort
-    import cohort.torch.powersgd as powersgd
+    import cohort.torch.powersgd_passes as passes
     calls = {"project": 0, "project_back": 0, "approximate": 0}
 
     class Counting:
@@ -41,7 +41,7 @@ def kernel_calls(monkeypatch):
             if phase in calls:
                 calls[phase] += 1
             return getattr(_cohort, name)
-    monkeypatch.setattr(powersgd, "_cohort", Counting())
+    monkeypatch.setattr(passes, "_cohort", Counting())
     return calls
 
 
@@ -86,6 +86,29 @@ def test_powersgd_kernels_and_torch_operators_agree(hvd, comm, error_feedback, m
     assert bool(with_kernels.error) == error_feedback
     for name, err in with_kernels.error.items():
         torch.testing.assert_close(err, with_torch.error[name], rtol=1e-5, atol=1e-5)
+
+
+def test_powersgd_row_blocks_on_several_threads_match_one_call(hvd, comm, monkeypatch):
+    """With several torch threads a matrix is cut into row blocks run at
+    once (powersgd_passes.py): the same results as one call per pass, to
+    float32 rounding (the back-projection adds the blocks' partial sums)."""
+    import cohort.torch.powersgd_passes as passes
+    from cohort.torch import Compression
+
+    def run(parallel_elements):
+        monkeypatch.setattr(passes, "PARALLEL_ELEMENTS", parallel_elements)
+        reducer = Compression.powersgd(rank=2, start_iter=1, min_compression_rate=1.5)
+        return run_reducer(reducer, comm, 4, hvd.rank(), dtype=torch.float32), reducer
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        (blocks, split), (whole, _) = run(1), run(1 << 40)
+    finally:
+        torch.set_num_threads(threads)
+    assert split._passes._workers == 2  # 3 blocks: 2 on the pool, 1 on the caller
+    assert_results_close(blocks, [{k: v.double() for k, v in step.items()} for step in whole],
+                         rtol=1e-5, atol=1e-6)
 
 
 def test_powersgd_kernels_name_bad_arguments(hvd):

@@ -29,8 +29,8 @@ import zlib
 
 import torch
 
-from .. import _cohort
 from .host_reduction import check_scope
+from .powersgd_passes import KernelPasses
 from .reducer_comm import drive
 
 
@@ -103,6 +103,7 @@ class PowerSGD:
         self.iter = 0  # steps reduced
         self.q = {}  # name -> m x r, the warm start
         self.error = {}  # name -> n x m, this rank's compression error
+        self._passes = KernelPasses()  # float32 host matrices (_kernels_fit)
 
     def __repr__(self):
         return ("Compression.powersgd(rank=%d, start_iter=%d, min_compression_rate=%g)"
@@ -140,8 +141,7 @@ class PowerSGD:
         if step.kernels:
             step.p = torch.empty(m_.shape[0], r, dtype=m_.dtype)
             q_t = q.t().contiguous()  # held: the kernel gets only its address
-            _cohort.powersgd_project(m_.data_ptr(), err.data_ptr() if folded else 0, *m_.shape, r,
-                                     q_t.data_ptr(), step.p.data_ptr())
+            self._passes.project(m_, err if folded else None, q_t, step.p)
         else:
             if folded:
                 m_.add_(err)
@@ -154,10 +154,7 @@ class PowerSGD:
         step.kernels = step.kernels and _kernels_fit(p)
         if not step.kernels:
             return m_.t() @ p
-        q_t = torch.empty(p.shape[1], m_.shape[1], dtype=m_.dtype)
-        _cohort.powersgd_project_back(m_.data_ptr(), *m_.shape, p.shape[1], p.data_ptr(),
-                                      q_t.data_ptr())
-        return q_t.t()
+        return self._passes.project_back(m_, p).t()
 
     def _approximate(self, step, m_):
         """Phase 3, once Q is averaged: the gradient becomes P Q^T, the error
@@ -165,8 +162,7 @@ class PowerSGD:
         p, q, err = step.p, step.q, step.error
         if step.kernels:
             q_t = q.t().contiguous()  # held: the kernel gets only its address
-            _cohort.powersgd_approximate(m_.data_ptr(), 0 if err is None else err.data_ptr(),
-                                         *m_.shape, p.shape[1], p.data_ptr(), q_t.data_ptr())
+            self._passes.approximate(m_, err, p, q_t)
             return
         approx = p @ q.t()
         if err is not None:
