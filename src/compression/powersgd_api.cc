@@ -1,4 +1,5 @@
 // cohort.h's PowerSGD passes: the arguments checked, then the kernels.
+#include <cstdint>
 #include <string>
 
 #include "cohort/cohort.h"
@@ -20,6 +21,14 @@ Status CheckMatrix(const char* who, const PowerSgdMatrix& x, const float* a, con
   }
   if (a == nullptr) return bad(std::string(a_name) + " is null");
   if (b == nullptr) return bad(std::string(b_name) + " is null");
+  if (x.error != nullptr) {
+    // The passes read m and write error in one sweep: overlapping, they
+    // would read what they wrote.
+    const uintptr_t m = reinterpret_cast<uintptr_t>(x.m);
+    const uintptr_t e = reinterpret_cast<uintptr_t>(x.error);
+    const uintptr_t bytes = x.rows * x.cols * sizeof(float);
+    if (e < m + bytes && m < e + bytes) return bad("error overlaps the matrix m");
+  }
   return Status::OK();
 }
 

@@ -6,9 +6,11 @@
 //
 // The matrix M is `rows` x `cols`, row-major; the rank r is small (1-8), so
 // a row of Q transposed (r x cols, row-major, "q_t") and the scratch row stay
-// in cache while M streams. P is rows x r, row-major. Sums over a row are
-// taken in float32 in 16 independent lanes (a different order than a BLAS
-// call, so results agree with torch's to float rounding, not bit for bit).
+// in cache while M streams. P is rows x r, row-major. The projection's sums
+// over a row are taken in float32 in 16 independent lanes, the
+// back-projection's over rows one after another: a different order than a
+// BLAS call's, so results agree with torch's to float rounding, not bit for
+// bit.
 //
 // The loops are compiled twice (generic x86-64 and AVX2) and the variant is
 // picked once per process from the CPU's features, as the reduction kernels.

@@ -7,7 +7,6 @@
 #endif
 
 #include <cstring>
-#include <vector>
 
 #include "compression/powersgd_kernels.h"
 
@@ -17,6 +16,11 @@ namespace {
 // Independent partial sums: without them a float sum is one dependency
 // chain and the compiler may not reorder it into vector lanes.
 constexpr size_t kLanes = 16;
+
+// Columns of the approximation built at a time on the stack (1 KiB: in L1).
+// No std container here: its inline copies would be compiled in both
+// variants and the linker may keep the AVX2 one for the generic caller.
+constexpr size_t kTile = 256;
 
 float Dot(const float* a, const float* b, size_t n) {
   float lane[kLanes] = {};
@@ -58,17 +62,20 @@ void ProjectBack(const PowerSgdMatrix& x, const float* p, float* q_t) {
 }
 
 void Approximate(const PowerSgdMatrix& x, const float* p, const float* q_t) {
-  std::vector<float> a(x.cols);
+  float a[kTile];
   for (size_t i = 0; i < x.rows; ++i) {
     const float* pi = p + i * x.rank;
-    for (size_t j = 0; j < x.cols; ++j) a[j] = pi[0] * q_t[j];
-    for (size_t k = 1; k < x.rank; ++k) AddScaled(a.data(), pi[k], q_t + k * x.cols, x.cols);
     float* row = x.m + i * x.cols;
-    if (x.error != nullptr) {
-      float* e = x.error + i * x.cols;
-      for (size_t j = 0; j < x.cols; ++j) e[j] = row[j] - a[j];
+    float* e = x.error == nullptr ? nullptr : x.error + i * x.cols;
+    for (size_t j0 = 0; j0 < x.cols; j0 += kTile) {
+      const size_t n = x.cols - j0 < kTile ? x.cols - j0 : kTile;
+      for (size_t j = 0; j < n; ++j) a[j] = pi[0] * q_t[j0 + j];
+      for (size_t k = 1; k < x.rank; ++k) AddScaled(a, pi[k], q_t + k * x.cols + j0, n);
+      if (e != nullptr) {
+        for (size_t j = 0; j < n; ++j) e[j0 + j] = row[j0 + j] - a[j];
+      }
+      std::memcpy(row + j0, a, sizeof(float) * n);
     }
-    std::memcpy(row, a.data(), sizeof(float) * x.cols);
   }
 }
 

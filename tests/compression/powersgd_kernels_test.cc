@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cohort/cohort.h"
+#include "common/cpu_features.h"
 
 namespace cohort {
 namespace {
@@ -19,7 +20,8 @@ namespace {
 struct Shape {
   size_t rows, cols, rank;
 };
-const Shape kShapes[] = {{1, 1, 1}, {3, 17, 2}, {16, 16, 1}, {33, 100, 4}, {64, 7, 5}, {5, 48, 3}};
+const Shape kShapes[] = {{1, 1, 1},  {3, 17, 2}, {16, 16, 1}, {33, 100, 4},
+                         {64, 7, 5}, {5, 48, 3}, {4, 3, 5},   {2, 600, 2}};
 
 std::vector<float> Random(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -115,9 +117,39 @@ TEST(PowerSgdKernels, GenericPassesMatchTheFormulas) {
 }
 
 TEST(PowerSgdKernels, Avx2PassesMatchTheFormulas) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "this CPU has no AVX2";
+  if (!CpuHasAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
   CheckPasses(powersgd::avx2::FoldAndProject, powersgd::avx2::ProjectBack,
               powersgd::avx2::Approximate);
+}
+
+// The two variants sum in the same order, so they agree to the last bit
+// wherever the compiler does not contract a multiply and an add into one
+// rounding; the bound is that rounding's.
+TEST(PowerSgdKernels, GenericAndAvx2Agree) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  const Shape s{37, 300, 3};
+  const std::vector<float> m0 = Random(s.rows * s.cols, 5), e0 = Random(m0.size(), 6);
+  const std::vector<float> q_t = Random(s.rank * s.cols, 7);
+  std::vector<float> results[2];
+  int v = 0;
+  for (bool avx2 : {false, true}) {
+    std::vector<float> m = m0, e = e0, p(s.rows * s.rank), q(s.rank * s.cols);
+    PowerSgdMatrix x{m.data(), e.data(), s.rows, s.cols, s.rank};
+    (avx2 ? powersgd::avx2::FoldAndProject : powersgd::generic::FoldAndProject)(x, q_t.data(),
+                                                                                p.data());
+    (avx2 ? powersgd::avx2::ProjectBack : powersgd::generic::ProjectBack)(x, p.data(), q.data());
+    (avx2 ? powersgd::avx2::Approximate : powersgd::generic::Approximate)(x, p.data(), q.data());
+    results[v] = p;
+    results[v].insert(results[v].end(), q.begin(), q.end());
+    results[v].insert(results[v].end(), m.begin(), m.end());
+    results[v].insert(results[v].end(), e.begin(), e.end());
+    ++v;
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_NEAR(results[0][i], results[1][i], 1e-3 + 1e-5 * std::fabs(results[0][i]))
+        << "value " << i;
+  }
 }
 
 TEST(PowerSgdKernels, PublicPassesNameBadArguments) {
@@ -142,6 +174,10 @@ TEST(PowerSgdKernels, PublicPassesNameBadArguments) {
   EXPECT_EQ(s.message(), "PowerSgdProjectBack: p is null");
   s = PowerSgdApproximate(x, p.data(), nullptr);
   EXPECT_EQ(s.message(), "PowerSgdApproximate: q_t is null");
+  PowerSgdMatrix aliased = x;
+  aliased.error = m.data() + 5;  // inside m
+  s = PowerSgdApproximate(aliased, p.data(), q_t.data());
+  EXPECT_EQ(s.message(), "PowerSgdApproximate: error overlaps the matrix m");
   EXPECT_EQ(m, std::vector<float>(12, 1.0f));  // refused calls write nothing
 }
 

@@ -6,6 +6,7 @@ kept in the optimizer's state_dict. Runs under `cohort run -np 2` and
 `-np 3` (tests/python/CMakeLists.txt)."""
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -30,7 +31,9 @@ def test_powersgd_matches_the_reference(hvd, comm, rank, start_iter):
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """Counts the calls of cohort's PowerSGD kernels (each phase's)."""
+    """Counts the calls of cohort's PowerSGD kernels (each phase's; the
+    test matrices are below powersgd_passes.PARALLEL_ELEMENTS, so one call
+    per matrix and pass)."""
     from cohort import _cohort
     import cohort.torch.powersgd_passes as passes
     calls = {"project": 0, "project_back": 0, "approximate": 0}
@@ -49,8 +52,9 @@ def kernel_calls(monkeypatch):
 def test_powersgd_float32_kernels_match_the_reference(hvd, comm, rank, start_iter, kernel_calls):
     """float32 gradients in host memory go through cohort's kernels
     (cohort.h, PowerSgdProject): the same results as the float64 reference
-    to float32 rounding, at ranks 1, 2 and 4 (a rank above 1 needs Q
-    transposed into a buffer of its own: kept alive while the kernel runs)."""
+    to float32 rounding, at ranks 1, 2 and 4 (a rank above 1 transposes Q
+    into a buffer of its own; a first version freed it before the kernel
+    read it, and this test failed at ranks 2 and 4)."""
     from cohort.torch import Compression
     reducer = Compression.powersgd(rank=rank, start_iter=start_iter, min_compression_rate=1.5)
     ours = run_reducer(reducer, comm, 5, hvd.rank(), dtype=torch.float32)
@@ -109,6 +113,69 @@ def test_powersgd_row_blocks_on_several_threads_match_one_call(hvd, comm, monkey
     assert split._passes._workers == 2  # 3 blocks: 2 on the pool, 1 on the caller
     assert_results_close(blocks, [{k: v.double() for k, v in step.items()} for step in whole],
                          rtol=1e-5, atol=1e-6)
+
+
+def test_powersgd_state_of_another_dtype_joins_the_kernels(hvd, comm, kernel_calls):
+    """A warm start and errors saved by a float64 run, loaded into a float32
+    one, are converted (the kernels read float32 memory) and continue as
+    the float64 reducer would, to float32 rounding."""
+    from compression_reference import gradients
+    from cohort.torch import Compression
+
+    def reducer():
+        return Compression.powersgd(rank=2, start_iter=0, min_compression_rate=1.5)
+    before = reducer()
+    run_reducer(before, comm, 2, hvd.rank())  # float64 state
+    after = reducer()
+    after.load_state_dict(before.state_dict())
+    for step in range(2, 4):
+        grads32 = gradients(hvd.rank(), step, torch.float32)
+        grads64 = {n: g.double() for n, g in grads32.items()}
+        names = sorted(grads32)
+        after.reduce(names, [grads32[n] for n in names], comm)
+        before.reduce(names, [grads64[n] for n in names], comm)
+        for n in names:
+            torch.testing.assert_close(grads32[n].double(), grads64[n], rtol=1e-4, atol=1e-5)
+    assert kernel_calls["project"] == 2 * len(after.q)
+    assert {t.dtype for t in list(after.q.values()) + list(after.error.values())} == {
+        torch.float32}
+
+
+def test_topk_momentum_where_gradients_are_averaged_dense(hvd):
+    """On one host (every test rank) scope "auto" averages dense: top-k's
+    momentum correction still applies the momentum, so training equals
+    plain momentum SGD (an optimizer without momentum would otherwise train
+    with none at all)."""
+    from cohort.torch import Compression
+    with pytest.warns(UserWarning, match="every rank is on one host"):
+        corrected, _, _ = train_quadratic(hvd, Compression.topk(0.05, momentum=0.5), 6)
+    plain, _, _ = train_quadratic(hvd, Compression.none, 6, momentum=0.5)
+    torch.testing.assert_close(corrected["w"], plain["w"], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(corrected["b"], plain["b"], rtol=1e-5, atol=1e-6)
+
+
+def test_topk_momentum_on_one_rank(hvd):
+    """A job of one rank reduces nothing, and top-k's momentum correction
+    still applies the momentum (a process of its own, started without a
+    launcher: size 1)."""
+    import os
+    import subprocess
+    import sys
+    if hvd.rank() != 0:
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("import cohort.torch as hvd, test_compression as t; hvd.init(); "
+            "a, _, _ = t.train_quadratic(hvd, hvd.Compression.topk(0.05, momentum=0.5), 6); "
+            "b, _, _ = t.train_quadratic(hvd, hvd.Compression.none, 6, momentum=0.5); "
+            "print(hvd.size(), float((a['w'] - b['w']).abs().max()))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COHORT_") or
+           k == "COHORT_BUILD_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join([here, env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    size, gap = out.stdout.split()[-2:]
+    assert size == "1" and float(gap) == 0.0, out.stdout
 
 
 def test_powersgd_kernels_name_bad_arguments(hvd):
@@ -340,6 +407,9 @@ def test_bad_arguments_are_named(hvd):
         Compression.topk(0.1, momentum="0.9")
     with pytest.raises(ValueError, match="warmup_steps must be an int >= 0, got -1"):
         Compression.topk(0.1, warmup_steps=-1)
+    with pytest.raises(ValueError, match="warmup_steps must be an int >= 0, got True"):
+        Compression.topk(0.1, warmup_steps=True)
+    assert Compression.topk(0.1, warmup_steps=np.int64(3)).warmup_steps == 3
     model = torch.nn.Linear(4, 4)
     with pytest.raises(ValueError, match=r"momentum=0.9\) applies the momentum before "
                                          r"sparsifying .* param group 1 has momentum=0.5"):
@@ -347,6 +417,9 @@ def test_bad_arguments_are_named(hvd):
             torch.optim.SGD([{"params": [model.weight], "momentum": 0.0},
                              {"params": [model.bias], "momentum": 0.5}], lr=0.1),
             compression=Compression.topk(0.1, momentum=0.9))
+    with pytest.raises(ValueError, match=r"param group 0 has betas, an Adam-like"):
+        hvd.DistributedOptimizer(torch.optim.Adam(model.parameters()),
+                                 compression=Compression.topk(0.1, momentum=0.9))
     with pytest.raises(ValueError, match="averages gradients"):
         hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                  compression=Compression.topk(0.1), op=hvd.Sum)

@@ -127,7 +127,7 @@ def _reduce_once_per_host(state, bucket, names, grads):
     elif state.mode == "host":
         drive(once_per_host(state.reducer, state.layout, names, grads, tag))
     else:
-        drive(averaged(EngineComm(None), grads, tag))
+        drive(averaged(state.reducer, EngineComm(None), names, grads, tag))
     if bucket.is_last():
         if state.mode != "dense":
             from .mpi_ops import barrier

@@ -252,8 +252,12 @@ def sharded_per_host(reducer, layout, names, tensors, tag):
         at += b - a
 
 
-def averaged(comm, tensors, tag):
-    """The generator of one group's plain average (mode "dense")."""
+def averaged(reducer, comm, names, tensors, tag):
+    """The generator of one group's plain average (mode "dense"). A reducer
+    that applies the optimizer's momentum itself (top-k's momentum
+    correction) still does, though it sparsifies nothing here."""
+    if hasattr(reducer, "apply_momentum"):
+        reducer.apply_momentum(names, tensors)
     yield comm.grouped_allreduce_into(tensors, "dense" + tag, average=True)
 
 

@@ -258,7 +258,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         elif mode == "host":
             stages = once_per_host(self._reducer, self._layout, names, grads, tag)
         elif mode == "dense":
-            stages = averaged(self._reducer_comm, grads, tag)
+            stages = averaged(self._reducer, self._reducer_comm, names, grads, tag)
         else:
             stages = self._reducer.stages(names, grads, self._reducer_comm, tag)
         if self._reducer.overlap:
@@ -314,6 +314,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 # rank's engine) while another host still broadcasts.
                 barrier()
             self._reducer.end_step()
+        elif hasattr(self._reducer, "apply_momentum"):  # one rank: nothing to reduce
+            params = [p for group in self.param_groups for p in group["params"]
+                      if p.grad is not None]  # (no hooks on one rank: _requires_update is empty)
+            self._reducer.apply_momentum([self._parameter_names[p] for p in params],
+                                         [p.grad for p in params])
         self._in_flight, self._deferred = [], []
         for p in self._requires_update:
             self._allreduce_delay[p] = self.backward_passes_per_step
@@ -520,6 +525,11 @@ def _check_momentum_applied_once(optimizer, compression):
                 "DistributedOptimizer: %r applies the momentum before sparsifying (momentum "
                 "correction), so the optimizer must have none; param group %d has momentum=%g "
                 "(build it with momentum=0)" % (compression, i, group["momentum"]))
+        if "betas" in group:
+            raise ValueError(
+                "DistributedOptimizer: %r applies SGD's momentum before sparsifying (momentum "
+                "correction); param group %d has betas, an Adam-like optimizer's own moments "
+                "(use momentum=0 in the compression with it)" % (compression, i))
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,

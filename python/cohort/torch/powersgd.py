@@ -125,6 +125,8 @@ class PowerSGD:
             return None, False
         err = self.error.get(name)
         if err is not None and err.shape == m_.shape:
+            if err.dtype != m_.dtype or err.device != m_.device:  # loaded from another run
+                err = self.error[name] = err.to(device=m_.device, dtype=m_.dtype)
             return err, True
         err = self.error[name] = torch.zeros_like(m_)
         return err, False
@@ -136,6 +138,9 @@ class PowerSGD:
         q = self.q.get(name) if self.warm_start else None
         if q is None or q.shape != (m_.shape[1], r):
             q = self._initial_q(name, m_.shape[1], r, m_.dtype)
+        # A warm start loaded from a run of another dtype or device joins
+        # this one's (the kernels read raw float32 memory).
+        q = q.to(device=m_.device, dtype=m_.dtype)
         orthogonalize(q)
         step = _MatrixStep(err, _kernels_fit(m_, err))
         if step.kernels:
@@ -160,8 +165,8 @@ class PowerSGD:
         """Phase 3, once Q is averaged: the gradient becomes P Q^T, the error
         what that leaves out."""
         p, q, err = step.p, step.q, step.error
-        if step.kernels:
-            q_t = q.t().contiguous()  # held: the kernel gets only its address
+        q_t = q.t().contiguous()  # held: the kernel gets only its address
+        if step.kernels and _kernels_fit(q_t):
             self._passes.approximate(m_, err, p, q_t)
             return
         approx = p @ q.t()

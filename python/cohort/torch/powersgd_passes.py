@@ -6,7 +6,8 @@ per torch thread (torch.get_num_threads()), run at once on a small thread
 pool (the binding releases the GIL): the projection and the approximation
 write disjoint rows; the back-projection sums each block's partial Q^T.
 Below PARALLEL_ELEMENTS, or on one torch thread, a pass is one call."""
-from concurrent.futures import ThreadPoolExecutor
+import os
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import torch
 
@@ -17,14 +18,25 @@ from .. import _cohort
 PARALLEL_ELEMENTS = 1 << 18
 
 
+def _at(t, row):
+    """The address of row `row` of the 2-D tensor `t`."""
+    return t.data_ptr() + row * t.stride(0) * t.element_size()
+
+
 class KernelPasses:
     """The three passes, each over row blocks of a matrix `m_` (rows x
-    cols, float32, contiguous). The pool is made on first need and resized
-    when torch's thread count changes."""
+    cols, float32, contiguous). The pool (torch's threads less this one)
+    is made on first need, and again when torch's thread count changes or
+    in a forked child, which inherits the pool without its threads."""
 
     def __init__(self):
-        self._pool = None
-        self._workers = 0
+        self._pool, self._workers, self._pid = None, 0, None
+
+    def __getstate__(self):
+        return {}  # a pool is not copied: the copy makes its own
+
+    def __setstate__(self, state):
+        self.__init__()
 
     def _blocks(self, rows, cols):
         threads = torch.get_num_threads()
@@ -33,40 +45,45 @@ class KernelPasses:
         n = min(threads, rows)
         return [(rows * i // n, rows * (i + 1) // n) for i in range(n)]
 
+    def _executor(self):
+        workers = torch.get_num_threads() - 1
+        if self._workers != workers or self._pid != os.getpid():
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.shutdown()
+            self._pool = ThreadPoolExecutor(workers, "cohort-powersgd")
+            self._workers, self._pid = workers, os.getpid()
+        return self._pool
+
     def _run(self, fn, blocks):
-        """fn(i, first_row, end_row) for every block i; block 0 on this thread."""
+        """fn(i, first_row, end_row) for every block i; block 0 on this
+        thread. Returns once every block has ended, failed or not."""
         if len(blocks) == 1:
             fn(0, *blocks[0])
             return
-        if self._workers != len(blocks) - 1:
-            if self._pool is not None:
-                self._pool.shutdown()
-            self._workers = len(blocks) - 1
-            self._pool = ThreadPoolExecutor(self._workers, "cohort-powersgd")
-        futures = [self._pool.submit(fn, i, a, b) for i, (a, b) in enumerate(blocks) if i]
-        fn(0, *blocks[0])
+        pool = self._executor()
+        futures = [pool.submit(fn, i, a, b) for i, (a, b) in enumerate(blocks) if i]
+        try:
+            fn(0, *blocks[0])
+        finally:
+            wait(futures)  # no block may still write once the caller moves on
         for f in futures:
             f.result()
 
     def project(self, m_, err, q_t, p):
         """m_ += err (None: nothing to fold in); p = m_ q."""
-        cols, r, size = m_.shape[1], q_t.shape[0], m_.element_size()
-
         def rows(_, a, b):
-            _cohort.powersgd_project(m_.data_ptr() + a * cols * size,
-                                     0 if err is None else err.data_ptr() + a * cols * size,
-                                     b - a, cols, r, q_t.data_ptr(), p.data_ptr() + a * r * size)
+            _cohort.powersgd_project(_at(m_, a), 0 if err is None else _at(err, a), b - a,
+                                     m_.shape[1], q_t.shape[0], q_t.data_ptr(), _at(p, a))
         self._run(rows, self._blocks(*m_.shape))
 
     def project_back(self, m_, p):
         """Q^T = (m_^T p)^T, r x cols."""
-        cols, r, size = m_.shape[1], p.shape[1], m_.element_size()
         blocks = self._blocks(*m_.shape)
-        parts = [torch.empty(r, cols, dtype=m_.dtype) for _ in blocks]
+        parts = [torch.empty(p.shape[1], m_.shape[1], dtype=m_.dtype) for _ in blocks]
 
         def rows(i, a, b):
-            _cohort.powersgd_project_back(m_.data_ptr() + a * cols * size, b - a, cols, r,
-                                          p.data_ptr() + a * r * size, parts[i].data_ptr())
+            _cohort.powersgd_project_back(_at(m_, a), b - a, m_.shape[1], p.shape[1], _at(p, a),
+                                          parts[i].data_ptr())
         self._run(rows, blocks)
         for part in parts[1:]:
             parts[0] += part
@@ -74,11 +91,7 @@ class KernelPasses:
 
     def approximate(self, m_, err, p, q_t):
         """m_ = p q^T; err = what that leaves out (None: not kept)."""
-        cols, r, size = m_.shape[1], p.shape[1], m_.element_size()
-
         def rows(_, a, b):
-            _cohort.powersgd_approximate(m_.data_ptr() + a * cols * size,
-                                         0 if err is None else err.data_ptr() + a * cols * size,
-                                         b - a, cols, r, p.data_ptr() + a * r * size,
-                                         q_t.data_ptr())
+            _cohort.powersgd_approximate(_at(m_, a), 0 if err is None else _at(err, a), b - a,
+                                         m_.shape[1], p.shape[1], _at(p, a), q_t.data_ptr())
         self._run(rows, self._blocks(*m_.shape))

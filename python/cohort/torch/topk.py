@@ -52,7 +52,8 @@ class TopK:
             raise ValueError("Compression.topk: ratio must be in (0, 1], got %r" % (ratio,))
         if not isinstance(momentum, numbers.Real) or not 0 <= momentum < 1:
             raise ValueError("Compression.topk: momentum must be in [0, 1), got %r" % (momentum,))
-        if not isinstance(warmup_steps, int) or warmup_steps < 0:
+        if (not isinstance(warmup_steps, numbers.Integral) or isinstance(warmup_steps, bool)
+                or warmup_steps < 0):
             raise ValueError("Compression.topk: warmup_steps must be an int >= 0, got %r"
                              % (warmup_steps,))
         check_scope(scope, "Compression.topk")
@@ -61,7 +62,7 @@ class TopK:
         self.ratio = ratio
         self.error_feedback = error_feedback
         self.momentum = momentum
-        self.warmup_steps = warmup_steps
+        self.warmup_steps = int(warmup_steps)
         self.iter = 0
         self.error = {}  # name -> flat tensor
         self.velocity = {}  # name -> flat tensor (momentum correction)
@@ -82,6 +83,19 @@ class TopK:
 
     def k(self, numel):
         return max(1, int(math.floor(numel * self.density())))
+
+    def apply_momentum(self, names, tensors):
+        """Momentum correction where nothing is sparsified (one host, whose
+        average is dense; one rank): each floating gradient becomes its
+        velocity, which is plain momentum SGD. Without momentum, nothing."""
+        if not self.momentum:
+            return
+        for name, t in zip(names, tensors):
+            if t.dtype.is_floating_point:
+                flat = t.reshape(-1)  # a copy only when t is not contiguous
+                self._with_velocity(name, flat)
+                if flat.data_ptr() != t.data_ptr():
+                    t.copy_(flat.view_as(t))
 
     def _with_velocity(self, name, flat):
         """Momentum correction: the velocity u = momentum u + flat, written
