@@ -13,7 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 namespace cohort::testing {
@@ -161,16 +163,37 @@ std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& a
   return results;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// Whether a TCP listener could bind 127.0.0.1:port now.
+bool Bindable(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(fd);
-  return ntohs(addr.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+int FreePort() {
+  // Below Linux's ephemeral range (32768-60999 by default): a port the
+  // kernel handed out for bind(0) can be handed to any other process's
+  // outgoing connection before the test's child binds it (seen once under
+  // ctest -j2: "Address already in use"). Ports here are only ever taken
+  // by listeners, which other tests pick at random too.
+  static std::mt19937 gen(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(gen);
+    if (Bindable(port)) return port;
+  }
+  ADD_FAILURE() << "no bindable port in 20000-32000 after 200 tries";
+  return 0;
 }
 
 std::vector<std::unique_ptr<ChildProcess>> StartWithTorchrunVariables(

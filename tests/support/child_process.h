@@ -79,7 +79,8 @@ std::vector<Finished> RunTogether(const std::vector<std::vector<std::string>>& a
                                   const std::vector<std::map<std::string, std::string>>& envs,
                                   double seconds);
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, picked at random below
+// the kernel's ephemeral range (no outgoing connection takes it meanwhile).
 int FreePort();
 
 // Path of a test worker program built next to the test binary.
