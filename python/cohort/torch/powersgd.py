@@ -165,10 +165,11 @@ class PowerSGD:
         """Phase 3, once Q is averaged: the gradient becomes P Q^T, the error
         what that leaves out."""
         p, q, err = step.p, step.q, step.error
-        q_t = q.t().contiguous()  # held: the kernel gets only its address
-        if step.kernels and _kernels_fit(q_t):
-            self._passes.approximate(m_, err, p, q_t)
-            return
+        if step.kernels:
+            q_t = q.t().contiguous()  # held: the kernel gets only its address
+            if _kernels_fit(q_t):  # a group of mixed dtypes averages Q in the widest
+                self._passes.approximate(m_, err, p, q_t)
+                return
         approx = p @ q.t()
         if err is not None:
             torch.sub(m_, approx, out=err)

@@ -149,14 +149,14 @@ class TopK:
         (reducer_comm.Stages): everything is sent as soon as it is
         advanced; `tag` keeps the names of several groups apart."""
         world = comm.size
-        sparse, plain = [], []
+        sparse, plain, plain_names = [], [], []
         for name, t in zip(names, tensors):
             if t.dtype.is_floating_point and self.k(t.numel()) * world < t.numel():
                 sparse.append((name, t))
             else:
-                if t.dtype.is_floating_point:
-                    self._with_velocity(name, t.view(-1))  # all of it is sent: no masking
+                plain_names.append(name)
                 plain.append(t)
+        self.apply_momentum(plain_names, plain)  # all of it is sent: no masking
         wait_plain = comm.allreduce_mean_into(plain, "topk.plain" + tag)
         if sparse:
             values, indices, ks = [], [], []
